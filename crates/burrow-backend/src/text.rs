@@ -1,0 +1,224 @@
+//! Shared text helpers: the one line split, the read window, and the CRLF-preserving edit.
+//!
+//! Every backend reads and edits through these functions, so "what is a
+//! line" and "what does an edit do to a CRLF file" have one answer.
+
+use burrow_types::EditResult;
+
+use crate::error::{Error, Result};
+use crate::path::VPath;
+use crate::results::LineWindow;
+
+/// The lines of `text`: split on "\n" only, no extra line for a final "\n",
+/// and a "\r" just before a "\n" is not part of its line.
+pub fn lines(text: &str) -> Lines<'_> {
+    Lines { rest: text }
+}
+
+/// Iterator returned by [`lines`].
+#[derive(Debug, Clone)]
+pub struct Lines<'a> {
+    rest: &'a str,
+}
+
+impl<'a> Iterator for Lines<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        if self.rest.is_empty() {
+            return None;
+        }
+        match self.rest.find('\n') {
+            Some(i) => {
+                let line = &self.rest[..i];
+                self.rest = &self.rest[i + 1..];
+                Some(line.strip_suffix('\r').unwrap_or(line))
+            }
+            None => {
+                let line = self.rest;
+                self.rest = "";
+                Some(line)
+            }
+        }
+    }
+}
+
+/// How many lines [`lines`] yields for `bytes`, without decoding them.
+pub fn line_count(bytes: &[u8]) -> usize {
+    let newlines = bytes.iter().filter(|&&b| b == b'\n').count();
+    match bytes.last() {
+        None => 0,
+        Some(b'\n') => newlines,
+        Some(_) => newlines + 1,
+    }
+}
+
+/// `bytes` as UTF-8 text, or NotText naming `path`.
+pub fn decode_text<'a>(path: &VPath, bytes: &'a [u8]) -> Result<&'a str> {
+    std::str::from_utf8(bytes).map_err(|_| Error::not_text(path))
+}
+
+/// True when `bytes` is text for grep's purposes: valid UTF-8 with no NUL.
+pub fn is_searchable_text(bytes: &[u8]) -> bool {
+    !bytes.contains(&0) && std::str::from_utf8(bytes).is_ok()
+}
+
+/// The window of `limit` lines from `offset` of the file at `path` holding `bytes`.
+///
+/// Applies `read`'s contract: NotText for non-UTF-8 content, zero lines for an
+/// empty file, InvalidArgument for an offset at or past the end of a non-empty file.
+pub fn read_window(path: &VPath, bytes: &[u8], offset: usize, limit: usize) -> Result<LineWindow> {
+    let text = decode_text(path, bytes)?;
+    let total_lines = line_count(bytes);
+    if total_lines == 0 {
+        return Ok(LineWindow::default());
+    }
+    if offset >= total_lines {
+        return Err(Error::invalid_argument(format!(
+            "offset {offset} is past the end of {path}, which has {total_lines} lines; use an offset below {total_lines}."
+        )));
+    }
+    let lines: Vec<String> = lines(text)
+        .skip(offset)
+        .take(limit)
+        .map(str::to_owned)
+        .collect();
+    let truncated = offset + lines.len() < total_lines;
+    Ok(LineWindow {
+        lines,
+        offset,
+        total_lines,
+        truncated,
+    })
+}
+
+/// Checks an edit's arguments before any file is touched.
+pub fn check_edit_args(old: &str, new: &str) -> Result<()> {
+    if old.is_empty() {
+        return Err(Error::invalid_argument(
+            "the text to replace is empty; give the exact text to replace.",
+        ));
+    }
+    if old == new {
+        return Err(Error::invalid_argument(
+            "the old and new text are the same; there is nothing to change.",
+        ));
+    }
+    Ok(())
+}
+
+/// True when `text` uses CRLF line endings: it holds "\r\n" and no bare "\n".
+pub fn is_crlf(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let mut saw_crlf = false;
+    for (i, &b) in bytes.iter().enumerate() {
+        if b == b'\n' {
+            if i > 0 && bytes[i - 1] == b'\r' {
+                saw_crlf = true;
+            } else {
+                return false;
+            }
+        }
+    }
+    saw_crlf
+}
+
+/// `s` with every line ending written as "\r\n".
+fn to_crlf(s: &str) -> String {
+    s.replace("\r\n", "\n").replace('\n', "\r\n")
+}
+
+/// Applies `edit`'s contract to `bytes`, returning the new content and the count.
+///
+/// In a CRLF file (see [`is_crlf`]) the line endings of `old` and `new` are
+/// written as "\r\n" before matching, so an edit never mixes line endings.
+pub fn apply_edit(
+    path: &VPath,
+    bytes: &[u8],
+    old: &str,
+    new: &str,
+    replace_all: bool,
+) -> Result<(Vec<u8>, usize)> {
+    check_edit_args(old, new)?;
+    let text = decode_text(path, bytes)?;
+    let (old, new) = if is_crlf(text) {
+        (to_crlf(old), to_crlf(new))
+    } else {
+        (old.to_owned(), new.to_owned())
+    };
+    let count = text.matches(old.as_str()).count();
+    if count == 0 {
+        return Err(Error::invalid_argument(format!(
+            "the text to replace was not found in {path}; read the file and copy the exact text."
+        )));
+    }
+    if count > 1 && !replace_all {
+        return Err(Error::invalid_argument(format!(
+            "the text to replace occurs {count} times in {path}; include more surrounding text to make it unique, or replace all."
+        )));
+    }
+    let replaced = if replace_all {
+        text.replace(old.as_str(), &new)
+    } else {
+        text.replacen(old.as_str(), &new, 1)
+    };
+    Ok((replaced.into_bytes(), count))
+}
+
+/// The `EditResult` for a successful edit of `path`.
+pub fn edit_result(path: &VPath, count: usize) -> EditResult {
+    EditResult::edited(path.as_str(), count as u64)
+}
+
+/// TooLarge when `len` exceeds `max`.
+pub fn check_size(path: &VPath, len: u64, max: u64) -> Result<()> {
+    if len > max {
+        return Err(Error::too_large(path, len, max));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p() -> VPath {
+        VPath::parse("/f.txt").unwrap()
+    }
+
+    #[test]
+    fn splits_lines() {
+        let cases: [(&str, &[&str]); 7] = [
+            ("", &[]),
+            ("\n", &[""]),
+            ("a", &["a"]),
+            ("a\n", &["a"]),
+            ("a\r\nb\r\n", &["a", "b"]),
+            ("a\rb\n\nc", &["a\rb", "", "c"]),
+            ("x\r", &["x\r"]),
+        ];
+        for (text, want) in cases {
+            assert_eq!(lines(text).collect::<Vec<_>>(), want, "{text:?}");
+            assert_eq!(line_count(text.as_bytes()), want.len(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn crlf_edit_keeps_endings() {
+        let (out, n) = apply_edit(&p(), b"a\r\nb\r\nc\r\n", "a\nb", "x\ny\nz", false).unwrap();
+        assert_eq!(n, 1);
+        assert_eq!(out, b"x\r\ny\r\nz\r\nc\r\n");
+    }
+
+    #[test]
+    fn refusals() {
+        let content = b"a a";
+        for (old, new, all) in [("", "x", false), ("a", "a", false), ("zz", "y", false), ("a", "b", false)] {
+            let err = apply_edit(&p(), content, old, new, all).unwrap_err();
+            assert_eq!(err.kind(), crate::ErrorKind::InvalidArgument);
+        }
+        let err = apply_edit(&p(), &[0xff, 0xfe], "a", "b", false).unwrap_err();
+        assert_eq!(err.kind(), crate::ErrorKind::NotText);
+        assert!(apply_edit(&p(), content, "a", "b", false).unwrap_err().message().contains('2'));
+    }
+}

@@ -1,0 +1,2 @@
+//! cargo xtask: project automation (placeholder until the xtask commands land).
+fn main() {}
