@@ -1,2 +1,104 @@
-//! cargo xtask: project automation (placeholder until the xtask commands land).
-fn main() {}
+//! cargo xtask: the project's automation (ci, test, tidy, setup, bench, deny), in plain Rust.
+//!
+//! Everything a developer or CI runs lives here rather than in shell scripts, so it works
+//! the same on every machine that has the Rust toolchain. `.ci/run` only calls
+//! `cargo xtask ci`. Dependencies stay few (anyhow and std): xtask is built on every CI
+//! run, before anything else.
+
+mod bench;
+mod ci;
+mod cmd;
+mod deny;
+mod manifest;
+mod setup;
+mod tidy;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage: cargo xtask <command> [args]
+
+commands:
+  ci                 fmt check, tidy, clippy, facade feature builds, then test
+  test               setup, then doc tests and every test (nextest, else cargo test)
+  tidy               check the house rules (//! headers, manifests, code map, test layout)
+  setup              install and start what the tests need (idempotent)
+  bench [CRATE] [-- ARGS]
+                     run the benchmarks of every crate with benches, or of CRATE
+  deny               cargo deny check bans licenses sources (installs cargo-deny if missing)
+  help               this text
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("xtask: error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: &[String]) -> anyhow::Result<ExitCode> {
+    let root = workspace_root()?;
+    let (command, rest) = match args.split_first() {
+        Some((command, rest)) => (command.as_str(), rest),
+        None => ("help", &[][..]),
+    };
+    let no_args = |name: &str| -> anyhow::Result<()> {
+        match rest.first() {
+            Some(extra) => anyhow::bail!("`{name}` takes no arguments (got `{extra}`)\n\n{USAGE}"),
+            None => Ok(()),
+        }
+    };
+    let ok = match command {
+        "ci" => {
+            no_args("ci")?;
+            ci::ci(&root)?
+        }
+        "test" => {
+            no_args("test")?;
+            ci::test(&root)?
+        }
+        "tidy" => {
+            no_args("tidy")?;
+            tidy::run(&root)?
+        }
+        "setup" => {
+            no_args("setup")?;
+            setup::run_and_report(&root)?
+        }
+        "bench" => bench::run(&root, rest)?,
+        "deny" => {
+            no_args("deny")?;
+            deny::run(&root)?
+        }
+        "help" | "-h" | "--help" => {
+            print!("{USAGE}");
+            true
+        }
+        other => {
+            eprint!("xtask: unknown command `{other}`\n\n{USAGE}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    Ok(if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// The workspace root: xtask's own manifest directory is one level below it.
+fn workspace_root() -> anyhow::Result<PathBuf> {
+    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    match manifest_dir.parent() {
+        Some(root) => Ok(root.to_path_buf()),
+        None => anyhow::bail!(
+            "xtask's manifest dir {} has no parent",
+            manifest_dir.display()
+        ),
+    }
+}
