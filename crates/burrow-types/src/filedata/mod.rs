@@ -1,0 +1,368 @@
+//! `FileData` and the files document: one stored file, and a JSON map of them by path.
+//!
+//! The document is the wire shared with the Python `StateBackend`
+//! (`pydantic_ai_backends.StateBackend.files`). Text is `content` split on `"\n"`
+//! with no `encoding` key; anything else is one standard, padded base64 entry with
+//! `encoding: "base64"`. Two rules are burrow's own, and both only tighten what is
+//! written, never what is read:
+//!
+//! - Text holding a NUL is stored as base64, because PostgreSQL `jsonb` refuses
+//!   `\u0000` and the document must fit a `jsonb` column.
+//! - Reading accepts the legacy documents older Python versions wrote (binary
+//!   content as text decoded with `errors="surrogateescape"`, written by
+//!   `json.dumps` as lone `\udcXX` escapes), through a small reader of its own
+//!   (`serde_json` refuses lone surrogates). Every entry read is put in the
+//!   canonical form [`FileData::from_bytes`] would give, so an in-memory
+//!   `FileData` never holds a surrogate or a NUL line.
+
+mod json;
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use serde::{Deserialize, Serialize};
+
+use self::json::Value;
+
+/// The only `encoding` value defined: `content` is one base64 entry.
+pub const BASE64_ENCODING: &str = "base64";
+
+/// One file as the Python `StateBackend` stores it.
+///
+/// Build it with [`FileData::from_bytes`], which picks the form the contract
+/// demands; read it back with [`FileData::to_bytes`]. The serde derives give the
+/// plain JSON shape; to read a whole document that may be legacy, use
+/// [`parse_files_document`], which the derives cannot do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileData {
+    /// Lines of text split on `"\n"` (`"a\n"` is `["a", ""]`, an empty file
+    /// `[""]`), or a single base64 entry when `encoding` is `"base64"`.
+    pub content: Vec<String>,
+    /// When the file was first written, RFC 3339 / ISO 8601.
+    pub created_at: String,
+    /// When the file was last written, RFC 3339 / ISO 8601.
+    pub modified_at: String,
+    /// `Some("base64")` when `content` holds base64; absent for text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encoding: Option<String>,
+}
+
+impl FileData {
+    /// Stores `bytes` in the form the contract demands.
+    ///
+    /// Text (valid UTF-8 holding no NUL) becomes `content` split on `"\n"`
+    /// exactly as Python's `str.split("\n")` does: `""` is `[""]`, `"a\n"` is
+    /// `["a", ""]`, `"\r"` stays on its line. Anything else (not UTF-8, or
+    /// holding a NUL, which `jsonb` cannot store) is one standard padded base64
+    /// entry with `encoding: "base64"`.
+    pub fn from_bytes(bytes: &[u8], created_at: String, modified_at: String) -> FileData {
+        match std::str::from_utf8(bytes) {
+            Ok(text) if !text.contains('\0') => FileData {
+                content: text.split('\n').map(str::to_owned).collect(),
+                created_at,
+                modified_at,
+                encoding: None,
+            },
+            _ => FileData {
+                content: vec![STANDARD.encode(bytes)],
+                created_at,
+                modified_at,
+                encoding: Some(BASE64_ENCODING.to_owned()),
+            },
+        }
+    }
+
+    /// The exact bytes: the lines joined with `"\n"`, or the base64 decoded.
+    ///
+    /// Base64 `content` entries are joined before decoding, as Python does.
+    ///
+    /// # Errors
+    /// [`FileDataError::InvalidBase64`] when base64 content does not decode, and
+    /// [`FileDataError::UnknownEncoding`] for an `encoding` other than `"base64"`.
+    pub fn to_bytes(&self) -> Result<Vec<u8>, FileDataError> {
+        match self.encoding.as_deref() {
+            None => Ok(self.content.join("\n").into_bytes()),
+            Some(BASE64_ENCODING) => STANDARD.decode(self.content.concat()).map_err(|error| {
+                FileDataError::InvalidBase64 {
+                    reason: error.to_string(),
+                }
+            }),
+            Some(other) => Err(FileDataError::UnknownEncoding {
+                encoding: other.to_owned(),
+            }),
+        }
+    }
+
+    /// True when `content` holds lines of text rather than base64.
+    pub fn is_text(&self) -> bool {
+        self.encoding.is_none()
+    }
+}
+
+/// A whole document: files by absolute path, in byte order.
+pub type FilesDocument = BTreeMap<String, FileData>;
+
+/// Parses a files document (path -> FileData) written by burrow or by any
+/// version of the Python `StateBackend`.
+///
+/// Legacy entries (no `encoding`, lines holding lone surrogates U+DC80..U+DCFF
+/// from Python's surrogateescape, as `\udcXX` escapes) load with each such
+/// surrogate turned back into the byte it stood for. Every entry is returned in
+/// the canonical form of [`FileData::from_bytes`] for its bytes, timestamps
+/// kept: legacy binary and text holding a NUL come back as base64. Members of an
+/// entry other than the four defined ones are ignored, as Python ignores them;
+/// `"encoding": null` means text, as in Python.
+///
+/// # Errors
+/// [`FileDataError::Syntax`] for text that is not JSON (or holds a lone
+/// surrogate that is no surrogateescape byte), [`FileDataError::Shape`] for
+/// JSON that is not a map of files, [`FileDataError::Entry`] for an entry whose
+/// content does not decode.
+pub fn parse_files_document(json: &str) -> Result<FilesDocument, FileDataError> {
+    let Value::Object(members) = json::parse(json)? else {
+        return Err(shape("the document is not a JSON object of files by path"));
+    };
+    let mut doc = FilesDocument::new();
+    for (raw_path, entry) in members {
+        let path = String::from_utf8(raw_path)
+            .map_err(|_| shape("a path in the document is not valid UTF-8"))?;
+        let data = entry_from_value(&path, &entry)?;
+        doc.insert(path, data);
+    }
+    Ok(doc)
+}
+
+/// Writes `doc` as compact, strict UTF-8 JSON that PostgreSQL `jsonb` accepts.
+///
+/// No lone surrogates can appear (Rust strings have none). A text entry whose
+/// lines hold a NUL (possible only for a hand-built `FileData`) is written in
+/// base64 form, so content never produces `\u0000`. Paths and timestamps are
+/// written as given: a burrow path never holds NUL (`VPath` refuses it).
+pub fn files_document_to_json(doc: &FilesDocument) -> String {
+    let mut out = String::with_capacity(64 * doc.len() + 2);
+    out.push('{');
+    for (index, (path, data)) in doc.iter().enumerate() {
+        if index > 0 {
+            out.push(',');
+        }
+        write_json_string(&mut out, path);
+        out.push(':');
+        let needs_base64 = data.is_text() && data.content.iter().any(|line| line.contains('\0'));
+        if needs_base64 {
+            let bytes = data.content.join("\n").into_bytes();
+            let canonical =
+                FileData::from_bytes(&bytes, data.created_at.clone(), data.modified_at.clone());
+            write_entry(&mut out, &canonical);
+        } else {
+            write_entry(&mut out, data);
+        }
+    }
+    out.push('}');
+    out
+}
+
+/// Why a files document or a `FileData` could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FileDataError {
+    /// The text is not JSON, or holds a lone surrogate that stands for no byte.
+    #[error("the files document is not valid JSON at byte {offset}: {reason}")]
+    Syntax {
+        /// Byte offset into the document where reading stopped.
+        offset: usize,
+        /// What was wrong there.
+        reason: String,
+    },
+    /// The JSON is not a map of path -> file.
+    #[error("the files document has the wrong shape: {reason}")]
+    Shape {
+        /// What was wrong, naming the path where there is one.
+        reason: String,
+    },
+    /// Content marked base64 does not decode.
+    #[error("content marked base64 does not decode: {reason}")]
+    InvalidBase64 {
+        /// The decoder's reason.
+        reason: String,
+    },
+    /// `encoding` holds a value other than `"base64"`.
+    #[error("unknown content encoding {encoding:?}; only \"base64\" is defined")]
+    UnknownEncoding {
+        /// The value found.
+        encoding: String,
+    },
+    /// One entry of a document could not be decoded.
+    #[error("the file {path} in the files document cannot be decoded: {error}")]
+    Entry {
+        /// The entry's path.
+        path: String,
+        /// Why (part of this message, so not also reported as its source).
+        error: Box<FileDataError>,
+    },
+}
+
+fn shape(reason: impl Into<String>) -> FileDataError {
+    FileDataError::Shape {
+        reason: reason.into(),
+    }
+}
+
+/// One document entry, decoded and put in canonical form.
+fn entry_from_value(path: &str, entry: &Value) -> Result<FileData, FileDataError> {
+    if !matches!(entry, Value::Object(_)) {
+        return Err(shape(format!(
+            "the entry {path} is {} rather than an object",
+            entry.kind()
+        )));
+    }
+    let Some(Value::Array(items)) = entry.get("content") else {
+        return Err(shape(format!("the entry {path} has no \"content\" list")));
+    };
+    let mut lines = Vec::with_capacity(items.len());
+    for item in items {
+        let Value::Str(line) = item else {
+            return Err(shape(format!(
+                "the entry {path} has {} in its \"content\" list",
+                item.kind()
+            )));
+        };
+        lines.push(line.as_slice());
+    }
+    let created_at = timestamp(path, entry, "created_at")?;
+    let modified_at = timestamp(path, entry, "modified_at")?;
+    let bytes = match entry.get("encoding") {
+        None | Some(Value::Null) => lines.join(&b'\n'),
+        Some(Value::Str(encoding)) if encoding.as_slice() == BASE64_ENCODING.as_bytes() => STANDARD
+            .decode(lines.concat())
+            .map_err(|error| FileDataError::Entry {
+                path: path.to_owned(),
+                error: Box::new(FileDataError::InvalidBase64 {
+                    reason: error.to_string(),
+                }),
+            })?,
+        Some(Value::Str(other)) => {
+            return Err(FileDataError::Entry {
+                path: path.to_owned(),
+                error: Box::new(FileDataError::UnknownEncoding {
+                    encoding: String::from_utf8_lossy(other).into_owned(),
+                }),
+            });
+        }
+        Some(other) => {
+            return Err(shape(format!(
+                "the entry {path} has {} as its \"encoding\"",
+                other.kind()
+            )));
+        }
+    };
+    Ok(FileData::from_bytes(&bytes, created_at, modified_at))
+}
+
+fn timestamp(path: &str, entry: &Value, key: &str) -> Result<String, FileDataError> {
+    match entry.get(key) {
+        Some(Value::Str(raw)) => String::from_utf8(raw.clone())
+            .map_err(|_| shape(format!("the entry {path} has a {key} that is not UTF-8"))),
+        _ => Err(shape(format!("the entry {path} has no {key} string"))),
+    }
+}
+
+fn write_entry(out: &mut String, data: &FileData) {
+    out.push_str("{\"content\":[");
+    for (index, line) in data.content.iter().enumerate() {
+        if index > 0 {
+            out.push(',');
+        }
+        write_json_string(out, line);
+    }
+    out.push_str("],\"created_at\":");
+    write_json_string(out, &data.created_at);
+    out.push_str(",\"modified_at\":");
+    write_json_string(out, &data.modified_at);
+    if let Some(encoding) = &data.encoding {
+        out.push_str(",\"encoding\":");
+        write_json_string(out, encoding);
+    }
+    out.push('}');
+}
+
+/// A JSON string literal: UTF-8 kept as is, quotes, backslashes and control
+/// characters escaped.
+fn write_json_string(out: &mut String, text: &str) {
+    out.push('"');
+    let mut rest = text;
+    while let Some(index) = rest.find(|c: char| c == '"' || c == '\\' || c < ' ') {
+        out.push_str(&rest[..index]);
+        let ch = rest[index..].chars().next().unwrap_or('\0');
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            other => {
+                let _ = write!(out, "\\u{:04x}", u32::from(other));
+            }
+        }
+        rest = &rest[index + ch.len_utf8()..];
+    }
+    out.push_str(rest);
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{FileData, FilesDocument, files_document_to_json, parse_files_document};
+
+    fn data(bytes: &[u8]) -> FileData {
+        FileData::from_bytes(bytes, "c".to_owned(), "m".to_owned())
+    }
+
+    #[test]
+    fn text_splits_like_python_str_split() {
+        assert_eq!(data(b"").content, [""]);
+        assert_eq!(data(b"a\n").content, ["a", ""]);
+        assert_eq!(data(b"a\r\nb").content, ["a\r", "b"]);
+        assert_eq!(data(b"\n\n").content, ["", "", ""]);
+        assert!(data(b"x").is_text());
+    }
+
+    #[test]
+    fn binary_and_nul_become_base64() {
+        let png = data(b"\x89PNG\r\n");
+        assert_eq!(png.content, ["iVBORw0K"]);
+        assert_eq!(png.encoding.as_deref(), Some("base64"));
+        let nul = data(b"a\0b");
+        assert_eq!(nul.content, ["YQBi"]);
+        assert_eq!(nul.to_bytes().ok(), Some(b"a\0b".to_vec()));
+    }
+
+    #[test]
+    fn hand_built_nul_text_is_written_as_base64() {
+        let mut doc = FilesDocument::new();
+        let entry = FileData {
+            content: vec!["a\0".to_owned(), "b".to_owned()],
+            created_at: "c".to_owned(),
+            modified_at: "m".to_owned(),
+            encoding: None,
+        };
+        doc.insert("/n".to_owned(), entry);
+        let json = files_document_to_json(&doc);
+        assert!(!json.contains("\\u0000"), "{json}");
+        let back = parse_files_document(&json).ok();
+        let bytes = back.and_then(|d| d.get("/n").and_then(|f| f.to_bytes().ok()));
+        assert_eq!(bytes, Some(b"a\0\nb".to_vec()));
+    }
+
+    #[test]
+    fn strings_are_escaped_as_json() {
+        let mut doc = FilesDocument::new();
+        doc.insert("/q\"\\".to_owned(), data("\"\\\t\u{1}é".as_bytes()));
+        let json = files_document_to_json(&doc);
+        let value: serde_json::Value = serde_json::from_str(&json).unwrap_or_default();
+        assert_eq!(value["/q\"\\"]["content"][0], "\"\\\t\u{1}é");
+    }
+}
