@@ -1,0 +1,257 @@
+//! `FsBackend`: the `Backend` contract over a local folder, each operation on a blocking thread.
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use burrow_backend::{
+    Backend, Capabilities, EditResult, Error, FileContext, GlobResult, GrepQuery, GrepResult,
+    LineWindow, Listing, LockKey, Result, VPath, WriteResult, text,
+};
+use cap_std::ambient_authority;
+use cap_std::fs::Dir;
+
+use crate::locks::lock_path;
+use crate::options::FsOptions;
+use crate::root::Root;
+
+/// The tenant every lock key is built with: one folder is one workspace.
+const ONE_WORKSPACE: &str = "*";
+
+/// A local folder as a burrow backend.
+///
+/// # Confinement
+///
+/// Every access goes through a `cap_std::fs::Dir` handle of the root (see the
+/// crate docs): paths are resolved beneath it by the kernel or by cap-std,
+/// never as host paths. A symbolic link that leads outside the root (absolute,
+/// or climbing with `..`, or through a symlinked parent) is refused with
+/// PermissionDenied and never followed; a link that stays inside is followed
+/// by reads, and a write through it replaces its target. A link that leads
+/// nowhere is refused by writes and edits. `delete` removes a link itself,
+/// never its target. No message names a host path.
+///
+/// # Special files
+///
+/// A FIFO, socket or device is never opened: reads, edits and writes refuse it
+/// with PermissionDenied (checked before the open, and again on the handle,
+/// which is opened non-blocking, in case one is swapped in). `ls`, `glob` and
+/// `grep` do not show such entries, nor links that lead out or nowhere, nor
+/// names that are not UTF-8. `delete` unlinks a special file without opening it.
+///
+/// # Atomic writes
+///
+/// `write` and `edit` write the new content to a temporary file in the same
+/// directory, named `.burrow-tmp-` plus 16 hex digits (short enough for any
+/// target name), and rename it over the target: a reader or a crash sees the
+/// old or the new content, never half of it. The replaced file's permissions
+/// are kept (its owner is not: the new file belongs to this process's user).
+/// With [`FsOptions::fsync`] (default off) the file and its directory are
+/// flushed to the disk before the call returns; without it a power loss
+/// shortly after a write may lose the write, but never leaves half of it.
+/// A crash may leave a temporary file behind.
+///
+/// # Reserved names
+///
+/// Names starting with [`crate::TEMP_PREFIX`] (".burrow-tmp-") belong to the
+/// backend: they never appear in `ls`, `glob` or `grep`, and any operation on
+/// a path with such a segment is refused with InvalidPath.
+///
+/// # Concurrency
+///
+/// Mutations of one path are serialised within the process (by every
+/// `FsBackend` on the same folder) with a per-path async mutex, so concurrent
+/// edits never lose an update. Another process writing the same folder can
+/// still race an edit (read-modify-write), so the capabilities say
+/// `conditional_writes: false`.
+///
+/// # One folder, one workspace
+///
+/// The tenant of the [`FileContext`] is ignored (`tenants: false`): give each
+/// tenant its own folder. Effect keys are not recorded (`effect_keys: false`):
+/// a plain folder has nowhere durable to keep them without showing extra
+/// files to the user; the runtime guards those calls itself.
+///
+/// # Limits and cost
+///
+/// Files larger than [`FsOptions::max_file_size`] (default 10 MiB) are
+/// refused by reads and writes (TooLarge; the size is checked before reading
+/// and a read never loads more than the limit plus one buffer) and skipped by
+/// grep. `glob` and `grep` walk every directory beneath `under`; grep reads
+/// and searches files on [`FsOptions::threads`] threads. With
+/// [`FsOptions::respect_ignore_files`], `.gitignore` rules and hidden-file
+/// rules apply to glob and grep. All file I/O runs on tokio's blocking pool.
+#[derive(Debug, Clone)]
+pub struct FsBackend {
+    root: Arc<Root>,
+    /// Identifies the root folder in the process-wide lock registry.
+    root_id: Arc<str>,
+    /// This backend's lock scope (a hash of the folder, never its host path).
+    scope: String,
+}
+
+impl FsBackend {
+    /// Opens the existing folder `root` with the default options.
+    pub fn open(root: impl AsRef<Path>) -> Result<FsBackend> {
+        Self::open_with(root, FsOptions::default())
+    }
+
+    /// Opens the existing folder `root` with `options`.
+    pub fn open_with(root: impl AsRef<Path>, options: FsOptions) -> Result<FsBackend> {
+        let root = root.as_ref();
+        let dir = Dir::open_ambient_dir(root, ambient_authority())
+            .map_err(|e| Error::failure("could not open the workspace folder", e))?;
+        let canonical = std::fs::canonicalize(root)
+            .map_err(|e| Error::failure("could not resolve the workspace folder", e))?;
+        let root_id: Arc<str> = Arc::from(canonical.to_string_lossy().as_ref());
+        let mut hasher = DefaultHasher::new();
+        root_id.hash(&mut hasher);
+        Ok(FsBackend {
+            root: Arc::new(Root { dir, options }),
+            root_id,
+            scope: format!("fs-{:016x}", hasher.finish()),
+        })
+    }
+
+    /// Creates the folder `root` (and its parents) when missing, then opens it.
+    pub fn open_or_create(root: impl AsRef<Path>, options: FsOptions) -> Result<FsBackend> {
+        std::fs::create_dir_all(root.as_ref())
+            .map_err(|e| Error::failure("could not create the workspace folder", e))?;
+        Self::open_with(root, options)
+    }
+
+    /// The options this backend was opened with.
+    pub fn options(&self) -> &FsOptions {
+        &self.root.options
+    }
+
+    /// Runs `f` on the root on tokio's blocking pool.
+    async fn blocking<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Root) -> Result<T> + Send + 'static,
+    {
+        let root = Arc::clone(&self.root);
+        tokio::task::spawn_blocking(move || f(&root))
+            .await
+            .map_err(|e| Error::failure("a file operation did not complete", e))?
+    }
+}
+
+#[async_trait]
+impl Backend for FsBackend {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::minimal()
+            .with_empty_dirs(true)
+            .with_modified_at(true)
+            .with_symlinks(true)
+            .with_limits(self.root.options.limits())
+    }
+
+    /// One key per path, whatever the tenant: every tenant sees the same folder.
+    fn locks(&self, _ctx: &FileContext, path: &VPath) -> Vec<LockKey> {
+        vec![LockKey::for_path(self.lock_scope(), ONE_WORKSPACE, path)]
+    }
+
+    fn lock_scope(&self) -> &str {
+        &self.scope
+    }
+
+    async fn ls(&self, _ctx: &FileContext, dir: &VPath, limit: usize) -> Result<Listing> {
+        let limit = self.root.options.limits().results(limit);
+        let dir = dir.clone();
+        self.blocking(move |root| root.ls(&dir, limit)).await
+    }
+
+    async fn read(
+        &self,
+        _ctx: &FileContext,
+        path: &VPath,
+        offset: usize,
+        limit: usize,
+    ) -> Result<LineWindow> {
+        let path = path.clone();
+        self.blocking(move |root| {
+            crate::errors::check_reserved(&path)?;
+            let bytes = root.read_all(&path)?;
+            text::read_window(&path, &bytes, offset, limit)
+        })
+        .await
+    }
+
+    async fn read_bytes(&self, _ctx: &FileContext, path: &VPath) -> Result<Vec<u8>> {
+        let path = path.clone();
+        self.blocking(move |root| {
+            crate::errors::check_reserved(&path)?;
+            root.read_all(&path)
+        })
+        .await
+    }
+
+    async fn write_bytes(
+        &self,
+        _ctx: &FileContext,
+        path: &VPath,
+        bytes: &[u8],
+    ) -> Result<WriteResult> {
+        text::check_size(path, bytes.len() as u64, self.root.options.max_file_size)?;
+        let _guard = lock_path(&self.root_id, path).await;
+        let (path, bytes) = (path.clone(), bytes.to_vec());
+        self.blocking(move |root| {
+            root.write(&path, &bytes)?;
+            Ok(WriteResult::written(path.as_str()))
+        })
+        .await
+    }
+
+    async fn edit(
+        &self,
+        _ctx: &FileContext,
+        path: &VPath,
+        old: &str,
+        new: &str,
+        replace_all: bool,
+    ) -> Result<EditResult> {
+        text::check_edit_args(old, new)?;
+        let _guard = lock_path(&self.root_id, path).await;
+        let (path, old, new) = (path.clone(), old.to_owned(), new.to_owned());
+        self.blocking(move |root| {
+            let count = root.edit(&path, &old, &new, replace_all)?;
+            Ok(text::edit_result(&path, count))
+        })
+        .await
+    }
+
+    async fn delete(&self, _ctx: &FileContext, path: &VPath) -> Result<()> {
+        let _guard = lock_path(&self.root_id, path).await;
+        let path = path.clone();
+        self.blocking(move |root| root.delete(&path)).await
+    }
+
+    async fn glob(
+        &self,
+        _ctx: &FileContext,
+        pattern: &str,
+        under: &VPath,
+        limit: usize,
+    ) -> Result<GlobResult> {
+        let limit = self.root.options.limits().results(limit);
+        let (pattern, under) = (pattern.to_owned(), under.clone());
+        self.blocking(move |root| root.glob(&pattern, &under, limit))
+            .await
+    }
+
+    async fn grep(
+        &self,
+        _ctx: &FileContext,
+        query: &GrepQuery,
+        under: &VPath,
+        limit: usize,
+    ) -> Result<GrepResult> {
+        let limit = self.root.options.limits().results(limit);
+        let (query, under) = (query.clone(), under.clone());
+        self.blocking(move |root| root.grep(&query, &under, limit))
+            .await
+    }
+}

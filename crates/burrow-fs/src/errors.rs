@@ -1,0 +1,124 @@
+//! Turning host I/O errors into contract errors that name only virtual paths.
+
+use std::io;
+
+use burrow_backend::{Error, ErrorKind, VPath};
+
+use crate::options::TEMP_PREFIX;
+
+/// True for cap-std's refusal of a path that would lead outside the root.
+///
+/// cap-std reports an escape as PermissionDenied without an OS error code
+/// (the kernel's `EXDEV` from `RESOLVE_BENEATH` is translated into it); a real
+/// `EACCES`/`EPERM` from the host carries its code.
+pub(crate) fn is_escape(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::PermissionDenied && e.raw_os_error().is_none()
+}
+
+/// True when the path (or a parent of it) does not exist as a directory chain.
+pub(crate) fn is_missing(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+    )
+}
+
+/// A refusal for a path that leads outside the workspace.
+pub(crate) fn escape(path: &VPath) -> Error {
+    Error::refusal(
+        ErrorKind::PermissionDenied,
+        format!(
+            "{path} leads outside the workspace through a symbolic link; it is refused, not followed."
+        ),
+    )
+}
+
+/// A refusal for a FIFO, socket, device or other non-regular file.
+pub(crate) fn special(path: &VPath) -> Error {
+    Error::refusal(
+        ErrorKind::PermissionDenied,
+        format!(
+            "{path} is neither a regular file nor a directory (a pipe, socket or device); it is not opened."
+        ),
+    )
+}
+
+/// A refusal for a symbolic link whose target does not exist.
+pub(crate) fn dangling(path: &VPath) -> Error {
+    Error::refusal(
+        ErrorKind::PermissionDenied,
+        format!("{path} is a symbolic link to nothing; delete it or write somewhere else."),
+    )
+}
+
+/// A refusal for a path with a reserved segment.
+pub(crate) fn reserved(path: &VPath) -> Error {
+    Error::refusal(
+        ErrorKind::InvalidPath,
+        format!(
+            "{path} uses a name starting with \"{TEMP_PREFIX}\", which is reserved for temporary files; choose another name."
+        ),
+    )
+}
+
+/// InvalidPath when a segment of `path` starts with the reserved temporary prefix.
+pub(crate) fn check_reserved(path: &VPath) -> Result<(), Error> {
+    if path.segments().any(|s| s.starts_with(TEMP_PREFIX)) {
+        return Err(reserved(path));
+    }
+    Ok(())
+}
+
+/// The contract error for an I/O error `e` met while doing `what` to `path`.
+///
+/// Missing paths, escapes, permission problems, symlink loops and the
+/// directory kinds become refusals; anything else is a failure whose message
+/// names only the virtual path (the I/O error is kept as its source).
+pub(crate) fn from_io(e: io::Error, path: &VPath, what: &str) -> Error {
+    if is_escape(&e) {
+        return escape(path);
+    }
+    match e.kind() {
+        io::ErrorKind::NotFound => Error::not_found(path),
+        io::ErrorKind::NotADirectory => Error::not_found(path),
+        io::ErrorKind::IsADirectory => Error::is_a_directory(path),
+        io::ErrorKind::DirectoryNotEmpty => not_empty(path),
+        io::ErrorKind::PermissionDenied => Error::refusal(
+            ErrorKind::PermissionDenied,
+            format!("{path} is not accessible: the host denies permission."),
+        ),
+        io::ErrorKind::InvalidFilename => Error::refusal(
+            ErrorKind::InvalidPath,
+            format!("{path} is not a name this file system accepts; choose another name."),
+        ),
+        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => Error::refusal(
+            ErrorKind::QuotaExceeded,
+            format!("there is no space left to {what} {path}; delete files first."),
+        ),
+        _ if is_loop(&e) => Error::refusal(
+            ErrorKind::PermissionDenied,
+            format!("{path} goes through a loop of symbolic links; it is refused."),
+        ),
+        _ => Error::failure(format!("could not {what} {path}"), e),
+    }
+}
+
+/// DirectoryNotEmpty for `path`.
+pub(crate) fn not_empty(path: &VPath) -> Error {
+    Error::refusal(
+        ErrorKind::DirectoryNotEmpty,
+        format!("{path} is a directory that still holds files; delete them first."),
+    )
+}
+
+/// True for "too many levels of symbolic links".
+#[cfg(unix)]
+pub(crate) fn is_loop(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ELOOP)
+}
+
+/// True for "too many levels of symbolic links".
+#[cfg(not(unix))]
+pub(crate) fn is_loop(_e: &io::Error) -> bool {
+    false
+}

@@ -1,0 +1,223 @@
+//! Atomic writes: a temporary file in the target's directory, renamed into place.
+//!
+//! A reader, or a crash of this process at any instant, sees the old content
+//! or the new, never a prefix: the new bytes are written in full to a
+//! temporary file named `.burrow-tmp-<16 hex digits>` beside the target (28
+//! bytes, so even a target whose name is already 255 bytes long gets a legal
+//! temporary name), which is then renamed over the target in one `renameat`.
+//! A crash can leave a temporary file behind; its name is reserved and hidden
+//! from listings and searches.
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use burrow_backend::{Error, VPath, text};
+use cap_std::fs::{Dir, File, OpenOptions};
+
+use crate::errors::{self, from_io};
+use crate::options::TEMP_PREFIX;
+use crate::root::{Root, rel};
+
+impl Root {
+    /// Creates or replaces the file at `path` with `bytes`, atomically.
+    pub(crate) fn write(&self, path: &VPath, bytes: &[u8]) -> Result<(), Error> {
+        if path.is_root() {
+            return Err(Error::is_a_directory(path));
+        }
+        errors::check_reserved(path)?;
+        text::check_size(path, bytes.len() as u64, self.options.max_file_size)?;
+        self.ensure_parents(path)?;
+        let target = self.write_target(path)?;
+        self.replace(path, &target, bytes)
+    }
+
+    /// Replaces `old` by `new` in the text file at `path`; returns the count.
+    ///
+    /// A read-modify-write: callers serialise edits of one path (see `locks`).
+    pub(crate) fn edit(
+        &self,
+        path: &VPath,
+        old: &str,
+        new: &str,
+        replace_all: bool,
+    ) -> Result<usize, Error> {
+        text::check_edit_args(old, new)?;
+        errors::check_reserved(path)?;
+        let bytes = self.read_all(path)?;
+        let (edited, count) = text::apply_edit(path, &bytes, old, new, replace_all)?;
+        text::check_size(path, edited.len() as u64, self.options.max_file_size)?;
+        let target = self.write_target(path)?;
+        self.replace(path, &target, &edited)?;
+        Ok(count)
+    }
+
+    /// Creates the missing directories above `path`.
+    fn ensure_parents(&self, path: &VPath) -> Result<(), Error> {
+        match path.parent() {
+            None => return Ok(()),
+            Some(parent) if parent.is_root() => return Ok(()),
+            Some(parent) => {
+                if self.stat(&parent).is_ok_and(|m| m.is_dir()) {
+                    return Ok(());
+                }
+            }
+        }
+        for dir in path.ancestors().iter().filter(|d| !d.is_root()) {
+            self.ensure_dir(dir)?;
+        }
+        Ok(())
+    }
+
+    fn ensure_dir(&self, dir: &VPath) -> Result<(), Error> {
+        let exists = |meta: &cap_std::fs::Metadata| {
+            if meta.is_dir() {
+                Ok(())
+            } else {
+                Err(Error::not_a_directory(dir))
+            }
+        };
+        match self.stat(dir) {
+            Ok(meta) => exists(&meta),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => match self.dir.create_dir(rel(dir)) {
+                Ok(()) => Ok(()),
+                // Another writer created it first, or a dangling link stands there.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => match self.stat(dir) {
+                    Ok(meta) => exists(&meta),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => Err(errors::dangling(dir)),
+                    Err(e) => Err(from_io(e, dir, "create")),
+                },
+                Err(e) => Err(from_io(e, dir, "create")),
+            },
+            Err(e) => Err(from_io(e, dir, "create")),
+        }
+    }
+
+    /// The root-relative file a write of `path` replaces: `path` itself, or
+    /// the target of the symbolic link at `path` when it stays inside the root.
+    fn write_target(&self, path: &VPath) -> Result<PathBuf, Error> {
+        let meta = match self.dir.symlink_metadata(rel(path)) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(rel(path).to_path_buf()),
+            Err(e) => return Err(from_io(e, path, "write")),
+        };
+        if meta.is_dir() {
+            return Err(Error::is_a_directory(path));
+        }
+        if meta.is_file() {
+            return Ok(rel(path).to_path_buf());
+        }
+        if !meta.is_symlink() {
+            return Err(errors::special(path));
+        }
+        let target = self.canonical(path)?;
+        let meta = self
+            .dir
+            .symlink_metadata(&target)
+            .map_err(|e| from_io(e, path, "write"))?;
+        if meta.is_dir() {
+            return Err(Error::is_a_directory(path));
+        }
+        if !meta.is_file() {
+            return Err(errors::special(path));
+        }
+        if Root::vpath_of(&target).is_none_or(|t| errors::check_reserved(&t).is_err()) {
+            return Err(errors::reserved(path));
+        }
+        Ok(target)
+    }
+
+    /// Writes `bytes` to a temporary file beside `target` and renames it over `target`.
+    fn replace(&self, path: &VPath, target: &Path, bytes: &[u8]) -> Result<(), Error> {
+        let fail = |e: io::Error| from_io(e, path, "write");
+        let parent_rel = match target.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let Some(name) = target.file_name() else {
+            return Err(Error::is_a_directory(path));
+        };
+        let parent = self.dir.open_dir(parent_rel).map_err(fail)?;
+        let permissions = parent
+            .symlink_metadata(name)
+            .ok()
+            .filter(|m| m.is_file())
+            .map(|m| m.permissions());
+        let (temp, file) = create_temp(&parent).map_err(fail)?;
+        let staged = fill(file, bytes, permissions, self.options.fsync)
+            .and_then(|()| parent.rename(&temp, &parent, name));
+        if let Err(e) = staged {
+            let _ = parent.remove_file(&temp);
+            return Err(fail(e));
+        }
+        if self.options.fsync {
+            sync_dir(&parent).map_err(fail)?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes the content, sets the permissions, and flushes when asked.
+fn fill(
+    mut file: File,
+    bytes: &[u8],
+    permissions: Option<cap_std::fs::Permissions>,
+    fsync: bool,
+) -> io::Result<()> {
+    file.write_all(bytes)?;
+    if let Some(permissions) = permissions {
+        file.set_permissions(permissions)?;
+    }
+    if fsync {
+        file.sync_all()?;
+    }
+    Ok(())
+}
+
+/// Flushes a directory's entries (the rename) to the disk.
+fn sync_dir(dir: &Dir) -> io::Result<()> {
+    dir.open(".")?.sync_all()
+}
+
+/// Creates a new, empty temporary file in `dir`, returning its name.
+fn create_temp(dir: &Dir) -> io::Result<(String, File)> {
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true);
+    for _ in 0..16 {
+        let name = temp_name();
+        match dir.open_with(&name, &options) {
+            Ok(file) => return Ok((name, file)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        "no free temporary file name after 16 tries",
+    ))
+}
+
+/// A fresh temporary name: the reserved prefix and 64 random bits in hex.
+fn temp_name() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut hasher = RandomState::new().build_hasher();
+    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    hasher.write_u32(std::process::id());
+    format!("{TEMP_PREFIX}{:016x}", hasher.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temp_names_are_short_and_distinct() {
+        let a = temp_name();
+        let b = temp_name();
+        assert_ne!(a, b);
+        assert_eq!(a.len(), TEMP_PREFIX.len() + 16);
+        assert!(a.len() < 32);
+    }
+}
