@@ -15,6 +15,10 @@ pub struct FileInfo {
     /// True for a directory.
     pub is_dir: bool,
     /// Size in bytes, for files.
+    ///
+    /// Absent from the JSON when `None`, whereas Python's `FileInfo` always has the
+    /// key (`"size": null` for directories). burrow reads both forms; Python code
+    /// that indexes `entry["size"]` needs the key (see ADR 0011).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<u64>,
     /// Last modification time, RFC 3339, where known.

@@ -14,6 +14,26 @@
 //!   (`serde_json` refuses lone surrogates). Every entry read is put in the
 //!   canonical form [`FileData::from_bytes`] would give, so an in-memory
 //!   `FileData` never holds a surrogate or a NUL line.
+//!
+//! ```
+//! use burrow_types::{FileData, FilesDocument, files_document_to_json, parse_files_document};
+//!
+//! // A legacy Python document: byte 0x89 stored as the lone surrogate U+DC89.
+//! let legacy = r#"{"/logo.png": {"content": ["\udc89PNG"],
+//!     "created_at": "2024-01-15T10:30:00Z", "modified_at": "2024-01-15T10:30:00Z"}}"#;
+//! let doc: FilesDocument = parse_files_document(legacy)?;
+//! assert_eq!(doc["/logo.png"].to_bytes()?, b"\x89PNG");
+//! assert_eq!(doc["/logo.png"].encoding.as_deref(), Some("base64"));
+//!
+//! // What burrow writes is strict JSON: base64, no surrogate escape.
+//! let json = files_document_to_json(&doc);
+//! assert!(json.contains(r#""content":["iVBORw=="]"#) && !json.contains("\\ud"));
+//!
+//! // Text is lines split on "\n", exactly as Python's str.split.
+//! let text = FileData::from_bytes(b"a\n", "t0".into(), "t1".into());
+//! assert_eq!(text.content, ["a", ""]);
+//! # Ok::<(), burrow_types::FileDataError>(())
+//! ```
 
 mod json;
 
