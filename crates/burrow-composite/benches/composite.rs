@@ -1,0 +1,174 @@
+//! CompositeBackend benchmarks: the cost of routing (1,000 reads through 8 mounts vs the backend directly) and of fanning grep out over 4 mounts.
+//!
+//! `reads_direct` and `reads_composite` do the same 1,000 reads of the same
+//! StateBackend, once directly and once through a composite where it is one
+//! of 8 mounts (the target is `under 5%` more time). `grep_*` search the same
+//! 1,000 files held by one StateBackend or split over 4 mounts, once for a
+//! common word (the limit stops the search early) and once for a rare one
+//! (every file is searched).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use burrow_backend::{Backend, FileContext, GrepQuery, VPath};
+use burrow_composite::CompositeBackend;
+use burrow_state::StateBackend;
+use divan::Bencher;
+use tokio::runtime::Runtime;
+
+fn main() {
+    divan::main();
+}
+
+const FILES: usize = 1_000;
+const MOUNTS: usize = 8;
+const GREP_MOUNTS: usize = 4;
+
+fn runtime() -> Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a tokio runtime")
+}
+
+fn p(s: &str) -> VPath {
+    VPath::parse(s).expect("a valid path")
+}
+
+/// 20 lines; every 50th file holds the rare word.
+fn content(i: usize) -> String {
+    let mut text = String::new();
+    for line in 0..20 {
+        text.push_str(&format!("line {line} of file {i}: common words here\n"));
+    }
+    if i % 50 == 0 {
+        text.push_str("a rare_word appears\n");
+    }
+    text
+}
+
+fn fill(rt: &Runtime, backend: &StateBackend, paths: &[VPath]) {
+    let ctx = FileContext::default();
+    rt.block_on(async {
+        for (i, path) in paths.iter().enumerate() {
+            backend.write(&ctx, path, &content(i)).await.expect("write");
+        }
+    });
+}
+
+/// The target store with 1,000 files, and a composite where it is mounted at
+/// "/m7" beside 7 other mounts (each holding one file) over a default.
+fn read_setup(rt: &Runtime) -> (StateBackend, CompositeBackend) {
+    let target = StateBackend::new();
+    let paths: Vec<VPath> = (0..FILES)
+        .map(|i| p(&format!("/src/file_{i:04}.rs")))
+        .collect();
+    fill(rt, &target, &paths);
+    let mut builder = CompositeBackend::builder(Arc::new(StateBackend::new()));
+    for m in 0..MOUNTS - 1 {
+        let other = StateBackend::new();
+        fill(rt, &other, &[p("/one.txt")]);
+        builder = builder.mount(format!("/m{m}"), Arc::new(other));
+    }
+    let composite = builder
+        .mount(format!("/m{}", MOUNTS - 1), Arc::new(target.clone()))
+        .build()
+        .expect("a composite");
+    (target, composite)
+}
+
+#[divan::bench]
+fn reads_direct(bencher: Bencher) {
+    let rt = runtime();
+    let (target, _) = read_setup(&rt);
+    let ctx = FileContext::default();
+    let paths: Vec<VPath> = (0..FILES)
+        .map(|i| p(&format!("/src/file_{i:04}.rs")))
+        .collect();
+    bencher.bench_local(|| {
+        rt.block_on(async {
+            for path in &paths {
+                divan::black_box(target.read(&ctx, path, 0, 100).await.expect("read"));
+            }
+        })
+    });
+}
+
+#[divan::bench]
+fn reads_composite(bencher: Bencher) {
+    let rt = runtime();
+    let (_, composite) = read_setup(&rt);
+    let ctx = FileContext::default();
+    let paths: Vec<VPath> = (0..FILES)
+        .map(|i| p(&format!("/m{}/src/file_{i:04}.rs", MOUNTS - 1)))
+        .collect();
+    bencher.bench_local(|| {
+        rt.block_on(async {
+            for path in &paths {
+                divan::black_box(composite.read(&ctx, path, 0, 100).await.expect("read"));
+            }
+        })
+    });
+}
+
+/// One store holding "/pK/file_NNNN.rs", and a composite with the same files
+/// split over mounts at "/p0" .. "/p3".
+fn grep_setup(rt: &Runtime) -> (StateBackend, CompositeBackend) {
+    let single = StateBackend::new();
+    let all: Vec<VPath> = (0..FILES)
+        .map(|i| p(&format!("/p{}/file_{i:04}.rs", i % GREP_MOUNTS)))
+        .collect();
+    fill(rt, &single, &all);
+    let mut builder = CompositeBackend::builder(Arc::new(StateBackend::new()));
+    for m in 0..GREP_MOUNTS {
+        let mount = StateBackend::new();
+        let ctx = FileContext::default();
+        rt.block_on(async {
+            for i in (m..FILES).step_by(GREP_MOUNTS) {
+                mount
+                    .write(&ctx, &p(&format!("/file_{i:04}.rs")), &content(i))
+                    .await
+                    .expect("write");
+            }
+        });
+        builder = builder.mount(format!("/p{m}"), Arc::new(mount));
+    }
+    (single, builder.build().expect("a composite"))
+}
+
+fn grep_bench(bencher: Bencher, through_composite: bool, query: GrepQuery) {
+    let rt = runtime();
+    let (single, composite) = grep_setup(&rt);
+    let backend: &dyn Backend = if through_composite {
+        &composite
+    } else {
+        &single
+    };
+    let ctx = FileContext::default();
+    let root = VPath::root();
+    bencher.bench_local(|| {
+        rt.block_on(async {
+            divan::black_box(backend.grep(&ctx, &query, &root, 100).await.expect("grep"));
+        })
+    });
+}
+
+#[divan::bench]
+fn grep_common_single(bencher: Bencher) {
+    grep_bench(bencher, false, GrepQuery::fixed("common"));
+}
+
+#[divan::bench]
+fn grep_common_4_mounts(bencher: Bencher) {
+    grep_bench(bencher, true, GrepQuery::fixed("common"));
+}
+
+#[divan::bench]
+fn grep_rare_single(bencher: Bencher) {
+    grep_bench(bencher, false, GrepQuery::fixed("rare_word"));
+}
+
+#[divan::bench]
+fn grep_rare_4_mounts(bencher: Bencher) {
+    grep_bench(bencher, true, GrepQuery::fixed("rare_word"));
+}

@@ -1,0 +1,309 @@
+//! The mount table: which backend owns a path (longest prefix wins) and which directories the mount points imply.
+
+use std::borrow::Cow;
+use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
+
+use burrow_backend::{Backend, Error, ErrorKind, FileInfo, Result, VPath};
+
+use crate::rewrite;
+
+/// One backend of a composite: the default (prefix "/") or a mount.
+pub(crate) struct Part {
+    /// Where the backend's root appears in the composite tree.
+    pub(crate) prefix: VPath,
+    pub(crate) backend: Arc<dyn Backend>,
+    /// Prepended to the backend's lock keys (empty for the default).
+    pub(crate) lock_prefix: String,
+}
+
+impl Part {
+    /// True for the default backend.
+    pub(crate) fn is_default(&self) -> bool {
+        self.prefix.is_root()
+    }
+
+    /// A path of the backend (`inner`) as the composite shows it.
+    pub(crate) fn outer(&self, inner: &str) -> String {
+        rewrite::reprefix(&self.prefix, inner)
+    }
+
+    /// A backend's entry as the composite shows it.
+    pub(crate) fn outer_info(&self, mut info: FileInfo) -> FileInfo {
+        if !self.is_default() {
+            info.path = self.outer(&info.path);
+        }
+        info
+    }
+
+    /// A backend's error as the composite shows it: refusals name composite paths.
+    pub(crate) fn outer_error(&self, err: Error, inner: &VPath) -> Error {
+        if self.is_default() {
+            err
+        } else {
+            rewrite::error(err, &self.prefix, inner)
+        }
+    }
+}
+
+/// The parts of a composite and the index that routes a path to one of them.
+pub(crate) struct MountTable {
+    /// `parts[0]` is the default; the rest are mounts in prefix order.
+    pub(crate) parts: Vec<Part>,
+    /// Indexes of the mounts, longest prefix first: the first whose prefix
+    /// contains a path is the one that owns it.
+    by_length: Vec<usize>,
+    /// Every strict ancestor of a mount point (the root included): directories
+    /// that exist because a mount lies beneath them.
+    implied: HashSet<VPath>,
+}
+
+impl MountTable {
+    /// Builds the table, refusing a mount at "/" and two mounts at one prefix.
+    pub(crate) fn new(
+        default: Arc<dyn Backend>,
+        mounts: Vec<(String, Arc<dyn Backend>)>,
+    ) -> Result<Self> {
+        let mut parsed: Vec<(VPath, Arc<dyn Backend>)> = Vec::with_capacity(mounts.len());
+        for (raw, backend) in mounts {
+            let prefix = VPath::parse(&raw)?;
+            if prefix.is_root() {
+                return Err(Error::refusal(
+                    ErrorKind::InvalidArgument,
+                    "a mount prefix cannot be \"/\"; make that backend the default instead.",
+                ));
+            }
+            if parsed.iter().any(|(p, _)| *p == prefix) {
+                return Err(Error::refusal(
+                    ErrorKind::AlreadyExists,
+                    format!(
+                        "two backends are mounted at {prefix}; give each mount its own prefix."
+                    ),
+                ));
+            }
+            parsed.push((prefix, backend));
+        }
+        parsed.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut parts = vec![Part {
+            prefix: VPath::root(),
+            backend: default,
+            lock_prefix: String::new(),
+        }];
+        let mut implied = HashSet::new();
+        for (prefix, backend) in parsed {
+            implied.extend(prefix.ancestors());
+            parts.push(Part {
+                lock_prefix: format!("mount:{prefix}\u{1f}"),
+                prefix,
+                backend,
+            });
+        }
+        let mut by_length: Vec<usize> = (1..parts.len()).collect();
+        by_length.sort_by_key(|&i| std::cmp::Reverse(parts[i].prefix.as_str().len()));
+        Ok(MountTable {
+            parts,
+            by_length,
+            implied,
+        })
+    }
+
+    /// The part that owns `path` (longest prefix wins) and the path as that part sees it.
+    pub(crate) fn route<'p>(&self, path: &'p VPath) -> (usize, Cow<'p, VPath>) {
+        for &i in &self.by_length {
+            let prefix = &self.parts[i].prefix;
+            if path.starts_with(prefix) {
+                let inner = path.strip_prefix(prefix).unwrap_or_else(VPath::root);
+                return (i, Cow::Owned(inner));
+            }
+        }
+        (0, Cow::Borrowed(path))
+    }
+
+    /// The index of the part that owns `path`.
+    pub(crate) fn owner(&self, path: &VPath) -> usize {
+        self.by_length
+            .iter()
+            .copied()
+            .find(|&i| path.starts_with(&self.parts[i].prefix))
+            .unwrap_or(0)
+    }
+
+    /// True when a mount lies strictly beneath `path`, which makes it a directory.
+    pub(crate) fn has_mount_below(&self, path: &VPath) -> bool {
+        !self.implied.is_empty() && self.implied.contains(path)
+    }
+
+    /// True when `path` is a mount point.
+    pub(crate) fn is_mount_point(&self, path: &VPath) -> bool {
+        self.parts[1..].iter().any(|p| p.prefix == *path)
+    }
+
+    /// True when the mounts alone make `path` a directory: a mount point or an ancestor of one.
+    pub(crate) fn is_dir_by_mounts(&self, path: &VPath) -> bool {
+        self.has_mount_below(path) || self.is_mount_point(path)
+    }
+
+    /// True when the file at `path` (a composite path) reported by part `part` is visible:
+    /// no deeper mount shadows it and no mount makes it a directory.
+    pub(crate) fn file_visible(&self, part: usize, path: &str) -> bool {
+        match VPath::parse(path) {
+            Ok(p) => self.owner(&p) == part && !self.has_mount_below(&p),
+            Err(_) => false,
+        }
+    }
+
+    /// The indexes of the mounts strictly beneath `dir`.
+    pub(crate) fn mounts_below<'a>(&'a self, dir: &'a VPath) -> impl Iterator<Item = usize> + 'a {
+        (1..self.parts.len()).filter(move |&i| {
+            let prefix = &self.parts[i].prefix;
+            prefix != dir && prefix.starts_with(dir)
+        })
+    }
+
+    /// The children of `dir` that exist because a mount lies at or beneath them.
+    pub(crate) fn mount_children(&self, dir: &VPath) -> BTreeSet<VPath> {
+        self.mounts_below(dir)
+            .filter_map(|i| {
+                let rel = self.parts[i].prefix.relative_to(dir)?;
+                let first = rel.split('/').next()?;
+                dir.join(first).ok()
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Nothing;
+
+    #[async_trait::async_trait]
+    impl Backend for Nothing {
+        fn capabilities(&self) -> burrow_backend::Capabilities {
+            burrow_backend::Capabilities::minimal()
+        }
+        async fn ls(
+            &self,
+            _: &burrow_backend::FileContext,
+            _: &VPath,
+            _: usize,
+        ) -> Result<burrow_backend::Listing> {
+            Err(Error::unsupported("ls"))
+        }
+        async fn read(
+            &self,
+            _: &burrow_backend::FileContext,
+            _: &VPath,
+            _: usize,
+            _: usize,
+        ) -> Result<burrow_backend::LineWindow> {
+            Err(Error::unsupported("read"))
+        }
+        async fn read_bytes(&self, _: &burrow_backend::FileContext, _: &VPath) -> Result<Vec<u8>> {
+            Err(Error::unsupported("read"))
+        }
+        async fn write_bytes(
+            &self,
+            _: &burrow_backend::FileContext,
+            _: &VPath,
+            _: &[u8],
+        ) -> Result<burrow_backend::WriteResult> {
+            Err(Error::unsupported("write"))
+        }
+        async fn edit(
+            &self,
+            _: &burrow_backend::FileContext,
+            _: &VPath,
+            _: &str,
+            _: &str,
+            _: bool,
+        ) -> Result<burrow_backend::EditResult> {
+            Err(Error::unsupported("edit"))
+        }
+        async fn delete(&self, _: &burrow_backend::FileContext, _: &VPath) -> Result<()> {
+            Err(Error::unsupported("delete"))
+        }
+        async fn glob(
+            &self,
+            _: &burrow_backend::FileContext,
+            _: &str,
+            _: &VPath,
+            _: usize,
+        ) -> Result<burrow_backend::GlobResult> {
+            Err(Error::unsupported("glob"))
+        }
+        async fn grep(
+            &self,
+            _: &burrow_backend::FileContext,
+            _: &burrow_backend::GrepQuery,
+            _: &VPath,
+            _: usize,
+        ) -> Result<burrow_backend::GrepResult> {
+            Err(Error::unsupported("grep"))
+        }
+    }
+
+    fn table(prefixes: &[&str]) -> Result<MountTable> {
+        let b: Arc<dyn Backend> = Arc::new(Nothing);
+        MountTable::new(
+            b.clone(),
+            prefixes
+                .iter()
+                .map(|p| (p.to_string(), b.clone()))
+                .collect(),
+        )
+    }
+
+    fn p(s: &str) -> VPath {
+        VPath::parse(s).unwrap()
+    }
+
+    #[test]
+    fn longest_prefix_wins() {
+        let t = table(&["/m", "/m/n", "/x/y"]).unwrap();
+        let name = |path: &str| {
+            let path = p(path);
+            let (i, inner) = t.route(&path);
+            (t.parts[i].prefix.to_string(), inner.to_string())
+        };
+        assert_eq!(name("/a"), ("/".into(), "/a".into()));
+        assert_eq!(name("/m"), ("/m".into(), "/".into()));
+        assert_eq!(name("/m/a"), ("/m".into(), "/a".into()));
+        assert_eq!(name("/m/n/a"), ("/m/n".into(), "/a".into()));
+        assert_eq!(name("/mn/a"), ("/".into(), "/mn/a".into()));
+        assert_eq!(name("/x"), ("/".into(), "/x".into()));
+        assert!(t.has_mount_below(&p("/x")));
+        assert!(t.has_mount_below(&p("/")));
+        assert!(t.has_mount_below(&p("/m")));
+        assert!(!t.has_mount_below(&p("/m/n")));
+        assert!(t.is_dir_by_mounts(&p("/m/n")));
+        assert_eq!(
+            t.mount_children(&p("/"))
+                .iter()
+                .map(VPath::as_str)
+                .collect::<Vec<_>>(),
+            ["/m", "/x"]
+        );
+        assert!(!t.file_visible(0, "/m/a"));
+        assert!(t.file_visible(1, "/m/a"));
+        assert!(!t.file_visible(1, "/m/n/a"));
+        assert!(!t.file_visible(0, "/x"));
+    }
+
+    #[test]
+    fn refuses_bad_mounts() {
+        assert_eq!(
+            table(&["/"]).err().map(|e| e.kind()),
+            Some(ErrorKind::InvalidArgument)
+        );
+        assert_eq!(
+            table(&["/a", "a/"]).err().map(|e| e.kind()),
+            Some(ErrorKind::AlreadyExists)
+        );
+        assert_eq!(
+            table(&["/../a"]).err().map(|e| e.kind()),
+            Some(ErrorKind::InvalidPath)
+        );
+    }
+}

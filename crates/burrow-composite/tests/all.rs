@@ -1,0 +1,11 @@
+//! The one integration-test binary of burrow-composite: it only declares the modules under `tests/all/`.
+
+#[path = "all/support.rs"]
+mod support;
+
+#[path = "all/routing.rs"]
+mod routing;
+#[path = "all/search.rs"]
+mod search;
+#[path = "all/shadowing.rs"]
+mod shadowing;
