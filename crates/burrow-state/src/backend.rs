@@ -1,0 +1,357 @@
+//! `StateBackend`: the `Backend` contract over the in-memory [`Tree`], behind one `RwLock`.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use async_trait::async_trait;
+use burrow_backend::{
+    Backend, Capabilities, CompiledGrep, EditResult, Error, ErrorKind, FileContext, FileInfo, Glob,
+    GlobResult, GrepCollector, GrepQuery, GrepResult, Limits, LineWindow, Listing, LockKey, Result,
+    VPath, WriteResult, text,
+};
+
+use crate::tree::{FileEntry, Kind, Tree, child_prefix, join};
+
+/// Numbers each backend's lock scope, so two stores never share lock keys.
+static NEXT_SCOPE: AtomicU64 = AtomicU64::new(0);
+
+/// The tenant every lock key of a `StateBackend` is built with: the store ignores tenants.
+const ONE_WORKSPACE: &str = "*";
+
+/// An in-memory workspace: a map path -> file plus a directory index.
+///
+/// # Semantics
+///
+/// - **One workspace.** A `StateBackend` ignores [`FileContext::tenant`]:
+///   every caller sees the same files, and its capabilities say `tenants:
+///   false`. Give each tenant its own `StateBackend` (a composite resolver
+///   can build one per tenant or per run).
+/// - **Implicit directories.** A directory exists while a file lies beneath
+///   it; it appears with its first file and disappears with its last, so a
+///   directory here is never empty (`empty_dirs: false`) and deleting one is
+///   always DirectoryNotEmpty.
+/// - **Atomic mutations.** `write` and `edit` run read-modify-write under the
+///   write lock, so concurrent edits of one file never lose an update
+///   (`conditional_writes: true`). No lock is held across an `.await`.
+/// - **Timestamps.** Each file keeps `created_at` (kept on replace) and
+///   `modified_at`, RFC 3339 strings from the system clock.
+/// - **Cost.** Every operation is O(log n) or O(result); `glob` and `grep`
+///   scan only the files beneath `under`. Cloning the backend is cheap and
+///   the clone shares the same files.
+/// - **Persistence.** None of its own: [`StateBackend::files`] returns the
+///   workspace as a FileData document and [`StateBackend::from_files`]
+///   restores one.
+#[derive(Clone)]
+pub struct StateBackend {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    tree: RwLock<Tree>,
+    limits: Limits,
+    scope: String,
+}
+
+impl fmt::Debug for StateBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let files = self.read_tree().len();
+        f.debug_struct("StateBackend")
+            .field("scope", &self.shared.scope)
+            .field("files", &files)
+            .field("limits", &self.shared.limits)
+            .finish()
+    }
+}
+
+impl Default for StateBackend {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl StateBackend {
+    /// An empty workspace with the default [`Limits`].
+    pub fn new() -> Self {
+        Self::with_limits(Limits::default())
+    }
+
+    /// An empty workspace with `limits`.
+    pub fn with_limits(limits: Limits) -> Self {
+        Self::from_tree(Tree::default(), limits)
+    }
+
+    /// A workspace over `tree`.
+    pub(crate) fn from_tree(tree: Tree, limits: Limits) -> Self {
+        let n = NEXT_SCOPE.fetch_add(1, Ordering::Relaxed);
+        StateBackend {
+            shared: Arc::new(Shared {
+                tree: RwLock::new(tree),
+                limits,
+                scope: format!("state-{n}"),
+            }),
+        }
+    }
+
+    /// The limits this backend applies.
+    pub fn limits(&self) -> Limits {
+        self.shared.limits
+    }
+
+    /// How many files the workspace holds.
+    pub fn file_count(&self) -> usize {
+        self.read_tree().len()
+    }
+
+    // Poisoning is recovered from, not reported: no code that runs under the
+    // lock can panic (map operations, copies and the shared text helpers,
+    // each of which either completes or returns a refusal before changing
+    // anything), so a poisoned lock still guards a consistent tree.
+    pub(crate) fn read_tree(&self) -> RwLockReadGuard<'_, Tree> {
+        self.shared
+            .tree
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write_tree(&self) -> RwLockWriteGuard<'_, Tree> {
+        self.shared
+            .tree
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The bytes of the file at `path`, passed to `f` under the read lock.
+    fn with_file<T>(&self, path: &VPath, f: impl FnOnce(&FileEntry) -> Result<T>) -> Result<T> {
+        let tree = self.read_tree();
+        match tree.kind(path.as_str()) {
+            Kind::Dir => Err(Error::is_a_directory(path)),
+            Kind::Missing => Err(Error::not_found(path)),
+            Kind::File => match tree.file(path.as_str()) {
+                Some(file) => {
+                    text::check_size(
+                        path,
+                        file.bytes.len() as u64,
+                        self.shared.limits.max_file_size,
+                    )?;
+                    f(file)
+                }
+                None => Err(Error::not_found(path)),
+            },
+        }
+    }
+}
+
+/// The current time as an RFC 3339 string.
+pub(crate) fn now() -> String {
+    jiff::Timestamp::now().to_string()
+}
+
+fn file_info(path: &str, name: &str, file: &FileEntry) -> FileInfo {
+    FileInfo {
+        name: name.to_owned(),
+        path: path.to_owned(),
+        is_dir: false,
+        size: Some(file.bytes.len() as u64),
+        modified_at: Some(file.modified_at.clone()),
+    }
+}
+
+fn name_of(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or_default()
+}
+
+#[async_trait]
+impl Backend for StateBackend {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::minimal()
+            .with_modified_at(true)
+            .with_conditional_writes(true)
+            .with_limits(self.shared.limits)
+    }
+
+    /// One key per path, whatever the tenant: every tenant sees the same files.
+    fn locks(&self, _ctx: &FileContext, path: &VPath) -> Vec<LockKey> {
+        vec![LockKey::for_path(self.lock_scope(), ONE_WORKSPACE, path)]
+    }
+
+    fn lock_scope(&self) -> &str {
+        &self.shared.scope
+    }
+
+    async fn ls(&self, _ctx: &FileContext, dir: &VPath, limit: usize) -> Result<Listing> {
+        let limit = self.shared.limits.results(limit);
+        let tree = self.read_tree();
+        let Some(children) = tree.children(dir.as_str()) else {
+            return Err(match tree.kind(dir.as_str()) {
+                Kind::File => Error::not_a_directory(dir),
+                _ => Error::not_found(dir),
+            });
+        };
+        let mut listing = Listing::default();
+        for (name, is_dir) in children {
+            if listing.entries.len() == limit {
+                listing.truncated = true;
+                break;
+            }
+            let path = join(dir.as_str(), name);
+            let info = match (is_dir, tree.file(&path)) {
+                (false, Some(file)) => file_info(&path, name, file),
+                _ => FileInfo {
+                    name: name.to_owned(),
+                    path,
+                    is_dir: true,
+                    size: None,
+                    modified_at: None,
+                },
+            };
+            listing.entries.push(info);
+        }
+        Ok(listing)
+    }
+
+    async fn read(
+        &self,
+        _ctx: &FileContext,
+        path: &VPath,
+        offset: usize,
+        limit: usize,
+    ) -> Result<LineWindow> {
+        self.with_file(path, |file| {
+            text::read_window(path, &file.bytes, offset, limit)
+        })
+    }
+
+    async fn read_bytes(&self, _ctx: &FileContext, path: &VPath) -> Result<Vec<u8>> {
+        self.with_file(path, |file| Ok(file.bytes.clone()))
+    }
+
+    async fn write_bytes(
+        &self,
+        _ctx: &FileContext,
+        path: &VPath,
+        bytes: &[u8],
+    ) -> Result<WriteResult> {
+        text::check_size(path, bytes.len() as u64, self.shared.limits.max_file_size)?;
+        let now = now();
+        let mut tree = self.write_tree();
+        tree.write(path, bytes.to_vec(), now)?;
+        Ok(WriteResult::written(path.as_str()))
+    }
+
+    async fn edit(
+        &self,
+        _ctx: &FileContext,
+        path: &VPath,
+        old: &str,
+        new: &str,
+        replace_all: bool,
+    ) -> Result<EditResult> {
+        text::check_edit_args(old, new)?;
+        let now = now();
+        let max = self.shared.limits.max_file_size;
+        let mut tree = self.write_tree();
+        match tree.kind(path.as_str()) {
+            Kind::Dir => return Err(Error::is_a_directory(path)),
+            Kind::Missing => return Err(Error::not_found(path)),
+            Kind::File => {}
+        }
+        let Some(file) = tree.file_mut(path.as_str()) else {
+            return Err(Error::not_found(path));
+        };
+        text::check_size(path, file.bytes.len() as u64, max)?;
+        let (bytes, count) = text::apply_edit(path, &file.bytes, old, new, replace_all)?;
+        text::check_size(path, bytes.len() as u64, max)?;
+        file.bytes = bytes;
+        file.modified_at = now;
+        Ok(text::edit_result(path, count))
+    }
+
+    async fn delete(&self, _ctx: &FileContext, path: &VPath) -> Result<()> {
+        if path.is_root() {
+            return Err(Error::refusal(
+                ErrorKind::InvalidPath,
+                "the root \"/\" cannot be deleted; delete the files inside it instead.",
+            ));
+        }
+        let mut tree = self.write_tree();
+        match tree.kind(path.as_str()) {
+            Kind::Dir => Err(Error::refusal(
+                ErrorKind::DirectoryNotEmpty,
+                format!("{path} is a directory that still holds files; delete them first."),
+            )),
+            Kind::Missing => Err(Error::not_found(path)),
+            Kind::File => match tree.remove_file(path.as_str()) {
+                Some(_) => Ok(()),
+                None => Err(Error::not_found(path)),
+            },
+        }
+    }
+
+    async fn glob(
+        &self,
+        _ctx: &FileContext,
+        pattern: &str,
+        under: &VPath,
+        limit: usize,
+    ) -> Result<GlobResult> {
+        let glob = Glob::new(pattern)?;
+        let limit = self.shared.limits.results(limit);
+        let tree = self.read_tree();
+        match tree.kind(under.as_str()) {
+            Kind::File => return Err(Error::not_a_directory(under)),
+            Kind::Missing => return Ok(GlobResult::default()),
+            Kind::Dir => {}
+        }
+        let prefix = child_prefix(under.as_str());
+        let mut result = GlobResult::default();
+        for (path, relative, file) in tree.files_beneath(&prefix) {
+            if !glob.is_match(relative) {
+                continue;
+            }
+            if result.files.len() == limit {
+                result.truncated = true;
+                break;
+            }
+            result.files.push(file_info(path, name_of(path), file));
+        }
+        Ok(result)
+    }
+
+    async fn grep(
+        &self,
+        _ctx: &FileContext,
+        query: &GrepQuery,
+        under: &VPath,
+        limit: usize,
+    ) -> Result<GrepResult> {
+        let grep = CompiledGrep::new(query)?;
+        let mut collector = GrepCollector::new(self.shared.limits.results(limit));
+        let tree = self.read_tree();
+        match tree.kind(under.as_str()) {
+            Kind::Missing => {}
+            Kind::File => {
+                if let Some(file) = tree.file(under.as_str())
+                    && grep.includes(under.name())
+                {
+                    collector.search(&grep, under, &file.bytes);
+                }
+            }
+            Kind::Dir => {
+                let prefix = child_prefix(under.as_str());
+                for (path, relative, file) in tree.files_beneath(&prefix) {
+                    if collector.is_full() {
+                        break;
+                    }
+                    if grep.includes(relative) {
+                        let path = VPath::parse(path).map_err(|e| {
+                            Error::failure("the in-memory store holds a malformed path", e)
+                        })?;
+                        collector.search(&grep, &path, &file.bytes);
+                    }
+                }
+            }
+        }
+        Ok(collector.finish())
+    }
+}

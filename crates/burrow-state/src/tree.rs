@@ -1,0 +1,359 @@
+//! The store and its directory index: files by full path, directories by full path with their direct children.
+//!
+//! Every method here is synchronous and runs under the backend's lock; none
+//! walks all files. Paths are the normalised strings of [`VPath`]s.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use burrow_backend::{Error, ErrorKind, Result, VPath};
+
+/// One stored file: its exact bytes and its two timestamps (RFC 3339).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FileEntry {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) created_at: String,
+    pub(crate) modified_at: String,
+}
+
+/// One directory of the index. Directories are implicit: one exists while a
+/// file lies beneath it, so `files` is never 0 except for the root.
+#[derive(Debug, Default)]
+struct DirEntry {
+    /// Direct children by name (byte order == path order), `true` for a directory.
+    children: BTreeMap<String, bool>,
+    /// Files beneath this directory, at any depth.
+    files: usize,
+}
+
+/// What stands at a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    File,
+    Dir,
+    Missing,
+}
+
+/// Files by full path plus the directory index over them.
+#[derive(Debug)]
+pub(crate) struct Tree {
+    /// Keyed by full path: byte order is the contract's sort order, and the
+    /// files beneath a directory are one contiguous range.
+    files: BTreeMap<String, FileEntry>,
+    /// Every directory that exists, the root always among them.
+    dirs: BTreeMap<String, DirEntry>,
+}
+
+impl Default for Tree {
+    fn default() -> Self {
+        let mut dirs = BTreeMap::new();
+        dirs.insert("/".to_owned(), DirEntry::default());
+        Tree {
+            files: BTreeMap::new(),
+            dirs,
+        }
+    }
+}
+
+/// The parent and last segment of a path other than the root.
+fn split(path: &str) -> (&str, &str) {
+    match path.rfind('/') {
+        Some(0) | None => ("/", path.get(1..).unwrap_or_default()),
+        Some(i) => (&path[..i], &path[i + 1..]),
+    }
+}
+
+/// The directory ending just before the "/" at byte `i` of `path`.
+fn dir_at(path: &str, i: usize) -> &str {
+    if i == 0 { "/" } else { &path[..i] }
+}
+
+/// The prefix every path strictly beneath `dir` starts with.
+pub(crate) fn child_prefix(dir: &str) -> String {
+    if dir == "/" {
+        "/".to_owned()
+    } else {
+        format!("{dir}/")
+    }
+}
+
+/// The path of `name` inside `dir`.
+pub(crate) fn join(dir: &str, name: &str) -> String {
+    let mut out = child_prefix(dir);
+    out.push_str(name);
+    out
+}
+
+impl Tree {
+    /// How many files are stored.
+    pub(crate) fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    /// What stands at `path`. O(log n).
+    pub(crate) fn kind(&self, path: &str) -> Kind {
+        if self.files.contains_key(path) {
+            Kind::File
+        } else if self.dirs.contains_key(path) {
+            Kind::Dir
+        } else {
+            Kind::Missing
+        }
+    }
+
+    /// The file at `path`.
+    pub(crate) fn file(&self, path: &str) -> Option<&FileEntry> {
+        self.files.get(path)
+    }
+
+    /// The file at `path`, to change in place (its size and place in the index stay valid).
+    pub(crate) fn file_mut(&mut self, path: &str) -> Option<&mut FileEntry> {
+        self.files.get_mut(path)
+    }
+
+    /// The nearest-the-root ancestor of `path` that is a file. O(depth · log n).
+    fn file_ancestor<'p>(&self, path: &'p str) -> Option<&'p str> {
+        path.match_indices('/')
+            .skip(1)
+            .map(|(i, _)| &path[..i])
+            .find(|a| self.files.contains_key(*a))
+    }
+
+    /// Refuses a path where no file may stand: the root or a directory
+    /// (IsADirectory), or beneath a file (NotADirectory).
+    pub(crate) fn check_file_slot(&self, path: &VPath) -> Result<()> {
+        let p = path.as_str();
+        if path.is_root() || self.dirs.contains_key(p) {
+            return Err(Error::is_a_directory(path));
+        }
+        if self.files.contains_key(p) {
+            return Ok(());
+        }
+        match self.file_ancestor(p) {
+            Some(file) => Err(Error::refusal(
+                ErrorKind::NotADirectory,
+                format!("cannot create {path}: {file} is a file, not a directory."),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Creates or replaces the file at `path` with `bytes`, stamped `now`;
+    /// a replaced file keeps its created_at.
+    pub(crate) fn write(&mut self, path: &VPath, bytes: Vec<u8>, now: String) -> Result<()> {
+        self.check_file_slot(path)?;
+        match self.files.get_mut(path.as_str()) {
+            Some(file) => {
+                file.bytes = bytes;
+                file.modified_at = now;
+            }
+            None => self.insert_new(
+                path.as_str(),
+                FileEntry {
+                    bytes,
+                    created_at: now.clone(),
+                    modified_at: now,
+                },
+            ),
+        }
+        Ok(())
+    }
+
+    /// Stores `entry` at `path` as it is (timestamps included), for restoring a document.
+    pub(crate) fn restore(&mut self, path: &VPath, entry: FileEntry) -> Result<()> {
+        self.check_file_slot(path)?;
+        match self.files.get_mut(path.as_str()) {
+            Some(file) => *file = entry,
+            None => self.insert_new(path.as_str(), entry),
+        }
+        Ok(())
+    }
+
+    /// Adds a file at a free slot (see [`Tree::check_file_slot`]), creating
+    /// its implicit directories root first. O(depth · log n).
+    fn insert_new(&mut self, path: &str, entry: FileEntry) {
+        for (i, _) in path.match_indices('/') {
+            let dir = dir_at(path, i);
+            if let Some(d) = self.dirs.get_mut(dir) {
+                d.files += 1;
+                continue;
+            }
+            // A new directory: its parent exists, since the walk goes root first.
+            let (parent, name) = split(dir);
+            if let Some(p) = self.dirs.get_mut(parent) {
+                p.children.insert(name.to_owned(), true);
+            }
+            self.dirs.insert(
+                dir.to_owned(),
+                DirEntry {
+                    children: BTreeMap::new(),
+                    files: 1,
+                },
+            );
+        }
+        let (parent, name) = split(path);
+        if let Some(p) = self.dirs.get_mut(parent) {
+            p.children.insert(name.to_owned(), false);
+        }
+        self.files.insert(path.to_owned(), entry);
+    }
+
+    /// Removes the file at `path`; directories left with no file beneath them
+    /// disappear, deepest first. O(depth · log n).
+    pub(crate) fn remove_file(&mut self, path: &str) -> Option<FileEntry> {
+        let entry = self.files.remove(path)?;
+        let (parent, name) = split(path);
+        if let Some(p) = self.dirs.get_mut(parent) {
+            p.children.remove(name);
+        }
+        for (i, _) in path.rmatch_indices('/') {
+            let dir = dir_at(path, i);
+            let Some(d) = self.dirs.get_mut(dir) else {
+                continue;
+            };
+            d.files = d.files.saturating_sub(1);
+            if d.files == 0 && i != 0 {
+                self.dirs.remove(dir);
+                let (up, dir_name) = split(dir);
+                if let Some(p) = self.dirs.get_mut(up) {
+                    p.children.remove(dir_name);
+                }
+            }
+        }
+        Some(entry)
+    }
+
+    /// The direct children of the directory `dir` in name order, `true` for a
+    /// directory; `None` when `dir` is not a directory. O(log n) to start.
+    pub(crate) fn children(&self, dir: &str) -> Option<impl Iterator<Item = (&str, bool)>> {
+        self.dirs.get(dir).map(|d| {
+            d.children
+                .iter()
+                .map(|(name, is_dir)| (name.as_str(), *is_dir))
+        })
+    }
+
+    /// The files strictly beneath `dir` in path order, each with its path
+    /// relative to `dir`: one range scan of the files map, O(log n + result).
+    pub(crate) fn files_beneath<'a>(
+        &'a self,
+        prefix: &'a str,
+    ) -> impl Iterator<Item = (&'a str, &'a str, &'a FileEntry)> + 'a {
+        self.files
+            .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
+            .take_while(move |(path, _)| path.starts_with(prefix))
+            .map(move |(path, entry)| (path.as_str(), &path[prefix.len()..], entry))
+    }
+
+    /// Every file in path order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&str, &FileEntry)> {
+        self.files
+            .iter()
+            .map(|(path, entry)| (path.as_str(), entry))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// The index rebuilt from the files alone: (directory, its children, files beneath).
+    fn expected_dirs(tree: &Tree) -> BTreeMap<String, (BTreeMap<String, bool>, usize)> {
+        let mut dirs: BTreeMap<String, (BTreeMap<String, bool>, usize)> = BTreeMap::new();
+        dirs.insert("/".to_owned(), (BTreeMap::new(), 0));
+        for (path, _) in tree.iter() {
+            let mut child_is_dir = false;
+            let mut cur = path;
+            while cur != "/" {
+                let (parent, name) = split(cur);
+                let d = dirs.entry(parent.to_owned()).or_default();
+                d.0.insert(name.to_owned(), child_is_dir);
+                d.1 += 1;
+                child_is_dir = true;
+                cur = parent;
+            }
+        }
+        dirs
+    }
+
+    fn assert_consistent(tree: &Tree) {
+        let actual: BTreeMap<String, (BTreeMap<String, bool>, usize)> = tree
+            .dirs
+            .iter()
+            .map(|(k, d)| (k.clone(), (d.children.clone(), d.files)))
+            .collect();
+        assert_eq!(actual, expected_dirs(tree));
+        let files: BTreeSet<&str> = tree.iter().map(|(p, _)| p).collect();
+        assert!(tree.dirs.keys().all(|d| !files.contains(d.as_str())));
+    }
+
+    fn vp(s: &str) -> VPath {
+        VPath::parse(s).unwrap()
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Write(String),
+        Delete(String),
+    }
+
+    fn small_path() -> impl Strategy<Value = String> {
+        // Names chosen so that "a-b" and "a.b" sort between "a" and "a/...".
+        let name = proptest::sample::select(vec!["a", "b", "a.b", "a-b"]);
+        proptest::collection::vec(name, 1..4).prop_map(|segs| format!("/{}", segs.join("/")))
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            small_path().prop_map(Op::Write),
+            small_path().prop_map(Op::Delete)
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn index_matches_files_after_any_sequence(ops in proptest::collection::vec(op(), 1..60)) {
+            let mut tree = Tree::default();
+            for op in ops {
+                match op {
+                    Op::Write(p) => {
+                        let path = vp(&p);
+                        let refused = tree.check_file_slot(&path).is_err();
+                        let before = tree.len();
+                        let result = tree.write(&path, p.clone().into_bytes(), "t".to_owned());
+                        prop_assert_eq!(result.is_err(), refused);
+                        if refused {
+                            prop_assert_eq!(tree.len(), before);
+                        } else {
+                            prop_assert_eq!(tree.file(&p).map(|f| f.bytes.clone()), Some(p.into_bytes()));
+                        }
+                    }
+                    Op::Delete(p) => {
+                        let was_file = tree.kind(&p) == Kind::File;
+                        prop_assert_eq!(tree.remove_file(&p).is_some(), was_file);
+                        prop_assert_eq!(tree.kind(&p) == Kind::File, false);
+                    }
+                }
+                assert_consistent(&tree);
+            }
+        }
+    }
+
+    #[test]
+    fn files_beneath_is_one_contiguous_range() {
+        let mut tree = Tree::default();
+        for p in ["/ab", "/a/y/z", "/a.b", "/a-b/x", "/a/x"] {
+            tree.write(&vp(p), Vec::new(), "t".to_owned()).unwrap();
+        }
+        let beneath: Vec<(&str, &str)> =
+            tree.files_beneath("/a/").map(|(p, r, _)| (p, r)).collect();
+        assert_eq!(beneath, [("/a/x", "x"), ("/a/y/z", "y/z")]);
+        let all: Vec<&str> = tree.files_beneath("/").map(|(_, r, _)| r).collect();
+        assert_eq!(all, ["a-b/x", "a.b", "a/x", "a/y/z", "ab"]);
+        assert_consistent(&tree);
+    }
+}

@@ -1,0 +1,8 @@
+//! The one integration-test binary of burrow-state: modules only, in `tests/all/`.
+
+#[cfg(test)]
+mod all {
+    mod document;
+    mod index;
+    mod ops;
+}

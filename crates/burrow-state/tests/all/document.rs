@@ -1,0 +1,141 @@
+//! `files()` and `from_files()`: the workspace as a FileData document and back.
+
+use burrow_backend::{Backend, ErrorKind, FileContext, VPath};
+use burrow_state::StateBackend;
+use burrow_types::{FileData, FilesDocument, files_document_to_json, parse_files_document};
+
+fn p(s: &str) -> VPath {
+    VPath::parse(s).unwrap()
+}
+
+fn text(content: &[&str], created: &str, modified: &str) -> FileData {
+    FileData {
+        content: content.iter().map(|s| (*s).to_owned()).collect(),
+        created_at: created.to_owned(),
+        modified_at: modified.to_owned(),
+        encoding: None,
+    }
+}
+
+const CASES: &[(&str, &[u8])] = &[
+    ("/empty.txt", b""),
+    ("/notes/a.md", b"# title\nbody\n"),
+    ("/notes/crlf.txt", b"one\r\ntwo\r\n"),
+    ("/bin/blob.bin", &[0, 159, 146, 150, 255, b'\n']),
+    ("/bin/nul.txt", b"a\0b"),
+    (
+        "/\u{65e5}\u{672c}/\u{00e9}t\u{00e9}.txt",
+        "caf\u{e9}\n".as_bytes(),
+    ),
+    ("/[...slug]/foo..bar.txt", b"x"),
+];
+
+#[tokio::test]
+async fn every_byte_survives_files_and_from_files_and_json() {
+    let b = StateBackend::new();
+    let ctx = FileContext::default();
+    for (path, bytes) in CASES {
+        b.write_bytes(&ctx, &p(path), bytes).await.unwrap();
+    }
+    let doc = b.files();
+    assert_eq!(doc.len(), CASES.len());
+    assert_eq!(doc["/notes/a.md"].content, ["# title", "body", ""]);
+    assert_eq!(doc["/bin/blob.bin"].encoding.as_deref(), Some("base64"));
+    assert_eq!(doc["/bin/nul.txt"].encoding.as_deref(), Some("base64"));
+
+    let json = files_document_to_json(&doc);
+    let restored = StateBackend::from_files(parse_files_document(&json).unwrap()).unwrap();
+    for (path, bytes) in CASES {
+        assert_eq!(
+            restored.read_bytes(&ctx, &p(path)).await.unwrap(),
+            *bytes,
+            "{path}"
+        );
+    }
+    assert_eq!(restored.files(), doc);
+    // The index is rebuilt: listings work on the restored store.
+    let root = restored.ls(&ctx, &VPath::root(), 100).await.unwrap();
+    let names: Vec<&str> = root.entries.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["[...slug]", "bin", "empty.txt", "notes", "\u{65e5}\u{672c}"]
+    );
+}
+
+#[tokio::test]
+async fn replacing_a_file_keeps_its_created_at() {
+    let mut doc = FilesDocument::new();
+    doc.insert(
+        "/a.txt".into(),
+        text(&["old"], "2020-01-01T00:00:00Z", "2020-01-02T00:00:00Z"),
+    );
+    let b = StateBackend::from_files(doc).unwrap();
+    let ctx = FileContext::default();
+    let listed = b.ls(&ctx, &VPath::root(), 10).await.unwrap();
+    assert_eq!(
+        listed.entries[0].modified_at.as_deref(),
+        Some("2020-01-02T00:00:00Z")
+    );
+
+    b.write(&ctx, &p("/a.txt"), "new").await.unwrap();
+    let after_write = b.files()["/a.txt"].clone();
+    assert_eq!(after_write.created_at, "2020-01-01T00:00:00Z");
+    assert_ne!(after_write.modified_at, "2020-01-02T00:00:00Z");
+    assert!(
+        after_write.modified_at.parse::<jiff::Timestamp>().is_ok(),
+        "{}",
+        after_write.modified_at
+    );
+
+    b.edit(&ctx, &p("/a.txt"), "new", "newer", false)
+        .await
+        .unwrap();
+    assert_eq!(b.files()["/a.txt"].created_at, "2020-01-01T00:00:00Z");
+    assert_eq!(b.files()["/a.txt"].content, ["newer"]);
+
+    // A new file gets both stamps from the clock, and they agree.
+    b.write(&ctx, &p("/b.txt"), "b").await.unwrap();
+    let fresh = &b.files()["/b.txt"];
+    assert_eq!(fresh.created_at, fresh.modified_at);
+}
+
+#[test]
+fn documents_that_cannot_be_a_workspace_are_failures() {
+    let ok = || text(&["x"], "2020-01-01T00:00:00Z", "2020-01-01T00:00:00Z");
+    let bad_keys: &[&[&str]] = &[
+        &["a.txt"],
+        &["/a/../b"],
+        &["//a"],
+        &["/a/"],
+        &["/"],
+        &["/../x"],
+        &["/a", "/a/b"],
+        &["/d/a", "/d/a/b/c"],
+    ];
+    for keys in bad_keys {
+        let doc: FilesDocument = keys.iter().map(|k| ((*k).to_owned(), ok())).collect();
+        let err = StateBackend::from_files(doc).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Failure, "{keys:?}");
+        assert!(
+            err.message()
+                .starts_with("the files document cannot be loaded"),
+            "{}",
+            err.message()
+        );
+    }
+    let mut doc = FilesDocument::new();
+    let mut broken = ok();
+    broken.encoding = Some("base64".into());
+    broken.content = vec!["!!not base64!!".into()];
+    doc.insert("/x.bin".into(), broken);
+    let err = StateBackend::from_files(doc).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Failure);
+    assert!(err.message().contains("/x.bin"), "{}", err.message());
+
+    assert_eq!(
+        StateBackend::from_files(FilesDocument::new())
+            .unwrap()
+            .file_count(),
+        0
+    );
+}
