@@ -3,6 +3,10 @@
 #[path = "all/support.rs"]
 mod support;
 
+#[path = "all/model.rs"]
+mod model;
+#[path = "all/resolver.rs"]
+mod resolver;
 #[path = "all/routing.rs"]
 mod routing;
 #[path = "all/search.rs"]
