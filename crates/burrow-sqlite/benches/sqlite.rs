@@ -1,0 +1,2 @@
+//! Benchmarks of the SQLite store (filled in below).
+fn main() {}
