@@ -54,7 +54,7 @@ fn populated(rt: &Runtime, n: usize) -> (StateBackend, Vec<VPath>) {
 }
 
 /// Replacing an existing file.
-#[divan::bench(args = SIZES)]
+#[divan::bench(args = SIZES, sample_count = 1000, sample_size = 10)]
 fn write(bencher: Bencher, n: usize) {
     let rt = runtime();
     let (backend, paths) = populated(&rt, n);
@@ -69,7 +69,7 @@ fn write(bencher: Bencher, n: usize) {
 }
 
 /// Creating a file in a new directory, then deleting it (the store keeps its size).
-#[divan::bench(args = SIZES)]
+#[divan::bench(args = SIZES, sample_count = 1000, sample_size = 10)]
 fn create_delete(bencher: Bencher, n: usize) {
     let rt = runtime();
     let (backend, _) = populated(&rt, n);
@@ -85,7 +85,7 @@ fn create_delete(bencher: Bencher, n: usize) {
 }
 
 /// Reading 100 lines of a file.
-#[divan::bench(args = SIZES)]
+#[divan::bench(args = SIZES, sample_count = 1000, sample_size = 10)]
 fn read(bencher: Bencher, n: usize) {
     let rt = runtime();
     let (backend, paths) = populated(&rt, n);
@@ -99,7 +99,7 @@ fn read(bencher: Bencher, n: usize) {
 }
 
 /// Replacing one unique occurrence in a file.
-#[divan::bench(args = SIZES)]
+#[divan::bench(args = SIZES, sample_count = 1000, sample_size = 10)]
 fn edit(bencher: Bencher, n: usize) {
     let rt = runtime();
     let (backend, paths) = populated(&rt, n);

@@ -124,21 +124,15 @@ impl StateBackend {
     /// The bytes of the file at `path`, passed to `f` under the read lock.
     fn with_file<T>(&self, path: &VPath, f: impl FnOnce(&FileEntry) -> Result<T>) -> Result<T> {
         let tree = self.read_tree();
-        match tree.kind(path.as_str()) {
-            Kind::Dir => Err(Error::is_a_directory(path)),
-            Kind::Missing => Err(Error::not_found(path)),
-            Kind::File => match tree.file(path.as_str()) {
-                Some(file) => {
-                    text::check_size(
-                        path,
-                        file.bytes.len() as u64,
-                        self.shared.limits.max_file_size,
-                    )?;
-                    f(file)
-                }
-                None => Err(Error::not_found(path)),
-            },
-        }
+        let Some(file) = tree.file(path.as_str()) else {
+            return Err(tree.not_a_file(path));
+        };
+        text::check_size(
+            path,
+            file.bytes.len() as u64,
+            self.shared.limits.max_file_size,
+        )?;
+        f(file)
     }
 }
 
@@ -233,9 +227,9 @@ impl Backend for StateBackend {
         bytes: &[u8],
     ) -> Result<WriteResult> {
         text::check_size(path, bytes.len() as u64, self.shared.limits.max_file_size)?;
-        let now = now();
+        let (bytes, now) = (bytes.to_vec(), now());
         let mut tree = self.write_tree();
-        tree.write(path, bytes.to_vec(), now)?;
+        tree.write(path, bytes, now)?;
         Ok(WriteResult::written(path.as_str()))
     }
 
@@ -251,13 +245,8 @@ impl Backend for StateBackend {
         let now = now();
         let max = self.shared.limits.max_file_size;
         let mut tree = self.write_tree();
-        match tree.kind(path.as_str()) {
-            Kind::Dir => return Err(Error::is_a_directory(path)),
-            Kind::Missing => return Err(Error::not_found(path)),
-            Kind::File => {}
-        }
         let Some(file) = tree.file_mut(path.as_str()) else {
-            return Err(Error::not_found(path));
+            return Err(tree.not_a_file(path));
         };
         text::check_size(path, file.bytes.len() as u64, max)?;
         let (bytes, count) = text::apply_edit(path, &file.bytes, old, new, replace_all)?;
@@ -275,17 +264,16 @@ impl Backend for StateBackend {
             ));
         }
         let mut tree = self.write_tree();
-        match tree.kind(path.as_str()) {
-            Kind::Dir => Err(Error::refusal(
+        if tree.remove_file(path.as_str()).is_some() {
+            return Ok(());
+        }
+        Err(match tree.kind(path.as_str()) {
+            Kind::Dir => Error::refusal(
                 ErrorKind::DirectoryNotEmpty,
                 format!("{path} is a directory that still holds files; delete them first."),
-            )),
-            Kind::Missing => Err(Error::not_found(path)),
-            Kind::File => match tree.remove_file(path.as_str()) {
-                Some(_) => Ok(()),
-                None => Err(Error::not_found(path)),
-            },
-        }
+            ),
+            _ => Error::not_found(path),
+        })
     }
 
     async fn glob(

@@ -101,6 +101,15 @@ impl Tree {
         }
     }
 
+    /// The refusal for `path` when it is not a file: IsADirectory or NotFound.
+    pub(crate) fn not_a_file(&self, path: &VPath) -> Error {
+        if path.is_root() || self.dirs.contains_key(path.as_str()) {
+            Error::is_a_directory(path)
+        } else {
+            Error::not_found(path)
+        }
+    }
+
     /// The file at `path`.
     pub(crate) fn file(&self, path: &str) -> Option<&FileEntry> {
         self.files.get(path)
@@ -141,21 +150,21 @@ impl Tree {
     /// Creates or replaces the file at `path` with `bytes`, stamped `now`;
     /// a replaced file keeps its created_at.
     pub(crate) fn write(&mut self, path: &VPath, bytes: Vec<u8>, now: String) -> Result<()> {
-        self.check_file_slot(path)?;
-        match self.files.get_mut(path.as_str()) {
-            Some(file) => {
-                file.bytes = bytes;
-                file.modified_at = now;
-            }
-            None => self.insert_new(
-                path.as_str(),
-                FileEntry {
-                    bytes,
-                    created_at: now.clone(),
-                    modified_at: now,
-                },
-            ),
+        // Replacing is the common case: one lookup, and a file's slot is valid.
+        if let Some(file) = self.files.get_mut(path.as_str()) {
+            file.bytes = bytes;
+            file.modified_at = now;
+            return Ok(());
         }
+        self.check_file_slot(path)?;
+        self.insert_new(
+            path.as_str(),
+            FileEntry {
+                bytes,
+                created_at: now.clone(),
+                modified_at: now,
+            },
+        );
         Ok(())
     }
 
@@ -233,8 +242,9 @@ impl Tree {
         })
     }
 
-    /// The files strictly beneath `dir` in path order, each with its path
-    /// relative to `dir`: one range scan of the files map, O(log n + result).
+    /// The files strictly beneath the directory whose [`child_prefix`] is
+    /// `prefix`, in path order, each with its path relative to the directory:
+    /// one range scan of the files map, O(log n + result).
     pub(crate) fn files_beneath<'a>(
         &'a self,
         prefix: &'a str,

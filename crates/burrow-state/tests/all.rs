@@ -2,6 +2,7 @@
 
 #[cfg(test)]
 mod all {
+    mod conformance;
     mod document;
     mod index;
     mod ops;
