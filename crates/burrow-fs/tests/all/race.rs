@@ -109,6 +109,10 @@ async fn swapped_links_never_leak_outside_content() {
     stop.store(true, Ordering::Relaxed);
     let rounds = swapper.join().unwrap();
     assert!(rounds > 0, "the swapper never ran");
+    let reads = READERS * READS_PER_READER;
+    eprintln!(
+        "swapper rounds: {rounds}; reads: {reads}, of which returned inside content: {inside_reads}"
+    );
     assert!(
         inside_reads > 0,
         "no read ever succeeded, so the test proved nothing"
