@@ -1,0 +1,143 @@
+//! The command line as clap sees it: global options and one subcommand per operation (DESIGN.md §7).
+
+use std::path::PathBuf;
+
+use burrow::DEFAULT_TENANT;
+use clap::{Parser, Subcommand};
+
+use crate::op::{DEFAULT_LIST_LIMIT, DEFAULT_MATCH_LIMIT, DEFAULT_READ_LIMIT};
+use crate::spec::BackendArg;
+
+/// Drive a burrow backend from the shell: inspect and change the files an agent left behind.
+///
+/// Exit codes: 0 success; 1 refusal (the operation is not allowed: a missing
+/// file, a bad path, an ambiguous edit ...); 2 failure (the storage broke, a
+/// corrupt state file, an unreadable input file) or bad usage.
+#[derive(Debug, Parser)]
+#[command(name = "burrow", version, max_term_width = 100)]
+#[command(after_help = AFTER_HELP)]
+pub struct Cli {
+    /// The backend to work on (default: memory:). See SPEC below.
+    #[arg(long = "backend", value_name = "SPEC", global = true)]
+    pub backends: Vec<BackendArg>,
+
+    /// The tenant whose files these are.
+    #[arg(long, value_name = "T", global = true, default_value = DEFAULT_TENANT)]
+    pub tenant: String,
+
+    /// Print burrow-types JSON (refusals as {"error": {"kind", "message"}} on stdout).
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+const AFTER_HELP: &str = "\
+SPEC:
+  memory:            a fresh in-memory workspace, gone when burrow exits (the default)
+  state:FILE.json    a FileData JSON document; a missing file is an empty workspace,
+                     created on the first write; written back atomically after a change
+
+Human output: ls prints `KIND SIZE MODIFIED PATH` lines, read prints numbered lines,
+grep prints `path:line:text`, glob prints one path a line. A truncated ls, glob, grep or
+read says so on stderr (`burrow: note: ...`), in --json mode too.";
+
+/// One operation of the file contract.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List the entries directly beneath a directory.
+    Ls {
+        /// The directory.
+        #[arg(default_value = "/")]
+        path: String,
+        /// At most this many entries.
+        #[arg(long, value_name = "N", default_value_t = DEFAULT_LIST_LIMIT)]
+        limit: usize,
+    },
+    /// Print lines of a text file, numbered.
+    Read {
+        /// The file.
+        path: String,
+        /// The 0-based line to start at.
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        offset: usize,
+        /// At most this many lines.
+        #[arg(long, value_name = "N", default_value_t = DEFAULT_READ_LIMIT)]
+        limit: usize,
+    },
+    /// Print the exact bytes of a file (with --json: {"content_b64": ...}).
+    Cat {
+        /// The file.
+        path: String,
+    },
+    /// Create or replace a file with the bytes of FILE, or of stdin when FILE is "-" or absent.
+    Write {
+        /// The file to write in the workspace.
+        path: String,
+        /// A host file to copy the bytes from; "-" for stdin.
+        #[arg(value_name = "FILE|-")]
+        file: Option<PathBuf>,
+    },
+    /// Replace text in a file (line endings are preserved).
+    Edit {
+        /// The file.
+        path: String,
+        /// The text to replace; must occur exactly once unless --all.
+        #[arg(long, allow_hyphen_values = true)]
+        old: String,
+        /// The replacement.
+        #[arg(long, allow_hyphen_values = true)]
+        new: String,
+        /// Replace every occurrence.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Delete a file or an empty directory.
+    Rm {
+        /// The file or directory.
+        path: String,
+    },
+    /// List the files whose path under --under matches a glob pattern.
+    Glob {
+        /// The pattern: `*` `?` `[..]` within one segment, `**` across, `{a,b}`; no "/" matches the name at any depth.
+        pattern: String,
+        /// The directory to search beneath.
+        #[arg(long, value_name = "P", default_value = "/")]
+        under: String,
+        /// At most this many files.
+        #[arg(long, value_name = "N", default_value_t = DEFAULT_LIST_LIMIT)]
+        limit: usize,
+    },
+    /// Print the lines matching a Rust regex (or a fixed string) in files beneath --under.
+    Grep {
+        /// The pattern.
+        pattern: String,
+        /// The directory (or file) to search.
+        #[arg(long, value_name = "P", default_value = "/")]
+        under: String,
+        /// Only files matching this glob.
+        #[arg(long, value_name = "G")]
+        include: Option<String>,
+        /// Take the pattern literally.
+        #[arg(long)]
+        fixed: bool,
+        /// Match without regard to case.
+        #[arg(short = 'i', long = "ignore-case")]
+        ignore_case: bool,
+        /// At most this many matching lines.
+        #[arg(long, value_name = "N", default_value_t = DEFAULT_MATCH_LIMIT)]
+        limit: usize,
+    },
+    /// Run `sh -c COMMAND` in the workspace (only on a sandbox backend).
+    Exec {
+        /// The shell command.
+        #[arg(allow_hyphen_values = true)]
+        command: String,
+        /// Kill the command after this many seconds (default: the backend's, 120).
+        #[arg(long, value_name = "S")]
+        timeout: Option<u64>,
+    },
+    /// Run JSON lines from stdin, one operation each; print one JSON result line each, in order.
+    Batch,
+}

@@ -1,0 +1,123 @@
+//! The `burrow` binary: drives any burrow backend from the shell (DESIGN.md §7).
+//!
+//! # Key design decision: one operation type under every front end
+//!
+//! A subcommand (`burrow --json read /a.txt`) and a batch line
+//! (`{"op": "read", "path": "/a.txt"}`) both become one [`op::Op`], run by
+//! one function and printed by one [`output::Output`]. So a batch line
+//! prints byte for byte what `--json` prints for the same operation, and a
+//! new operation cannot exist in one front end and not the other.
+//!
+//! The exit code says who is at fault: 0 success, 1 a refusal (the contract
+//! does not allow what was asked: the caller can fix the request), 2 a
+//! failure (the storage or an input broke) or bad usage (clap's own exit
+//! code for a malformed command line). See docs/adr/0040.
+
+// A build with no backend feature has nothing to open: the spec plumbing
+// is then unused, and that is fine.
+#![cfg_attr(not(feature = "state"), allow(dead_code, unused_imports, unused_variables))]
+
+mod batch;
+mod cli;
+mod op;
+mod output;
+mod spec;
+#[cfg(feature = "state")]
+mod state_file;
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use burrow::{Error, FileContext};
+use clap::{CommandFactory, Parser};
+
+use crate::cli::Cli;
+use crate::op::Op;
+use crate::output::{Exit, error_json, error_text};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Err(message) = spec::check(&cli.backends) {
+        Cli::command()
+            .error(clap::error::ErrorKind::ArgumentConflict, message)
+            .exit();
+    }
+    let json = cli.json;
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => return fail(&Error::failure("cannot start the async runtime", e), json),
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(exit) => exit.code(),
+        // stdout closed early (`burrow cat big | head`): not an error.
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            let _ = writeln!(io::stderr(), "burrow: cannot write output: {e}");
+            Exit::Failed.code()
+        }
+    }
+}
+
+/// Runs the command; an `Err` only when stdout or stderr cannot be written.
+async fn run(cli: Cli) -> io::Result<Exit> {
+    let ctx = FileContext::for_tenant(cli.tenant);
+    let json = cli.json;
+    let opened = match spec::open(&cli.backends).await {
+        Ok(opened) => opened,
+        Err(e) => return report(&e, json),
+    };
+    let op = match Op::from_command(cli.command) {
+        Ok(Some(op)) => op,
+        Ok(None) => {
+            let stdin = io::stdin();
+            let mut input = stdin.lock();
+            let mut out = io::stdout().lock();
+            let mut err = io::stderr().lock();
+            return batch::run(&opened, &ctx, &mut input, &mut out, &mut err).await;
+        }
+        Err(e) => return report(&e, json),
+    };
+    let output = match op.run(opened.backend.as_ref(), &ctx).await {
+        Ok(output) => output,
+        Err(e) => return report(&e, json),
+    };
+    // Save before printing: success is only claimed once it is durable.
+    if output.is_mutation()
+        && let Err(e) = opened.save()
+    {
+        return report(&e, json);
+    }
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    if json {
+        writeln!(out, "{}", output.to_json())?;
+    } else {
+        output.write_human(&mut out)?;
+    }
+    out.flush()?;
+    if let Some(note) = output.note(json) {
+        writeln!(io::stderr(), "burrow: note: {note}")?;
+    }
+    Ok(Exit::Success)
+}
+
+/// Prints a refusal or failure (JSON on stdout, or a sentence on stderr) and
+/// returns its exit status.
+fn report(error: &Error, json: bool) -> io::Result<Exit> {
+    if json {
+        let mut out = io::stdout().lock();
+        writeln!(out, "{}", error_json(error))?;
+        out.flush()?;
+    } else {
+        writeln!(io::stderr(), "{}", error_text(error))?;
+    }
+    Ok(Exit::of(error))
+}
+
+/// Reports `error` before any output machinery exists.
+fn fail(error: &Error, json: bool) -> ExitCode {
+    let _ = report(error, json);
+    Exit::of(error).code()
+}

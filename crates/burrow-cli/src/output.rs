@@ -1,0 +1,216 @@
+//! `Output`: what an operation returned, printed as burrow-types JSON or for people, plus notes and exit codes.
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use burrow::types::{EditResult, ExecuteResponse, FileInfo, WriteResult};
+use burrow::{Error, GlobResult, GrepResult, LineWindow, Listing};
+use serde_json::json;
+
+/// The result of one successful operation.
+#[derive(Debug)]
+pub enum Output {
+    Listing { listing: Listing, limit: usize },
+    Window(LineWindow),
+    Bytes(Vec<u8>),
+    Written { result: WriteResult, bytes: usize },
+    Edited(EditResult),
+    Removed(String),
+    Globbed { result: GlobResult, limit: usize },
+    Grepped { result: GrepResult, limit: usize },
+    Executed(ExecuteResponse),
+}
+
+impl Output {
+    /// True when the operation changed the workspace (so a state file must be saved).
+    pub fn is_mutation(&self) -> bool {
+        matches!(
+            self,
+            Output::Written { .. } | Output::Edited(_) | Output::Removed(_)
+        )
+    }
+
+    /// The `--json` form: burrow-types JSON, lists for ls, glob and grep,
+    /// with fields in the types' declaration order.
+    pub fn to_json(&self) -> String {
+        let text = match self {
+            Output::Listing { listing, .. } => serde_json::to_string(&listing.entries),
+            Output::Window(window) => serde_json::to_string(window),
+            Output::Bytes(bytes) => {
+                serde_json::to_string(&json!({ "content_b64": BASE64.encode(bytes) }))
+            }
+            Output::Written { result, .. } => serde_json::to_string(result),
+            Output::Edited(result) => serde_json::to_string(result),
+            Output::Removed(path) => serde_json::to_string(&json!({ "path": path })),
+            Output::Globbed { result, .. } => serde_json::to_string(&result.files),
+            Output::Grepped { result, .. } => serde_json::to_string(&result.matches),
+            Output::Executed(response) => serde_json::to_string(response),
+        };
+        // Plain data with string keys: serialising cannot fail.
+        text.unwrap_or_else(|e| {
+            json!({ "error": { "kind": "failure", "message": e.to_string() } }).to_string()
+        })
+    }
+
+    /// What stderr should say beside the result, if anything: truncation of
+    /// a list (in every mode, since a JSON list has no room for it), and in
+    /// human mode a truncated read and a command's exit code.
+    pub fn note(&self, json: bool) -> Option<String> {
+        match self {
+            Output::Listing { listing, limit } if listing.truncated => Some(format!(
+                "truncated: more entries exist than the {} shown (limit {limit}).",
+                listing.entries.len()
+            )),
+            Output::Globbed { result, limit } if result.truncated => Some(format!(
+                "truncated: more files match than the {} shown (limit {limit}).",
+                result.files.len()
+            )),
+            Output::Grepped { result, limit } if result.truncated => Some(format!(
+                "truncated: more lines match than the {} shown (limit {limit}).",
+                result.matches.len()
+            )),
+            Output::Window(w) if w.truncated && !json => {
+                let end = w.offset + w.lines.len();
+                Some(format!(
+                    "truncated: lines {}-{end} of {} shown; pass --offset {end} to read on.",
+                    w.offset + 1,
+                    w.total_lines
+                ))
+            }
+            Output::Executed(r) if !json => match (r.exit_code, r.truncated) {
+                (Some(code), true) if code != 0 => Some(format!(
+                    "the command exited with code {code}; its output was cut at the cap."
+                )),
+                (_, true) => Some("the command's output was cut at the cap.".to_owned()),
+                (Some(code), false) if code != 0 => {
+                    Some(format!("the command exited with code {code}."))
+                }
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// The human form, written to `out`.
+    pub fn write_human(&self, out: &mut dyn Write) -> io::Result<()> {
+        match self {
+            Output::Listing { listing, .. } => write_long_listing(out, &listing.entries),
+            Output::Window(w) => {
+                for (i, line) in w.lines.iter().enumerate() {
+                    writeln!(out, "{:>6}\t{line}", w.offset + i + 1)?;
+                }
+                Ok(())
+            }
+            Output::Bytes(bytes) => out.write_all(bytes),
+            Output::Written { result, bytes } => {
+                let path = result.path.as_deref().unwrap_or("?");
+                let unit = if *bytes == 1 { "byte" } else { "bytes" };
+                writeln!(out, "wrote {path} ({bytes} {unit})")
+            }
+            Output::Edited(result) => {
+                let path = result.path.as_deref().unwrap_or("?");
+                let n = result.occurrences.unwrap_or(0);
+                let noun = if n == 1 { "occurrence" } else { "occurrences" };
+                writeln!(out, "edited {path} ({n} {noun} replaced)")
+            }
+            Output::Removed(path) => writeln!(out, "removed {path}"),
+            Output::Globbed { result, .. } => {
+                for f in &result.files {
+                    writeln!(out, "{}", f.path)?;
+                }
+                Ok(())
+            }
+            Output::Grepped { result, .. } => {
+                for m in &result.matches {
+                    writeln!(out, "{}:{}:{}", m.path, m.line_number, m.line)?;
+                }
+                Ok(())
+            }
+            Output::Executed(r) => out.write_all(r.output.as_bytes()),
+        }
+    }
+}
+
+/// `ls -l`-ish lines: `KIND SIZE MODIFIED PATH`, kind `d` or `-`, a
+/// directory's size and an unknown time shown as `-`, a directory's path
+/// ending in "/".
+fn write_long_listing(out: &mut dyn Write, entries: &[FileInfo]) -> io::Result<()> {
+    let size = |e: &FileInfo| match (e.is_dir, e.size) {
+        (false, Some(n)) => n.to_string(),
+        _ => "-".to_owned(),
+    };
+    let size_width = entries.iter().map(|e| size(e).len()).max().unwrap_or(1);
+    let time_width = entries
+        .iter()
+        .map(|e| e.modified_at.as_deref().map_or(1, str::len))
+        .max()
+        .unwrap_or(1);
+    for e in entries {
+        let kind = if e.is_dir { 'd' } else { '-' };
+        let time = e.modified_at.as_deref().unwrap_or("-");
+        let slash = if e.is_dir && e.path != "/" { "/" } else { "" };
+        writeln!(
+            out,
+            "{kind} {:>size_width$} {time:<time_width$} {}{slash}",
+            size(e),
+            e.path
+        )?;
+    }
+    Ok(())
+}
+
+/// The `--json` form of a refusal or failure: `{"error": {"kind", "message"}}`.
+pub fn error_json(error: &Error) -> String {
+    json!({ "error": { "kind": error.kind().as_str(), "message": error.message() } }).to_string()
+}
+
+/// The human form of a refusal or failure, for stderr. A failure also shows
+/// its cause: on the command line the person reading it owns the storage.
+pub fn error_text(error: &Error) -> String {
+    let mut text = format!("burrow: {}", error.message());
+    if !error.is_refusal() {
+        let mut source = std::error::Error::source(error);
+        while let Some(cause) = source {
+            let cause_text = cause.to_string();
+            if !text.contains(&cause_text) {
+                text.push_str(": ");
+                text.push_str(&cause_text);
+            }
+            source = cause.source();
+        }
+    }
+    text
+}
+
+/// How a run of burrow ends. The code is the worst outcome seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Exit {
+    /// Everything succeeded: 0.
+    Success,
+    /// An operation was refused: 1.
+    Refused,
+    /// The storage or an input broke, or the command line was wrong: 2.
+    Failed,
+}
+
+impl Exit {
+    /// The exit status for an error.
+    pub fn of(error: &Error) -> Exit {
+        if error.is_refusal() {
+            Exit::Refused
+        } else {
+            Exit::Failed
+        }
+    }
+
+    /// The process exit code.
+    pub fn code(self) -> ExitCode {
+        match self {
+            Exit::Success => ExitCode::SUCCESS,
+            Exit::Refused => ExitCode::from(1),
+            Exit::Failed => ExitCode::from(2),
+        }
+    }
+}
