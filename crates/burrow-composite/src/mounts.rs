@@ -15,6 +15,8 @@ pub(crate) struct Part {
     pub(crate) backend: Arc<dyn Backend>,
     /// Prepended to the backend's lock keys (empty for the default).
     pub(crate) lock_prefix: String,
+    /// The mount points strictly beneath this part's prefix: its files there are shadowed.
+    nested: Vec<VPath>,
 }
 
 impl Part {
@@ -55,7 +57,9 @@ pub(crate) struct MountTable {
     by_length: Vec<usize>,
     /// Every strict ancestor of a mount point (the root included): directories
     /// that exist because a mount lies beneath them.
-    implied: HashSet<VPath>,
+    implied: HashSet<String>,
+    /// The length of the longest path in `implied`: a longer path is not in it.
+    implied_max_len: usize,
 }
 
 impl MountTable {
@@ -84,26 +88,42 @@ impl MountTable {
             parsed.push((prefix, backend));
         }
         parsed.sort_by(|a, b| a.0.cmp(&b.0));
+        let nested_in = |outer: &VPath| -> Vec<VPath> {
+            parsed
+                .iter()
+                .map(|(p, _)| p.clone())
+                .filter(|p| p != outer && p.starts_with(outer))
+                .collect()
+        };
         let mut parts = vec![Part {
+            nested: nested_in(&VPath::root()),
             prefix: VPath::root(),
             backend: default,
             lock_prefix: String::new(),
         }];
         let mut implied = HashSet::new();
-        for (prefix, backend) in parsed {
-            implied.extend(prefix.ancestors());
+        for (prefix, backend) in &parsed {
+            implied.extend(
+                prefix
+                    .ancestors()
+                    .into_iter()
+                    .map(|a| a.as_str().to_owned()),
+            );
             parts.push(Part {
                 lock_prefix: format!("mount:{prefix}\u{1f}"),
-                prefix,
-                backend,
+                nested: nested_in(prefix),
+                prefix: prefix.clone(),
+                backend: backend.clone(),
             });
         }
+        let implied_max_len = implied.iter().map(String::len).max().unwrap_or(0);
         let mut by_length: Vec<usize> = (1..parts.len()).collect();
         by_length.sort_by_key(|&i| std::cmp::Reverse(parts[i].prefix.as_str().len()));
         Ok(MountTable {
             parts,
             by_length,
             implied,
+            implied_max_len,
         })
     }
 
@@ -119,18 +139,14 @@ impl MountTable {
         (0, Cow::Borrowed(path))
     }
 
-    /// The index of the part that owns `path`.
-    pub(crate) fn owner(&self, path: &VPath) -> usize {
-        self.by_length
-            .iter()
-            .copied()
-            .find(|&i| path.starts_with(&self.parts[i].prefix))
-            .unwrap_or(0)
-    }
-
     /// True when a mount lies strictly beneath `path`, which makes it a directory.
     pub(crate) fn has_mount_below(&self, path: &VPath) -> bool {
-        !self.implied.is_empty() && self.implied.contains(path)
+        self.has_mount_below_str(path.as_str())
+    }
+
+    fn has_mount_below_str(&self, path: &str) -> bool {
+        // Most paths are longer than every implied directory: no hashing for them.
+        path.len() <= self.implied_max_len && self.implied.contains(path)
     }
 
     /// True when `path` is a mount point.
@@ -145,11 +161,13 @@ impl MountTable {
 
     /// True when the file at `path` (a composite path) reported by part `part` is visible:
     /// no deeper mount shadows it and no mount makes it a directory.
+    ///
+    /// `path` lies within the part's prefix (it came from that part), so it is
+    /// shadowed exactly when it lies under a mount nested in the part.
     pub(crate) fn file_visible(&self, part: usize, path: &str) -> bool {
-        match VPath::parse(path) {
-            Ok(p) => self.owner(&p) == part && !self.has_mount_below(&p),
-            Err(_) => false,
-        }
+        let nested = &self.parts[part].nested;
+        nested.is_empty()
+            || (!nested.iter().any(|m| within(path, m.as_str())) && !self.has_mount_below_str(path))
     }
 
     /// The indexes of the mounts strictly beneath `dir`.
@@ -170,6 +188,13 @@ impl MountTable {
             })
             .collect()
     }
+}
+
+/// True when the path `path` is `prefix` or lies beneath it.
+fn within(path: &str, prefix: &str) -> bool {
+    prefix == "/"
+        || (path.starts_with(prefix)
+            && matches!(path.as_bytes().get(prefix.len()), None | Some(b'/')))
 }
 
 #[cfg(test)]

@@ -98,6 +98,9 @@ fn is_literal(segment: &str) -> bool {
 ///   the rest at the mount's root ("m/src/*.rs" for a mount at "m" becomes
 ///   "/src/*.rs"); a literal segment that differs means no file can match.
 /// - Anything else: ask for every file and filter here.
+///
+/// Every answer but `Everything` is exact: the mount's matches are the
+/// composite's, so no filtering is needed afterwards.
 pub(crate) fn child_pattern(pattern: &str, rel_prefix: &str) -> ChildPattern {
     if !pattern.contains('/') {
         return ChildPattern::Same;
@@ -107,11 +110,12 @@ pub(crate) fn child_pattern(pattern: &str, rel_prefix: &str) -> ChildPattern {
             return ChildPattern::Rewritten(name.to_owned());
         }
     }
-    let segments: Vec<&str> = pattern
-        .trim_start_matches('/')
-        .split('/')
-        .filter(|s| *s != "." && !s.is_empty())
-        .collect();
+    let body = pattern.trim_start_matches('/');
+    if body.split('/').any(str::is_empty) {
+        // "a//b" or "a/": leave such shapes to the composite's own matcher.
+        return ChildPattern::Everything;
+    }
+    let segments: Vec<&str> = body.split('/').filter(|s| *s != ".").collect();
     let prefix: Vec<&str> = rel_prefix.split('/').filter(|s| !s.is_empty()).collect();
     for (i, want) in prefix.iter().enumerate() {
         match segments.get(i) {
@@ -198,6 +202,8 @@ mod tests {
             ("**/src/*.rs", "m", Everything),
             ("m/x", "m/n", Skip),
             ("{m,n}/a", "m", Everything),
+            ("m//a", "m", Everything),
+            ("m/src/", "m", Everything),
         ];
         for (pattern, rel, want) in cases {
             assert_eq!(child_pattern(pattern, rel), want, "{pattern} at {rel}");

@@ -172,11 +172,11 @@ pub(crate) async fn glob(
     for i in table.mounts_below(under) {
         let part = &table.parts[i];
         let rel = relative(part.prefix.as_str(), under);
-        let child = match child_pattern(pattern, rel) {
+        let (child, exact) = match child_pattern(pattern, rel) {
             ChildPattern::Skip => continue,
-            ChildPattern::Same => pattern.to_owned(),
-            ChildPattern::Rewritten(p) => p,
-            ChildPattern::Everything => "**".to_owned(),
+            ChildPattern::Same => (pattern.to_owned(), true),
+            ChildPattern::Rewritten(p) => (p, true),
+            ChildPattern::Everything => ("**".to_owned(), false),
         };
         let compiled = &compiled;
         jobs.push(Box::pin(async move {
@@ -194,7 +194,8 @@ pub(crate) async fn glob(
                 ))
             };
             let visible = |f: &FileInfo| {
-                table.file_visible(i, &f.path) && compiled.is_match(relative(&f.path, under))
+                table.file_visible(i, &f.path)
+                    && (exact || compiled.is_match(relative(&f.path, under)))
             };
             gather(limit, fetch, visible).await
         }));
@@ -249,13 +250,13 @@ pub(crate) async fn grep(
     for i in table.mounts_below(under) {
         let part = &table.parts[i];
         let rel = relative(part.prefix.as_str(), under);
-        let include = match &query.include {
-            None => None,
+        let (include, exact) = match &query.include {
+            None => (None, true),
             Some(include) => match child_pattern(include, rel) {
                 ChildPattern::Skip => continue,
-                ChildPattern::Same => Some(include.clone()),
-                ChildPattern::Rewritten(p) => Some(p),
-                ChildPattern::Everything => None,
+                ChildPattern::Same => (Some(include.clone()), true),
+                ChildPattern::Rewritten(p) => (Some(p), true),
+                ChildPattern::Everything => (None, false),
             },
         };
         let child = GrepQuery {
@@ -275,7 +276,8 @@ pub(crate) async fn grep(
                 Ok((reprefix_matches(part, r.matches), r.truncated))
             };
             let visible = |m: &GrepMatch| {
-                table.file_visible(i, &m.path) && compiled.includes(relative(&m.path, under))
+                table.file_visible(i, &m.path)
+                    && (exact || compiled.includes(relative(&m.path, under)))
             };
             gather(limit, fetch, visible).await
         }));

@@ -3,6 +3,8 @@
 #[path = "all/support.rs"]
 mod support;
 
+#[path = "all/conformance.rs"]
+mod conformance;
 #[path = "all/model.rs"]
 mod model;
 #[path = "all/resolver.rs"]
