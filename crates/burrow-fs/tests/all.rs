@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod all {
+    mod conformance;
     mod crash;
     mod escapes;
     mod race;

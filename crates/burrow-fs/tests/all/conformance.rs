@@ -1,0 +1,53 @@
+//! The shared conformance suite and the model check, each on a fresh temporary folder.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use burrow_backend::VPath;
+use burrow_conformance::{Fixture, HostAccess};
+use burrow_fs::{FsBackend, FsOptions};
+
+/// Lends the suite the host beneath the backend: real symlinks and FIFOs in the root folder.
+struct Host {
+    root: PathBuf,
+}
+
+impl Host {
+    fn at(&self, path: &VPath) -> PathBuf {
+        self.root.join(path.as_str().trim_start_matches('/'))
+    }
+}
+
+impl HostAccess for Host {
+    fn symlink(&self, link: &VPath, target: &Path) -> io::Result<()> {
+        std::os::unix::fs::symlink(target, self.at(link))
+    }
+
+    fn fifo(&self, path: &VPath) -> io::Result<()> {
+        let status = std::process::Command::new("mkfifo")
+            .arg(self.at(path))
+            .status()?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(io::Error::other("mkfifo failed"))
+        }
+    }
+
+    fn host_root(&self) -> Option<String> {
+        Some(self.root.to_string_lossy().into_owned())
+    }
+}
+
+/// Every scenario runs with the default options but for `max_results`,
+/// lowered to the most the suite will create files to exceed (so the
+/// max-results scenario runs rather than skips).
+async fn make_fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    let backend = FsBackend::open_with(&root, FsOptions::default().with_max_results(1000)).unwrap();
+    Fixture::with_guard(Arc::new(backend), dir).with_host(Host { root })
+}
+
+burrow_conformance::conformance_suite!(make_fixture);
