@@ -1,0 +1,91 @@
+//! The burrow file contract as async scenarios over `&dyn Backend`, run by every backend's tests and by third-party backends.
+//!
+//! # Key design decision: scenarios are plain functions in one table
+//!
+//! burrow's promise is that every backend behaves the same. The contract is
+//! written once, under `# Behavior` in `burrow_backend::Backend`; this crate
+//! turns each of those sentences into one or more **scenarios**: plain
+//! `pub async fn name(b: &dyn Backend, cx: &Ctx) -> Outcome` functions, no
+//! framework, so a failing one can be read, stepped through and called on its
+//! own (as `object_store`'s integration functions are).
+//!
+//! All scenarios are listed once, in one table ([`SCENARIOS`]), and that
+//! same list generates one `#[test]` per scenario in each backend's test
+//! binary ([`conformance_suite!`]). A backend's test run therefore names
+//! every scenario it passed; a scenario the backend cannot run (it lacks a
+//! capability: `exec`, `empty_dirs`, `tenants`, `effect_keys`,
+//! `modified_at`, `symlinks`) passes with `SKIP <name>: <reason>` on
+//! stderr, and nothing else may skip. A test in every binary
+//! (`conformance_table_complete`) and a self-test here (every `pub async fn`
+//! under `src/scenarios/` is listed) fail when the table drifts.
+//!
+//! Beside the fixed scenarios, [`check_against_model`] runs random operation
+//! sequences on the backend and on `burrow_state::StateBackend` (the model)
+//! and compares every answer; the macro adds it as the `model_equivalence` test.
+//!
+//! # Using the suite for your own backend
+//!
+//! In your crate's `tests/all.rs` (or a module of it named `conformance`):
+//!
+//! ```ignore
+//! use std::sync::Arc;
+//! use burrow_conformance::Fixture;
+//!
+//! async fn make_fixture() -> Fixture {
+//!     let dir = tempfile::tempdir().expect("temp dir");
+//!     let backend = MyBackend::open(dir.path()).await.expect("open");
+//!     Fixture::with_guard(Arc::new(backend), dir) // the TempDir lives as long as the scenario
+//! }
+//!
+//! burrow_conformance::conformance_suite!(make_fixture);
+//! ```
+//!
+//! `make_fixture` is called once per scenario and must return an **empty**
+//! backend. Optional: `.with_root(path)` to work beneath a directory (a
+//! mount), `.with_ctx(..)` / `.with_other_tenant(..)` to choose tenants,
+//! `.with_host(..)` to lend a real file system for the symlink and FIFO
+//! scenarios. Run `cargo nextest run --no-capture` to see the skips. The
+//! tests need no tokio dev-dependency: each builds its own runtime (multi
+//! thread, two workers).
+
+mod fixture;
+mod model;
+mod outcome;
+mod run;
+pub mod scenarios;
+pub mod support;
+mod table;
+
+pub use fixture::{Ctx, Fixture, HostAccess, OTHER_TENANT, TENANT};
+pub use model::{MODEL_CASES, check_against_model};
+pub use outcome::{
+    Outcome, Pass, ScenarioError, expect_kind, expect_refusal, passed, show, skipped,
+};
+pub use run::SCENARIO_GUARD;
+pub use table::{SCENARIOS, Scenario, find};
+
+/// Re-exported so the generated tests need nothing from the caller's dependencies.
+#[doc(hidden)]
+pub use tokio;
+
+/// What the macros expand to; not a stable API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::run::{check_table, run_scenario};
+}
+
+/// Generates the conformance tests for one backend: one `#[test]` per
+/// scenario (named after it), `conformance_table_complete`, and `model_equivalence`.
+///
+/// `$make` is a path to an `async fn() -> Fixture`, called once per test.
+/// Invoke it once per test binary, in a module of its own (the tests are
+/// plain items named after the scenarios).
+#[macro_export]
+macro_rules! conformance_suite {
+    ($make:path) => {
+        $crate::__for_each_scenario! { tests $make }
+    };
+    ($make:path,) => {
+        $crate::__for_each_scenario! { tests $make }
+    };
+}

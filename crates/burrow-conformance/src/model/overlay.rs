@@ -1,0 +1,154 @@
+//! The model a backend is compared with: a fresh `StateBackend`, plus an overlay of empty directories when the backend keeps them.
+//!
+//! `StateBackend` has implicit directories (they vanish with their last
+//! file). A backend with `empty_dirs` legitimately keeps them, which changes
+//! later answers (ls of an emptied directory, writing a file where it stands).
+//! Rather than weakening the comparison, the model then tracks every
+//! directory that was created and not deleted, and answers as such a backend must.
+
+use std::collections::BTreeSet;
+
+use burrow_backend::{
+    Backend, Error, ErrorKind, FileContext, FileInfo, GrepQuery, Listing, Result, VPath,
+};
+use burrow_state::StateBackend;
+
+use super::Observed;
+
+/// The reference implementation a backend's results are compared with.
+pub(crate) struct Model {
+    state: StateBackend,
+    ctx: FileContext,
+    /// Some: the backend keeps empty directories; these are every directory that exists.
+    dirs: Option<BTreeSet<VPath>>,
+}
+
+impl Model {
+    /// A model with `limits` like the backend's; `keep_dirs` when the backend has `empty_dirs`.
+    pub(crate) fn new(limits: burrow_backend::Limits, keep_dirs: bool, ctx: FileContext) -> Self {
+        Model {
+            state: StateBackend::with_limits(limits),
+            ctx,
+            dirs: keep_dirs.then(BTreeSet::new),
+        }
+    }
+
+    fn is_kept_dir(&self, path: &VPath) -> bool {
+        self.dirs.as_ref().is_some_and(|d| d.contains(path))
+    }
+
+    pub(crate) async fn write(&mut self, path: &VPath, bytes: &[u8]) -> Result<Observed> {
+        if self.is_kept_dir(path) {
+            return Err(Error::is_a_directory(path));
+        }
+        let r = self.state.write_bytes(&self.ctx, path, bytes).await?;
+        if let Some(dirs) = &mut self.dirs {
+            dirs.extend(path.ancestors().into_iter().filter(|a| !a.is_root()));
+        }
+        Ok(Observed::Written(r))
+    }
+
+    pub(crate) async fn edit(
+        &mut self,
+        path: &VPath,
+        old: &str,
+        new: &str,
+        all: bool,
+    ) -> Result<Observed> {
+        if self.is_kept_dir(path) {
+            return Err(Error::is_a_directory(path));
+        }
+        Ok(Observed::Edited(
+            self.state.edit(&self.ctx, path, old, new, all).await?,
+        ))
+    }
+
+    pub(crate) async fn read(&self, path: &VPath, offset: usize, limit: usize) -> Result<Observed> {
+        if self.is_kept_dir(path) {
+            return Err(Error::is_a_directory(path));
+        }
+        Ok(Observed::Window(
+            self.state.read(&self.ctx, path, offset, limit).await?,
+        ))
+    }
+
+    pub(crate) async fn read_bytes(&self, path: &VPath) -> Result<Observed> {
+        if self.is_kept_dir(path) {
+            return Err(Error::is_a_directory(path));
+        }
+        Ok(Observed::Bytes(
+            self.state.read_bytes(&self.ctx, path).await?,
+        ))
+    }
+
+    pub(crate) async fn delete(&mut self, path: &VPath) -> Result<Observed> {
+        if !self.is_kept_dir(path) {
+            self.state.delete(&self.ctx, path).await?;
+            return Ok(Observed::Done);
+        }
+        let listing = self.ls(path, 1).await?;
+        if !listing.entries.is_empty() {
+            return Err(Error::refusal(
+                ErrorKind::DirectoryNotEmpty,
+                format!("{path} is not empty"),
+            ));
+        }
+        if let Some(dirs) = &mut self.dirs {
+            dirs.remove(path);
+        }
+        Ok(Observed::Done)
+    }
+
+    /// `ls`, with the kept empty directories merged in.
+    pub(crate) async fn ls(&self, dir: &VPath, limit: usize) -> Result<Listing> {
+        let Some(dirs) = &self.dirs else {
+            return self.state.ls(&self.ctx, dir, limit).await;
+        };
+        if !dir.is_root() && !dirs.contains(dir) {
+            return self.state.ls(&self.ctx, dir, limit).await;
+        }
+        let mut entries = match self.state.ls(&self.ctx, dir, usize::MAX).await {
+            Ok(listing) => listing.entries,
+            Err(e) if e.kind() == ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        for kept in dirs.iter().filter(|d| d.parent().as_ref() == Some(dir)) {
+            if !entries.iter().any(|e| e.path == kept.as_str()) {
+                entries.push(FileInfo {
+                    name: kept.name().to_owned(),
+                    path: kept.as_str().to_owned(),
+                    is_dir: true,
+                    size: None,
+                    modified_at: None,
+                });
+            }
+        }
+        entries.sort_by(|a, b| a.path.cmp(&b.path));
+        let limit = self.state.limits().results(limit);
+        let truncated = entries.len() > limit;
+        entries.truncate(limit);
+        Ok(Listing { entries, truncated })
+    }
+
+    pub(crate) async fn glob(
+        &self,
+        pattern: &str,
+        under: &VPath,
+        limit: usize,
+    ) -> Result<Observed> {
+        Ok(Observed::Globbed(
+            self.state.glob(&self.ctx, pattern, under, limit).await?,
+        ))
+    }
+
+    pub(crate) async fn grep(
+        &self,
+        query: &GrepQuery,
+        under: &VPath,
+        limit: usize,
+    ) -> Result<Observed> {
+        Ok(Observed::Grepped(
+            self.state.grep(&self.ctx, query, under, limit).await?,
+        ))
+    }
+}

@@ -1,0 +1,211 @@
+//! Scenarios for concurrency: many edits of one file lose no update; concurrent writes and deletes keep the tree consistent.
+
+use futures::future::join_all;
+
+use super::prelude::*;
+
+/// How many tasks edit one file at once.
+const EDITORS: usize = 32;
+/// How often one task retries an edit refused with Conflict before giving up.
+const CONFLICT_RETRIES: usize = 100;
+
+/// 32 tasks each replace their own slot line of one file at once: every update lands.
+///
+/// An edit may be refused with Conflict (a concurrent change won) and is
+/// then retried; an edit that returned success must be in the final content.
+pub async fn concurrency_edits_lose_no_update(b: &dyn Backend, cx: &Ctx) -> Outcome {
+    let text: String = (0..EDITORS)
+        .map(|i| format!("slot-{i:02}: empty\n"))
+        .collect();
+    let path = put(b, cx, "shared.txt", &text).await?;
+    let tasks = (0..EDITORS).map(|i| {
+        let path = &path;
+        async move {
+            let old = format!("slot-{i:02}: empty");
+            let new = format!("slot-{i:02}: done-{i:02}");
+            for _ in 0..CONFLICT_RETRIES {
+                match b.edit(&cx.ctx, path, &old, &new, false).await {
+                    Ok(r) if r.occurrences == Some(1) => return Ok(()),
+                    Ok(r) => return Err(format!("edit of slot {i} reported {}", show(&r))),
+                    Err(e) if e.kind() == ErrorKind::Conflict => continue,
+                    Err(e) => {
+                        return Err(format!(
+                            "edit of slot {i} was refused with {}: {:?}",
+                            e.kind(),
+                            e.message()
+                        ));
+                    }
+                }
+            }
+            Err(format!(
+                "edit of slot {i} met Conflict {CONFLICT_RETRIES} times"
+            ))
+        }
+    });
+    let errors: Vec<String> = join_all(tasks)
+        .await
+        .into_iter()
+        .filter_map(Result::err)
+        .collect();
+    ensure!(
+        errors.is_empty(),
+        "concurrent edits failed: {}",
+        errors.join("; ")
+    );
+    let want: Vec<String> = (0..EDITORS)
+        .map(|i| format!("slot-{i:02}: done-{i:02}"))
+        .collect();
+    ensure_eq!(
+        lines_of(b, cx, &path).await?,
+        want,
+        "every slot was updated (no lost update)"
+    );
+    passed()
+}
+
+/// Concurrent `replace_all` edits of different tokens in one file all land.
+pub async fn concurrency_replace_all_edits_all_land(b: &dyn Backend, cx: &Ctx) -> Outcome {
+    let tokens: Vec<String> = (0..16).map(|i| format!("<t{i:02}>")).collect();
+    let text = format!("{}\n{}\n", tokens.join(" "), tokens.join(","));
+    let path = put(b, cx, "tokens.txt", &text).await?;
+    let tasks = tokens.iter().map(|t| {
+        let path = &path;
+        async move {
+            let new = t.replace('<', "[").replace('>', "]");
+            for _ in 0..CONFLICT_RETRIES {
+                match b.edit(&cx.ctx, path, t, &new, true).await {
+                    Ok(r) if r.occurrences == Some(2) => return Ok(()),
+                    Ok(r) => return Err(format!("edit of {t} reported {}", show(&r))),
+                    Err(e) if e.kind() == ErrorKind::Conflict => continue,
+                    Err(e) => {
+                        return Err(format!(
+                            "edit of {t} was refused with {}: {:?}",
+                            e.kind(),
+                            e.message()
+                        ));
+                    }
+                }
+            }
+            Err(format!("edit of {t} met Conflict {CONFLICT_RETRIES} times"))
+        }
+    });
+    let errors: Vec<String> = join_all(tasks)
+        .await
+        .into_iter()
+        .filter_map(Result::err)
+        .collect();
+    ensure!(
+        errors.is_empty(),
+        "concurrent edits failed: {}",
+        errors.join("; ")
+    );
+    let done: Vec<String> = tokens
+        .iter()
+        .map(|t| t.replace('<', "[").replace('>', "]"))
+        .collect();
+    ensure_eq!(
+        lines_of(b, cx, &path).await?,
+        [done.join(" "), done.join(",")],
+        "every token was replaced"
+    );
+    passed()
+}
+
+/// Concurrent writes of new files, in new directories and in one shared new directory, all appear.
+pub async fn concurrency_writes_create_every_file(b: &dyn Backend, cx: &Ctx) -> Outcome {
+    let mut rels = Vec::new();
+    for i in 0..32 {
+        rels.push(format!("c/own{i:02}/deep/file.txt"));
+        rels.push(format!("c/shared/new/{i:02}.txt"));
+    }
+    let tasks = rels.iter().map(|rel| async move {
+        let path = cx.p(rel).map_err(|e| e.message().to_owned())?;
+        b.write(&cx.ctx, &path, rel).await.map(|_| ()).map_err(|e| {
+            format!(
+                "write {rel} was refused with {}: {:?}",
+                e.kind(),
+                e.message()
+            )
+        })
+    });
+    let errors: Vec<String> = join_all(tasks)
+        .await
+        .into_iter()
+        .filter_map(Result::err)
+        .collect();
+    ensure!(
+        errors.is_empty(),
+        "concurrent writes failed: {}",
+        errors.join("; ")
+    );
+    let found = b.glob(&cx.ctx, "**", &cx.p("c")?, BIG).await?;
+    ensure_eq!(
+        paths(&found.files),
+        sorted(abs(cx, &rels)?),
+        "glob after concurrent writes"
+    );
+    let shared = b.ls(&cx.ctx, &cx.p("c/shared/new")?, BIG).await?;
+    ensure_eq!(shared.entries.len(), 32, "ls of the shared directory");
+    let c = b.ls(&cx.ctx, &cx.p("c")?, BIG).await?;
+    ensure_eq!(
+        c.entries.len(),
+        33,
+        "ls of c: 32 own directories and shared"
+    );
+    for rel in &rels {
+        ensure_eq!(
+            bytes_of(b, cx, &cx.p(rel)?).await?,
+            rel.as_bytes().to_vec(),
+            "content of {rel}"
+        );
+    }
+    passed()
+}
+
+/// Concurrent deletes and overwrites of different files in one directory keep exactly the survivors.
+pub async fn concurrency_deletes_and_writes_interleave(b: &dyn Backend, cx: &Ctx) -> Outcome {
+    for i in 0..32 {
+        put(b, cx, &format!("m/{i:02}.txt"), "old").await?;
+    }
+    let tasks = (0..32).map(|i| async move {
+        let path = cx
+            .p(&format!("m/{i:02}.txt"))
+            .map_err(|e| e.message().to_owned())?;
+        let result = if i % 2 == 0 {
+            b.delete(&cx.ctx, &path).await
+        } else {
+            b.write(&cx.ctx, &path, "new").await.map(|_| ())
+        };
+        result.map_err(|e| {
+            format!(
+                "op on {path} was refused with {}: {:?}",
+                e.kind(),
+                e.message()
+            )
+        })
+    });
+    let errors: Vec<String> = join_all(tasks)
+        .await
+        .into_iter()
+        .filter_map(Result::err)
+        .collect();
+    ensure!(
+        errors.is_empty(),
+        "concurrent operations failed: {}",
+        errors.join("; ")
+    );
+    let want: Vec<String> = (0..32)
+        .filter(|i| i % 2 == 1)
+        .map(|i| format!("m/{i:02}.txt"))
+        .collect();
+    let listing = b.ls(&cx.ctx, &cx.p("m")?, BIG).await?;
+    ensure_eq!(paths(&listing.entries), abs(cx, &want)?, "survivors");
+    for rel in &want {
+        ensure_eq!(
+            bytes_of(b, cx, &cx.p(rel)?).await?,
+            b"new".to_vec(),
+            "content of {rel}"
+        );
+    }
+    passed()
+}

@@ -1,0 +1,219 @@
+//! The suite has teeth: a backend with one deliberate flaw fails the scenario about it, and the flawless one passes.
+//!
+//! Each mutant wraps `StateBackend` and breaks one sentence of the contract
+//! the way real backends have broken it (a CRLF-blind edit, a walk-order
+//! glob, a read-modify-write edit across an await, ...).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use burrow_backend::{
+    Backend, Capabilities, EditResult, Error, FileContext, GlobResult, GrepQuery, GrepResult,
+    Limits, LineWindow, Listing, Result, VPath, WriteResult, text,
+};
+use burrow_conformance::{Ctx, Fixture, Pass, find};
+use burrow_state::StateBackend;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flaw {
+    None,
+    /// Edits ignore CRLF: "\n" in old never matches a CRLF file.
+    CrlfBlindEdit,
+    /// `truncated` is set when the listing is exactly at the limit.
+    TruncatedAtLimit,
+    /// glob returns a directory's files before a sibling file sorting earlier by bytes.
+    WalkOrderGlob,
+    /// edit reads, awaits, then writes: concurrent edits lose updates.
+    ReadModifyWriteEdit,
+    /// A write past the max file size stores the first bytes, then refuses.
+    PartialWriteWhenTooLarge,
+    /// grep skips hidden files, as ripgrep does by default.
+    GrepSkipsHidden,
+}
+
+struct Mutant {
+    inner: StateBackend,
+    flaw: Flaw,
+}
+
+fn limits() -> Limits {
+    Limits {
+        max_file_size: 4096,
+        max_results: 100,
+    }
+}
+
+#[async_trait]
+impl Backend for Mutant {
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
+    }
+
+    async fn ls(&self, ctx: &FileContext, dir: &VPath, limit: usize) -> Result<Listing> {
+        let mut listing = self.inner.ls(ctx, dir, limit).await?;
+        if self.flaw == Flaw::TruncatedAtLimit && listing.entries.len() == limit {
+            listing.truncated = true;
+        }
+        Ok(listing)
+    }
+
+    async fn read(
+        &self,
+        ctx: &FileContext,
+        path: &VPath,
+        offset: usize,
+        limit: usize,
+    ) -> Result<LineWindow> {
+        self.inner.read(ctx, path, offset, limit).await
+    }
+
+    async fn read_bytes(&self, ctx: &FileContext, path: &VPath) -> Result<Vec<u8>> {
+        self.inner.read_bytes(ctx, path).await
+    }
+
+    async fn write_bytes(
+        &self,
+        ctx: &FileContext,
+        path: &VPath,
+        bytes: &[u8],
+    ) -> Result<WriteResult> {
+        let max = limits().max_file_size as usize;
+        if self.flaw == Flaw::PartialWriteWhenTooLarge && bytes.len() > max {
+            self.inner.write_bytes(ctx, path, &bytes[..max]).await?;
+            return Err(Error::too_large(path, bytes.len() as u64, max as u64));
+        }
+        self.inner.write_bytes(ctx, path, bytes).await
+    }
+
+    async fn edit(
+        &self,
+        ctx: &FileContext,
+        path: &VPath,
+        old: &str,
+        new: &str,
+        all: bool,
+    ) -> Result<EditResult> {
+        match self.flaw {
+            Flaw::CrlfBlindEdit => {
+                let bytes = self.inner.read_bytes(ctx, path).await?;
+                let text = text::decode_text(path, &bytes)?;
+                let count = text.matches(old).count();
+                if count == 0 {
+                    return Err(Error::invalid_argument("not found"));
+                }
+                self.inner
+                    .write(
+                        ctx,
+                        path,
+                        &text.replacen(old, new, if all { count } else { 1 }),
+                    )
+                    .await?;
+                Ok(text::edit_result(path, count))
+            }
+            Flaw::ReadModifyWriteEdit => {
+                let bytes = self.inner.read_bytes(ctx, path).await?;
+                for _ in 0..3 {
+                    tokio::task::yield_now().await;
+                }
+                let (out, count) = text::apply_edit(path, &bytes, old, new, all)?;
+                self.inner.write_bytes(ctx, path, &out).await?;
+                Ok(text::edit_result(path, count))
+            }
+            _ => self.inner.edit(ctx, path, old, new, all).await,
+        }
+    }
+
+    async fn delete(&self, ctx: &FileContext, path: &VPath) -> Result<()> {
+        self.inner.delete(ctx, path).await
+    }
+
+    async fn glob(
+        &self,
+        ctx: &FileContext,
+        pattern: &str,
+        under: &VPath,
+        limit: usize,
+    ) -> Result<GlobResult> {
+        let mut found = self.inner.glob(ctx, pattern, under, limit).await?;
+        if self.flaw == Flaw::WalkOrderGlob {
+            found
+                .files
+                .sort_by(|a, b| a.path.split('/').cmp(b.path.split('/')));
+        }
+        Ok(found)
+    }
+
+    async fn grep(
+        &self,
+        ctx: &FileContext,
+        query: &GrepQuery,
+        under: &VPath,
+        limit: usize,
+    ) -> Result<GrepResult> {
+        let mut result = self.inner.grep(ctx, query, under, limit).await?;
+        if self.flaw == Flaw::GrepSkipsHidden {
+            result.matches.retain(|m| !m.path.contains("/."));
+        }
+        Ok(result)
+    }
+}
+
+/// Runs scenario `name` on a fresh mutant with `flaw`; Ok(true) when it passed.
+async fn passes(name: &str, flaw: Flaw) -> bool {
+    let scenario = find(name).unwrap_or_else(|| panic!("no scenario {name}"));
+    let fixture = Fixture::new(Arc::new(Mutant {
+        inner: StateBackend::with_limits(limits()),
+        flaw,
+    }));
+    let cx: Ctx = fixture.ctx();
+    match (scenario.run)(fixture.backend().as_ref(), &cx).await {
+        Ok(Pass::Passed) => true,
+        Ok(Pass::Skipped(reason)) => panic!("{name} skipped on the mutant: {reason}"),
+        Err(e) => {
+            eprintln!("{name} on {flaw:?}: {e}");
+            false
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_flaw_is_caught_by_its_scenario() {
+    for (flaw, scenario) in [
+        (Flaw::CrlfBlindEdit, "edit_crlf_preserves_endings"),
+        (Flaw::TruncatedAtLimit, "limits_ls_truncation"),
+        (Flaw::WalkOrderGlob, "glob_sorted_by_full_path"),
+        (
+            Flaw::ReadModifyWriteEdit,
+            "concurrency_edits_lose_no_update",
+        ),
+        (
+            Flaw::PartialWriteWhenTooLarge,
+            "limits_write_past_max_size_is_too_large",
+        ),
+        (Flaw::GrepSkipsHidden, "grep_searches_hidden_files"),
+    ] {
+        assert!(
+            passes(scenario, Flaw::None).await,
+            "{scenario} fails on the flawless backend"
+        );
+        assert!(
+            !passes(scenario, flaw).await,
+            "{scenario} does not catch {flaw:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_says_what_was_expected_and_what_came_back() {
+    let scenario = find("edit_crlf_preserves_endings").unwrap();
+    let fixture = Fixture::new(Arc::new(Mutant {
+        inner: StateBackend::new(),
+        flaw: Flaw::CrlfBlindEdit,
+    }));
+    let cx = fixture.ctx();
+    let err = (scenario.run)(fixture.backend().as_ref(), &cx)
+        .await
+        .unwrap_err();
+    assert!(err.location().file().ends_with("crlf.rs"), "{err}");
+    assert!(err.message().contains("invalid_argument"), "{err}");
+}
