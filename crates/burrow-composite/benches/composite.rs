@@ -41,7 +41,7 @@ fn content(i: usize) -> String {
     for line in 0..20 {
         text.push_str(&format!("line {line} of file {i}: common words here\n"));
     }
-    if i % 50 == 0 {
+    if i.is_multiple_of(50) {
         text.push_str("a rare_word appears\n");
     }
     text

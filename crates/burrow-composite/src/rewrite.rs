@@ -105,10 +105,11 @@ pub(crate) fn child_pattern(pattern: &str, rel_prefix: &str) -> ChildPattern {
     if !pattern.contains('/') {
         return ChildPattern::Same;
     }
-    if let Some(name) = pattern.strip_prefix("**/") {
-        if !name.contains('/') && !name.is_empty() {
-            return ChildPattern::Rewritten(name.to_owned());
-        }
+    if let Some(name) = pattern.strip_prefix("**/")
+        && !name.contains('/')
+        && !name.is_empty()
+    {
+        return ChildPattern::Rewritten(name.to_owned());
     }
     let body = pattern.trim_start_matches('/');
     if body.split('/').any(str::is_empty) {

@@ -1,5 +1,8 @@
 //! The one integration-test binary of burrow-composite: it only declares the modules under `tests/all/`.
 
+// Helpers outside `#[test]` functions unwrap too: a failed step is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 #[path = "all/support.rs"]
 mod support;
 

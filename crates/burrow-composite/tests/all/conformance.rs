@@ -28,14 +28,13 @@ const SHADOWED: &[&str] = &[
 ];
 
 async fn with_shadowed(store: &StateBackend, under: &str) -> StateBackend {
-    let root = VPath::parse(under).unwrap_or_else(|_| VPath::root());
+    let root = VPath::parse(under).unwrap();
     for rel in SHADOWED {
-        if let Ok(path) = root.join(rel) {
-            // A collision between two entries ("a/b" under a file "a") is fine to skip.
-            let _ = store
-                .write(&FileContext::default(), &path, "shadowed needle a b\n")
-                .await;
-        }
+        let path = root.join(rel).unwrap();
+        store
+            .write(&FileContext::default(), &path, "shadowed needle a b\n")
+            .await
+            .unwrap();
     }
     store.clone()
 }
@@ -54,7 +53,7 @@ async fn mounted() -> CompositeBackend {
         .mount("/m", Arc::new(StateBackend::with_limits(limits)))
         .mount("/zz_mount", Arc::new(unrelated))
         .build()
-        .unwrap_or_else(|e| panic!("composite: {e}"))
+        .expect("a valid composite")
 }
 
 /// (c) Nested mounts at "/m" and "/m/n"; the default holds files under
@@ -66,7 +65,7 @@ async fn nested() -> CompositeBackend {
         .mount("/m", Arc::new(outer))
         .mount("/m/n", Arc::new(StateBackend::new()))
         .build()
-        .unwrap_or_else(|e| panic!("composite: {e}"))
+        .expect("a valid composite")
 }
 
 /// (a) A composite with nothing mounted: the default alone.
@@ -76,7 +75,7 @@ mod alone {
     async fn make_fixture() -> Fixture {
         let c = CompositeBackend::builder(Arc::new(StateBackend::new()))
             .build()
-            .unwrap_or_else(|e| panic!("composite: {e}"));
+            .expect("a valid composite");
         Fixture::new(Arc::new(c))
     }
 
@@ -89,7 +88,7 @@ mod in_mount {
 
     async fn make_fixture() -> Fixture {
         let c = mounted().await;
-        Fixture::new(Arc::new(c)).with_root(VPath::parse("/m").unwrap_or_else(|_| VPath::root()))
+        Fixture::new(Arc::new(c)).with_root(VPath::parse("/m").unwrap())
     }
 
     burrow_conformance::conformance_suite!(make_fixture);
@@ -101,7 +100,7 @@ mod in_nested_mount {
 
     async fn make_fixture() -> Fixture {
         let c = nested().await;
-        Fixture::new(Arc::new(c)).with_root(VPath::parse("/m/n").unwrap_or_else(|_| VPath::root()))
+        Fixture::new(Arc::new(c)).with_root(VPath::parse("/m/n").unwrap())
     }
 
     burrow_conformance::conformance_suite!(make_fixture);
@@ -116,7 +115,7 @@ mod rebased {
     async fn make_fixture() -> Fixture {
         let rebased = Rebase {
             inner: Arc::new(mounted().await) as Arc<dyn Backend>,
-            prefix: VPath::parse("/m").unwrap_or_else(|_| VPath::root()),
+            prefix: VPath::parse("/m").unwrap(),
         };
         Fixture::new(Arc::new(rebased))
     }

@@ -258,7 +258,7 @@ fn capabilities_compose() {
         .mount("/m", Arc::new(Minimal(StateBackend::new())))
         .build()
         .unwrap();
-    assert_eq!(minimal.capabilities().modified_at, false);
+    assert!(!minimal.capabilities().modified_at);
 }
 
 /// A StateBackend that claims nothing optional.

@@ -48,7 +48,7 @@ pub struct Rebase {
 }
 
 impl Rebase {
-    fn into_inner(&self, path: &VPath) -> VPath {
+    fn inward(&self, path: &VPath) -> VPath {
         path.under_prefix(&self.prefix)
     }
 
@@ -93,12 +93,12 @@ impl Backend for Rebase {
         self.inner.capabilities()
     }
     fn locks(&self, ctx: &FileContext, path: &VPath) -> Vec<LockKey> {
-        self.inner.locks(ctx, &self.into_inner(path))
+        self.inner.locks(ctx, &self.inward(path))
     }
     async fn ls(&self, ctx: &FileContext, dir: &VPath, limit: usize) -> Result<Listing> {
         let mut l = self
             .inner
-            .ls(ctx, &self.into_inner(dir), limit)
+            .ls(ctx, &self.inward(dir), limit)
             .await
             .map_err(|e| self.err(e))?;
         for e in &mut l.entries {
@@ -114,20 +114,20 @@ impl Backend for Rebase {
         limit: usize,
     ) -> Result<LineWindow> {
         self.inner
-            .read(ctx, &self.into_inner(path), offset, limit)
+            .read(ctx, &self.inward(path), offset, limit)
             .await
             .map_err(|e| self.err(e))
     }
     async fn read_bytes(&self, ctx: &FileContext, path: &VPath) -> Result<Vec<u8>> {
         self.inner
-            .read_bytes(ctx, &self.into_inner(path))
+            .read_bytes(ctx, &self.inward(path))
             .await
             .map_err(|e| self.err(e))
     }
     async fn write(&self, ctx: &FileContext, path: &VPath, text: &str) -> Result<WriteResult> {
         let mut r = self
             .inner
-            .write(ctx, &self.into_inner(path), text)
+            .write(ctx, &self.inward(path), text)
             .await
             .map_err(|e| self.err(e))?;
         r.path = r.path.map(|p| self.out(&p));
@@ -141,7 +141,7 @@ impl Backend for Rebase {
     ) -> Result<WriteResult> {
         let mut r = self
             .inner
-            .write_bytes(ctx, &self.into_inner(path), bytes)
+            .write_bytes(ctx, &self.inward(path), bytes)
             .await
             .map_err(|e| self.err(e))?;
         r.path = r.path.map(|p| self.out(&p));
@@ -157,7 +157,7 @@ impl Backend for Rebase {
     ) -> Result<EditResult> {
         let mut r = self
             .inner
-            .edit(ctx, &self.into_inner(path), old, new, all)
+            .edit(ctx, &self.inward(path), old, new, all)
             .await
             .map_err(|e| self.err(e))?;
         r.path = r.path.map(|p| self.out(&p));
@@ -165,7 +165,7 @@ impl Backend for Rebase {
     }
     async fn delete(&self, ctx: &FileContext, path: &VPath) -> Result<()> {
         self.inner
-            .delete(ctx, &self.into_inner(path))
+            .delete(ctx, &self.inward(path))
             .await
             .map_err(|e| self.err(e))
     }
@@ -178,7 +178,7 @@ impl Backend for Rebase {
     ) -> Result<GlobResult> {
         let mut r = self
             .inner
-            .glob(ctx, pattern, &self.into_inner(under), limit)
+            .glob(ctx, pattern, &self.inward(under), limit)
             .await
             .map_err(|e| self.err(e))?;
         for f in &mut r.files {
@@ -195,7 +195,7 @@ impl Backend for Rebase {
     ) -> Result<GrepResult> {
         let mut r = self
             .inner
-            .grep(ctx, query, &self.into_inner(under), limit)
+            .grep(ctx, query, &self.inward(under), limit)
             .await
             .map_err(|e| self.err(e))?;
         for m in &mut r.matches {
