@@ -43,6 +43,24 @@ Human output: ls prints `KIND SIZE MODIFIED PATH` lines, read prints numbered li
 grep prints `path:line:text`, glob prints one path a line. A truncated ls, glob, grep or
 read says so on stderr (`burrow: note: ...`), in --json mode too.";
 
+const BATCH_HELP: &str = "\
+Run JSON lines from stdin, one operation each; print one JSON result line each, in order.
+
+Each line is an object naming the op and the subcommand's arguments and options:
+  {\"op\": \"ls\", \"path\": \"/\", \"limit\": 1000}
+  {\"op\": \"read\", \"path\": \"/a.txt\", \"offset\": 0, \"limit\": 2000}
+  {\"op\": \"cat\", \"path\": \"/a.bin\"}                 -> {\"content_b64\": ...}
+  {\"op\": \"write\", \"path\": \"/a.txt\", \"content\": \"text\"}   (or \"content_b64\" for bytes)
+  {\"op\": \"edit\", \"path\": \"/a.txt\", \"old\": \"x\", \"new\": \"y\", \"replace_all\": false}
+  {\"op\": \"rm\", \"path\": \"/a.txt\"}
+  {\"op\": \"glob\", \"pattern\": \"**/*.py\", \"under\": \"/\", \"limit\": 1000}
+  {\"op\": \"grep\", \"pattern\": \"def \\\\w+\", \"under\": \"/\", \"include\": \"*.py\",
+   \"fixed\": false, \"ignore_case\": false, \"limit\": 1000}
+  {\"op\": \"exec\", \"command\": \"make test\", \"timeout\": 30}
+Each output line is what --json prints for that operation, or {\"error\": {\"kind\", \"message\"}}.
+A bad line yields one error line and the batch goes on; blank lines are skipped. Changes are
+saved once at the end. Exit code: 0 all succeeded, 1 some line was refused, 2 some line failed.";
+
 /// One operation of the file contract.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -139,5 +157,6 @@ pub enum Command {
         timeout: Option<u64>,
     },
     /// Run JSON lines from stdin, one operation each; print one JSON result line each, in order.
+    #[command(long_about = BATCH_HELP)]
     Batch,
 }

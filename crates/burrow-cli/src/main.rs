@@ -15,7 +15,10 @@
 
 // A build with no backend feature has nothing to open: the spec plumbing
 // is then unused, and that is fine.
-#![cfg_attr(not(feature = "state"), allow(dead_code, unused_imports, unused_variables))]
+#![cfg_attr(
+    not(feature = "state"),
+    allow(dead_code, unused_imports, unused_variables)
+)]
 
 mod batch;
 mod cli;

@@ -2,7 +2,8 @@
 
 // `cfg(test)` so clippy treats the helper functions as test code too; every
 // test works on `state:FILE.json`, so a build without `state` runs none.
-#[cfg(all(test, feature = "state"))]
+#[cfg(test)]
+#[cfg(feature = "state")]
 mod all {
     mod batch;
     mod commands;

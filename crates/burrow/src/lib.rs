@@ -41,11 +41,13 @@
 //! of the facade yet; each will be one feature as listed (DESIGN.md §2):
 //!
 //! - `fs` *(will be default)*: `FsBackend`, a local folder confined with
-//!   cap-std. Costs: tokio (blocking pool), cap-std, ignore, grep-searcher.
+//!   cap-std. Costs: tokio (`rt`, `sync`: the blocking pool), cap-std,
+//!   ignore (ripgrep's walker), jiff.
 //! - `composite` *(will be default)*: `CompositeBackend`, several backends
-//!   mounted by path prefix. Costs: nothing beyond the contract.
+//!   mounted by path prefix. Costs: futures, tokio (`sync`).
 //! - `sqlite`: `SqliteStore` and `StoreBackend`. Costs: rusqlite with a
-//!   bundled SQLite, compiled from C (a C compiler at build time).
+//!   bundled SQLite, compiled from C (a C compiler at build time), tokio
+//!   (`rt`), jiff.
 //! - `object-store`: `ObjectStoreBackend` over the `object_store` crate
 //!   (in-memory and local stores). `s3`, `gcs`, `azure` add those clouds and
 //!   with them an HTTP client with rustls.
