@@ -26,7 +26,6 @@ const KNOWN: &[(&str, &str)] = &[
 
 /// What one backend spec names.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum Spec {
     /// `memory:`: a fresh in-memory workspace, gone when the process ends.
     #[cfg(feature = "state")]
