@@ -1,0 +1,179 @@
+//! The replay guard: an effect key makes a mutation happen once; its outcome (success or refusal) is replayed.
+
+use burrow_backend::{Backend, ErrorKind};
+use rusqlite::Connection;
+
+use super::common::{TempStore, ctx, p};
+
+fn modified_at(t: &TempStore, path: &str) -> String {
+    Connection::open(t.db_path())
+        .unwrap()
+        .query_row(
+            "SELECT modified_at FROM files WHERE path = ?1",
+            [path],
+            |r| r.get(0),
+        )
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_same_key_writes_once_and_a_new_key_writes_again() {
+    let t = TempStore::new();
+    let c = ctx("t");
+    let first = t
+        .files
+        .write(&c.with_effect_key("k1"), &p("/a.txt"), "one")
+        .await
+        .unwrap();
+    let stamp = modified_at(&t, "/a.txt");
+    // Someone else changes the file; a retry of the first call must not undo that.
+    t.files.write(&c, &p("/a.txt"), "changed").await.unwrap();
+    let changed_stamp = modified_at(&t, "/a.txt");
+    let again = t
+        .files
+        .write(&c.with_effect_key("k1"), &p("/a.txt"), "one")
+        .await
+        .unwrap();
+    assert_eq!(again, first);
+    assert_eq!(
+        t.files.read_bytes(&c, &p("/a.txt")).await.unwrap(),
+        b"changed"
+    );
+    assert_eq!(modified_at(&t, "/a.txt"), changed_stamp);
+    assert!(changed_stamp >= stamp);
+
+    t.files
+        .write(&c.with_effect_key("k2"), &p("/a.txt"), "two")
+        .await
+        .unwrap();
+    assert_eq!(t.files.read_bytes(&c, &p("/a.txt")).await.unwrap(), b"two");
+}
+
+#[tokio::test]
+async fn an_edit_is_applied_once_and_its_count_replayed() {
+    let t = TempStore::new();
+    let c = ctx("t");
+    t.files.write(&c, &p("/log.txt"), "x x x\n").await.unwrap();
+    let key = c.with_effect_key("edit-1");
+    let first = t
+        .files
+        .edit(&key, &p("/log.txt"), "x", "xy", true)
+        .await
+        .unwrap();
+    assert_eq!(first.occurrences, Some(3));
+    let again = t
+        .files
+        .edit(&key, &p("/log.txt"), "x", "xy", true)
+        .await
+        .unwrap();
+    assert_eq!(again, first);
+    assert_eq!(
+        t.files.read_bytes(&c, &p("/log.txt")).await.unwrap(),
+        b"xy xy xy\n"
+    );
+}
+
+#[tokio::test]
+async fn a_refusal_is_recorded_and_replayed_even_when_it_would_now_succeed() {
+    let t = TempStore::new();
+    let c = ctx("t");
+    let key = c.with_effect_key("del-1");
+    let err = t.files.delete(&key, &p("/later.txt")).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotFound);
+    t.files
+        .write(&c, &p("/later.txt"), "now here")
+        .await
+        .unwrap();
+    let again = t.files.delete(&key, &p("/later.txt")).await.unwrap_err();
+    assert_eq!(again.kind(), ErrorKind::NotFound);
+    assert_eq!(again.message(), err.message());
+    assert_eq!(
+        t.files.read_bytes(&c, &p("/later.txt")).await.unwrap(),
+        b"now here"
+    );
+}
+
+#[tokio::test]
+async fn a_delete_is_done_once() {
+    let t = TempStore::new();
+    let c = ctx("t");
+    t.files.write(&c, &p("/a.txt"), "a").await.unwrap();
+    let key = c.with_effect_key("del-2");
+    t.files.delete(&key, &p("/a.txt")).await.unwrap();
+    t.files.write(&c, &p("/a.txt"), "again").await.unwrap();
+    t.files.delete(&key, &p("/a.txt")).await.unwrap();
+    assert_eq!(
+        t.files.read_bytes(&c, &p("/a.txt")).await.unwrap(),
+        b"again"
+    );
+}
+
+#[tokio::test]
+async fn a_refused_batch_under_a_key_records_the_refusal_and_writes_nothing() {
+    let t = TempStore::new();
+    let c = ctx("t");
+    t.files.write(&c, &p("/f"), "file").await.unwrap();
+    let key = c.with_effect_key("batch-1");
+    let batch = vec![
+        (p("/ok.txt"), b"1".to_vec()),
+        (p("/f/x.txt"), b"2".to_vec()),
+    ];
+    let err = t.files.write_many(&key, batch.clone()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotADirectory);
+    assert_eq!(
+        t.files
+            .read_bytes(&c, &p("/ok.txt"))
+            .await
+            .unwrap_err()
+            .kind(),
+        ErrorKind::NotFound
+    );
+    t.files.delete(&c, &p("/f")).await.unwrap();
+    let again = t.files.write_many(&key, batch).await.unwrap_err();
+    assert_eq!(again.kind(), ErrorKind::NotADirectory);
+    assert!(
+        t.files
+            .ls(&c, &p("/"), 10)
+            .await
+            .unwrap()
+            .entries
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn a_key_reused_for_another_operation_is_refused() {
+    let t = TempStore::new();
+    let c = ctx("t").with_effect_key("k");
+    t.files.write(&c, &p("/a.txt"), "a b").await.unwrap();
+    let err = t
+        .files
+        .edit(&c, &p("/a.txt"), "a", "c", false)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    assert!(err.message().contains("effect key"), "{err}");
+    assert_eq!(
+        t.files.read_bytes(&ctx("t"), &p("/a.txt")).await.unwrap(),
+        b"a b"
+    );
+}
+
+#[tokio::test]
+async fn concurrent_calls_with_one_key_apply_once() {
+    let t = TempStore::new();
+    let c = ctx("t");
+    t.files.write(&c, &p("/n.txt"), "n").await.unwrap();
+    let key = c.with_effect_key("append");
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let (files, key) = (t.files.clone(), key.clone());
+        tasks.push(tokio::spawn(async move {
+            files.edit(&key, &p("/n.txt"), "n", "nn", true).await
+        }));
+    }
+    for task in tasks {
+        assert_eq!(task.await.unwrap().unwrap().occurrences, Some(1));
+    }
+    assert_eq!(t.files.read_bytes(&c, &p("/n.txt")).await.unwrap(), b"nn");
+}
