@@ -51,6 +51,7 @@ mod backend;
 mod errors;
 mod locks;
 mod options;
+mod prefilter;
 mod root;
 mod search;
 mod walk;

@@ -119,6 +119,20 @@ impl Root {
         read_capped(path, file, &meta, self.options.max_file_size)
     }
 
+    /// Every byte of the file at `path`, which a walk has just seen as a
+    /// regular file (or a link to one): opened directly, without a type
+    /// check before the open (the walk's was one), but still non-blocking,
+    /// and refused unless the opened handle is a regular file within the limit.
+    pub(crate) fn read_found(&self, path: &VPath) -> Result<Vec<u8>, Error> {
+        let file = self
+            .dir
+            .open_with(rel(path), &read_options())
+            .map_err(|e| from_io(e, path, "read"))?;
+        let meta = file.metadata().map_err(|e| from_io(e, path, "read"))?;
+        self.check_regular(path, &meta)?;
+        read_capped(path, file, &meta, self.options.max_file_size)
+    }
+
     /// The entries directly beneath `dir`.
     pub(crate) fn ls(&self, dir: &VPath, limit: usize) -> Result<Listing, Error> {
         errors::check_reserved(dir)?;

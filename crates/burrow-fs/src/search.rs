@@ -15,6 +15,7 @@ use burrow_backend::{
 use cap_std::fs::Dir;
 
 use crate::errors::{self, from_io};
+use crate::prefilter::Prefilter;
 use crate::root::{Root, file_info, rel};
 use crate::walk::Found;
 
@@ -22,6 +23,12 @@ use crate::walk::Found;
 /// next batch is twice as large, up to `MAX_BATCH`.
 const FIRST_BATCH_PER_THREAD: usize = 64;
 const MAX_BATCH: usize = 8192;
+
+/// What grep matches lines with, and which files it may skip unread by lines.
+struct Matcher {
+    grep: CompiledGrep,
+    prefilter: Option<Prefilter>,
+}
 
 /// Where a search starts.
 enum Start {
@@ -106,12 +113,19 @@ impl Root {
         limit: usize,
     ) -> Result<GrepResult, Error> {
         let grep = CompiledGrep::new(query)?;
+        let matcher = Matcher {
+            prefilter: Prefilter::new(query),
+            grep,
+        };
+        let grep = &matcher.grep;
         let mut collector = GrepCollector::new(limit);
         let dir = match self.start(under)? {
             Start::Nothing => return Ok(collector.finish()),
             Start::File => {
                 if grep.includes(under.name()) {
-                    collector.extend(self.search_file(&grep, under, limit.saturating_add(1))?);
+                    let found =
+                        self.search_file(&matcher, under, limit.saturating_add(1), false)?;
+                    collector.extend(found);
                 }
                 return Ok(collector.finish());
             }
@@ -124,13 +138,13 @@ impl Root {
             .filter_map(|f| VPath::parse(&f.path).ok())
             .collect();
         files.sort_unstable();
-        self.search_files(&grep, &files, limit, collector)
+        self.search_files(&matcher, &files, limit, collector)
     }
 
     /// Searches `files` (in path order) in batches on the configured threads.
     fn search_files(
         &self,
-        grep: &CompiledGrep,
+        matcher: &Matcher,
         files: &[VPath],
         limit: usize,
         mut collector: GrepCollector,
@@ -144,7 +158,7 @@ impl Root {
         while start < files.len() && !collector.is_full() {
             let end = start.saturating_add(batch).min(files.len());
             let results = parallel_map(&files[start..end], threads, |path| {
-                self.search_file(grep, path, per_file)
+                self.search_file(matcher, path, per_file, true)
             });
             for found in results {
                 collector.extend(found?);
@@ -161,19 +175,32 @@ impl Root {
     /// The matches in one file, at most `limit`. A file that is not a
     /// readable regular text file within the size limit has none (it is
     /// skipped, as on every backend); a failure of the storage is returned.
+    ///
+    /// `found` says the walk just saw `path` as a regular file (so it is
+    /// opened directly, its handle checked) rather than an arbitrary path
+    /// (type checked before the open).
     fn search_file(
         &self,
-        grep: &CompiledGrep,
+        matcher: &Matcher,
         path: &VPath,
         limit: usize,
+        found: bool,
     ) -> Result<Vec<GrepMatch>, Error> {
-        let bytes = match self.read_all(path) {
+        let read = if found {
+            self.read_found(path)
+        } else {
+            self.read_all(path)
+        };
+        let bytes = match read {
             Ok(bytes) => bytes,
             Err(e) if e.is_refusal() => return Ok(Vec::new()),
             Err(e) => return Err(e),
         };
+        if let Some(prefilter) = &matcher.prefilter {
+            return Ok(prefilter.search(&matcher.grep, path, &bytes, limit));
+        }
         let mut collector = GrepCollector::new(limit);
-        collector.search(grep, path, &bytes);
+        collector.search(&matcher.grep, path, &bytes);
         Ok(collector.finish().matches)
     }
 }
