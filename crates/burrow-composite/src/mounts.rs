@@ -129,9 +129,10 @@ impl MountTable {
 
     /// The part that owns `path` (longest prefix wins) and the path as that part sees it.
     pub(crate) fn route<'p>(&self, path: &'p VPath) -> (usize, Cow<'p, VPath>) {
+        let raw = path.as_str();
         for &i in &self.by_length {
             let prefix = &self.parts[i].prefix;
-            if path.starts_with(prefix) {
+            if within(raw, prefix.as_str()) {
                 let inner = path.strip_prefix(prefix).unwrap_or_else(VPath::root);
                 return (i, Cow::Owned(inner));
             }
@@ -191,10 +192,20 @@ impl MountTable {
 }
 
 /// True when the path `path` is `prefix` or lies beneath it.
+///
+/// Checks the byte after the prefix first: it rules out most mounts without
+/// comparing the prefix at all.
+#[inline]
 fn within(path: &str, prefix: &str) -> bool {
-    prefix == "/"
-        || (path.starts_with(prefix)
-            && matches!(path.as_bytes().get(prefix.len()), None | Some(b'/')))
+    let (path, prefix) = (path.as_bytes(), prefix.as_bytes());
+    if prefix == b"/" {
+        return true;
+    }
+    match path.get(prefix.len()) {
+        None if path.len() == prefix.len() => path == prefix,
+        Some(b'/') => &path[..prefix.len()] == prefix,
+        _ => false,
+    }
 }
 
 #[cfg(test)]
