@@ -14,8 +14,8 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use burrow_backend::{Error, VPath, text};
-use cap_std::fs::{Dir, File, OpenOptions};
+use burrow_backend::{Error, ErrorKind, VPath, text};
+use cap_std::fs::{Dir, File, Metadata, OpenOptions};
 
 use crate::errors::{self, from_io};
 use crate::options::TEMP_PREFIX;
@@ -112,21 +112,39 @@ impl Root {
         if !meta.is_symlink() {
             return Err(errors::special(path));
         }
-        let target = self.canonical(path)?;
-        let meta = self
-            .dir
-            .symlink_metadata(&target)
-            .map_err(|e| from_io(e, path, "write"))?;
-        if meta.is_dir() {
-            return Err(Error::is_a_directory(path));
+        // The link's target, named by `Dir::canonicalize`. That name comes
+        // from the kernel's view of an opened handle, which a concurrent
+        // rename can make stale ("name (deleted)"), so it is accepted only
+        // when it names the very file the link leads to.
+        for _ in 0..3 {
+            let followed = match self.stat(path) {
+                Ok(meta) => meta,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    return Err(errors::dangling(path));
+                }
+                Err(e) => return Err(from_io(e, path, "write")),
+            };
+            if followed.is_dir() {
+                return Err(Error::is_a_directory(path));
+            }
+            if !followed.is_file() {
+                return Err(errors::special(path));
+            }
+            let target = self.canonical(path)?;
+            let named = self.dir.symlink_metadata(&target);
+            if named.is_ok_and(|m| m.is_file() && same_file(&m, &followed)) {
+                if Root::vpath_of(&target).is_none_or(|t| errors::check_reserved(&t).is_err()) {
+                    return Err(errors::reserved(path));
+                }
+                return Ok(target);
+            }
         }
-        if !meta.is_file() {
-            return Err(errors::special(path));
-        }
-        if Root::vpath_of(&target).is_none_or(|t| errors::check_reserved(&t).is_err()) {
-            return Err(errors::reserved(path));
-        }
-        Ok(target)
+        Err(Error::refusal(
+            ErrorKind::Conflict,
+            format!(
+                "{path} is a symbolic link that kept changing while it was written; try again."
+            ),
+        ))
     }
 
     /// Writes `bytes` to a temporary file beside `target` and renames it over `target`.
@@ -157,6 +175,19 @@ impl Root {
         }
         Ok(())
     }
+}
+
+/// True when `a` and `b` describe the same file.
+#[cfg(unix)]
+fn same_file(a: &Metadata, b: &Metadata) -> bool {
+    use cap_std::fs::MetadataExt;
+    a.dev() == b.dev() && a.ino() == b.ino()
+}
+
+/// True when `a` and `b` describe the same file (as far as can be told here).
+#[cfg(not(unix))]
+fn same_file(a: &Metadata, b: &Metadata) -> bool {
+    a.len() == b.len() && a.modified().ok() == b.modified().ok()
 }
 
 /// Writes the content, sets the permissions, and flushes when asked.

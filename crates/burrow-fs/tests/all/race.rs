@@ -12,8 +12,10 @@ const READS_PER_READER: usize = 1500;
 const READERS: usize = 4;
 
 /// Swaps `victim` between a regular file and links (absolute and climbing)
-/// to the secret, and `sub` between a real directory and a link to an
-/// outside directory holding a file of the same name, until told to stop.
+/// to the secret, `sub` between a real directory and a link to an outside
+/// directory holding a file of the same name, and the link `lsub` between
+/// `real-lsub` and the outside directory (atomically, so writers always find
+/// it), until told to stop.
 fn swap(w_root: std::path::PathBuf, outside: std::path::PathBuf, stop: Arc<AtomicBool>) -> usize {
     let at = |name: &str| w_root.join(name);
     let mut rounds = 0;
@@ -25,6 +27,12 @@ fn swap(w_root: std::path::PathBuf, outside: std::path::PathBuf, stop: Arc<Atomi
             _ => std::os::unix::fs::symlink("../outside/secret.txt", at("victim.next")).unwrap(),
         }
         std::fs::rename(at("victim.next"), at("victim")).unwrap();
+        if rounds % 2 == 0 {
+            std::os::unix::fs::symlink(&outside, at("lsub.next")).unwrap();
+        } else {
+            std::os::unix::fs::symlink("real-lsub", at("lsub.next")).unwrap();
+        }
+        std::fs::rename(at("lsub.next"), at("lsub")).unwrap();
         if rounds % 2 == 0 {
             std::fs::rename(at("sub"), at("sub.parked")).unwrap();
             std::os::unix::fs::symlink(&outside, at("sub")).unwrap();
@@ -42,6 +50,8 @@ async fn swapped_links_never_leak_outside_content() {
     let w = World::new();
     w.put("victim", "inside\n");
     w.put("sub/secret.txt", "inside sub\n");
+    w.put("real-lsub/secret.txt", "inside lsub\n");
+    w.symlink("real-lsub", "lsub");
     let stop = Arc::new(AtomicBool::new(false));
     let swapper = {
         let (root, outside, stop) = (w.root(), w.outside(), Arc::clone(&stop));
@@ -54,10 +64,10 @@ async fn swapped_links_never_leak_outside_content() {
         readers.push(tokio::spawn(async move {
             let mut seen_inside = 0;
             for i in 0..READS_PER_READER {
-                let (path, want) = if (i + reader) % 2 == 0 {
-                    ("/victim", "inside\n")
-                } else {
-                    ("/sub/secret.txt", "inside sub\n")
+                let (path, want) = match (i + reader) % 3 {
+                    0 => ("/victim", "inside\n"),
+                    1 => ("/sub/secret.txt", "inside sub\n"),
+                    _ => ("/lsub/secret.txt", "inside lsub\n"),
                 };
                 match b.read_bytes(&ctx(), &p(path)).await {
                     Ok(bytes) => {
@@ -88,11 +98,12 @@ async fn swapped_links_never_leak_outside_content() {
                     );
                     let globbed = b.glob(&ctx(), "**/secret.txt", &p("/"), 10).await.unwrap();
                     for f in &globbed.files {
-                        assert!(
-                            f.path == "/sub/secret.txt" || f.path == "/sub.parked/secret.txt",
-                            "{}",
-                            f.path
-                        );
+                        let allowed = [
+                            "/sub/secret.txt",
+                            "/sub.parked/secret.txt",
+                            "/real-lsub/secret.txt",
+                        ];
+                        assert!(allowed.contains(&f.path.as_str()), "{}", f.path);
                     }
                     if let Ok(window) = b.read(&ctx(), &p("/sub/secret.txt"), 0, 10).await {
                         assert_eq!(window.lines, ["inside sub"]);
@@ -102,20 +113,48 @@ async fn swapped_links_never_leak_outside_content() {
             seen_inside
         }));
     }
+    // A writer races the swapper too: through the swapped file and the
+    // swapped parent link, never creating or changing anything outside.
+    let writer = {
+        let b = Arc::clone(&backend);
+        tokio::spawn(async move {
+            let mut written = 0;
+            for i in 0..READS_PER_READER {
+                let (path, content) = match i % 3 {
+                    0 => ("/victim", "inside\n"),
+                    1 => ("/lsub/secret.txt", "inside lsub\n"),
+                    _ => ("/lsub/new.txt", "new\n"),
+                };
+                match b.write(&ctx(), &p(path), content).await {
+                    Ok(_) => written += 1,
+                    Err(e) => assert!(
+                        matches!(e.kind(), ErrorKind::PermissionDenied | ErrorKind::Conflict),
+                        "write {path}: {e:?}"
+                    ),
+                }
+            }
+            written
+        })
+    };
     let mut inside_reads = 0;
     for reader in readers {
         inside_reads += reader.await.unwrap();
     }
+    let written = writer.await.unwrap();
     stop.store(true, Ordering::Relaxed);
     let rounds = swapper.join().unwrap();
     assert!(rounds > 0, "the swapper never ran");
     let reads = READERS * READS_PER_READER;
     eprintln!(
-        "swapper rounds: {rounds}; reads: {reads}, of which returned inside content: {inside_reads}"
+        "swapper rounds: {rounds}; reads: {reads}, of which returned inside content: {inside_reads}; writes that landed inside: {written}"
     );
     assert!(
         inside_reads > 0,
         "no read ever succeeded, so the test proved nothing"
+    );
+    assert!(
+        written > 0,
+        "no write ever succeeded, so the test proved nothing"
     );
     w.assert_outside_intact();
 }
