@@ -1,5 +1,6 @@
 //! `FsBackend`: the `Backend` contract over a local folder, each operation on a blocking thread.
 
+use std::fmt;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::Path;
 use std::sync::Arc;
@@ -82,13 +83,23 @@ const ONE_WORKSPACE: &str = "*";
 /// and searches files on [`FsOptions::threads`] threads. With
 /// [`FsOptions::respect_ignore_files`], `.gitignore` rules and hidden-file
 /// rules apply to glob and grep. All file I/O runs on tokio's blocking pool.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct FsBackend {
     root: Arc<Root>,
     /// Identifies the root folder in the process-wide lock registry.
     root_id: Arc<str>,
     /// This backend's lock scope (a hash of the folder, never its host path).
     scope: String,
+}
+
+impl fmt::Debug for FsBackend {
+    // The host path stays out of Debug output too: it may end up in logs a model reads.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FsBackend")
+            .field("scope", &self.scope)
+            .field("options", &self.root.options)
+            .finish_non_exhaustive()
+    }
 }
 
 impl FsBackend {

@@ -417,4 +417,9 @@ async fn host_quirks_are_refused_or_hidden() {
     );
     let err = FsBackend::open(w.root().join("missing")).unwrap_err();
     w.assert_no_host_path(&err);
+    let shown = format!("{b:?}");
+    assert!(
+        !shown.contains(w.tmp.path().to_str().unwrap()),
+        "Debug shows the host path: {shown}"
+    );
 }
