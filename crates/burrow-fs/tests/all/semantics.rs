@@ -423,3 +423,24 @@ async fn host_quirks_are_refused_or_hidden() {
         "Debug shows the host path: {shown}"
     );
 }
+
+#[tokio::test]
+async fn fsync_and_open_or_create_work() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("made/here");
+    let b = FsBackend::open_or_create(&root, FsOptions::default().with_fsync(true)).unwrap();
+    assert!(b.options().fsync);
+    b.write(&ctx(), &p("/a/b.txt"), "one\n").await.unwrap();
+    b.edit(&ctx(), &p("/a/b.txt"), "one", "two", false)
+        .await
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(root.join("a/b.txt")).unwrap(),
+        "two\n"
+    );
+    assert_eq!(
+        std::fs::read_dir(root.join("a")).unwrap().count(),
+        1,
+        "no temporary file left"
+    );
+}
