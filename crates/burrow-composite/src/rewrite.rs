@@ -9,7 +9,10 @@ pub(crate) fn reprefix(prefix: &VPath, inner: &str) -> String {
     } else if inner == "/" || inner.is_empty() {
         prefix.as_str().to_owned()
     } else {
-        format!("{prefix}{inner}")
+        let mut out = String::with_capacity(prefix.as_str().len() + inner.len());
+        out.push_str(prefix.as_str());
+        out.push_str(inner);
+        out
     }
 }
 
