@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 /// One entry of a listing or a glob: a file or a directory.
 ///
-/// Directories carry no `size`; `modified_at` (RFC 3339) is absent where the
+/// Directories carry `size: null`; `modified_at` (RFC 3339) is absent where the
 /// backend cannot report one, which means "unknown", never "just now".
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileInfo {
@@ -14,12 +14,11 @@ pub struct FileInfo {
     pub path: String,
     /// True for a directory.
     pub is_dir: bool,
-    /// Size in bytes, for files.
+    /// Size in bytes, for files; `None` (JSON `null`) for directories.
     ///
-    /// Absent from the JSON when `None`, whereas Python's `FileInfo` always has the
-    /// key (`"size": null` for directories). burrow reads both forms; Python code
-    /// that indexes `entry["size"]` needs the key (see ADR 0011).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Always present in the JSON, as in Python's `FileInfo`, so Python code
+    /// that indexes `entry["size"]` works on burrow's output (ADR 0011).
+    #[serde(default)]
     pub size: Option<u64>,
     /// Last modification time, RFC 3339, where known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
