@@ -52,6 +52,7 @@ pub struct Fixture {
     root: VPath,
     host: Option<Arc<dyn HostAccess>>,
     guard: Option<Box<dyn Any + Send>>,
+    skip: Option<String>,
 }
 
 impl fmt::Debug for Fixture {
@@ -62,6 +63,7 @@ impl fmt::Debug for Fixture {
             .field("root", &self.root)
             .field("host", &self.host.is_some())
             .field("guard", &self.guard.is_some())
+            .field("skip", &self.skip)
             .finish_non_exhaustive()
     }
 }
@@ -76,7 +78,27 @@ impl Fixture {
             root: VPath::root(),
             host: None,
             guard: None,
+            skip: None,
         }
+    }
+
+    /// A fixture for a backend that cannot be run here at all (its server
+    /// is not configured, its daemon is not reachable): every generated
+    /// test, `model_equivalence` included, passes with `SKIP <name>: <reason>`
+    /// on stderr and runs nothing. `reason` should say how to make it run.
+    ///
+    /// Return it from `make_fixture` instead of a backend; never use it to
+    /// hide a backend that is there but fails.
+    pub fn skip(reason: impl Into<String>) -> Self {
+        Fixture {
+            skip: Some(reason.into()),
+            ..Fixture::new(Arc::new(burrow_state::StateBackend::new()))
+        }
+    }
+
+    /// The reason given to [`Fixture::skip`], if this fixture is one.
+    pub fn skip_reason(&self) -> Option<&str> {
+        self.skip.as_deref()
     }
 
     /// A fixture of `backend` that keeps `guard` (a `TempDir`, a container

@@ -27,21 +27,29 @@
 //!
 //! In your crate's `tests/all.rs` (or a module of it named `conformance`):
 //!
-//! ```ignore
+//! ```
 //! use std::sync::Arc;
 //! use burrow_conformance::Fixture;
+//! # use burrow_state::StateBackend;
+//! # struct MyBackend;
+//! # impl MyBackend {
+//! #     async fn open(_dir: &std::path::Path) -> std::io::Result<StateBackend> { Ok(StateBackend::new()) }
+//! # }
 //!
 //! async fn make_fixture() -> Fixture {
-//!     let dir = tempfile::tempdir().expect("temp dir");
-//!     let backend = MyBackend::open(dir.path()).await.expect("open");
-//!     Fixture::with_guard(Arc::new(backend), dir) // the TempDir lives as long as the scenario
+//!     let dir = tempfile::tempdir().expect("a temporary folder");
+//!     let backend = MyBackend::open(dir.path()).await.expect("open the backend");
+//!     Fixture::with_guard(Arc::new(backend), dir) // the folder lives as long as the scenario
 //! }
 //!
 //! burrow_conformance::conformance_suite!(make_fixture);
+//! # fn main() {}
 //! ```
 //!
 //! `make_fixture` is called once per scenario and must return an **empty**
-//! backend. Optional: `.with_root(path)` to work beneath a directory (a
+//! backend. Lowering its limits makes more scenarios run rather than skip
+//! (`max_results` at most 1000, `max_file_size` at most 64 MiB), but keep
+//! `max_results` at 100 or more: some scenarios list 64 files at once. Optional: `.with_root(path)` to work beneath a directory (a
 //! mount), `.with_ctx(..)` / `.with_other_tenant(..)` to choose tenants,
 //! `.with_host(..)` to lend a real file system for the symlink and FIFO
 //! scenarios. Run `cargo nextest run --no-capture` to see the skips. The

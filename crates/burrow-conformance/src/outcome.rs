@@ -168,8 +168,14 @@ pub fn expect_refusal<T: fmt::Debug>(result: Result<T, Error>) -> Result<Error, 
 
 /// Fails the scenario with a formatted message unless `cond` holds.
 ///
-/// ```ignore
-/// ensure!(listing.truncated, "ls with limit 4 of 5 entries is truncated");
+/// ```
+/// use burrow_conformance::{ScenarioError, ensure};
+///
+/// fn check(truncated: bool) -> Result<(), ScenarioError> {
+///     ensure!(truncated, "ls with limit 4 of 5 entries is truncated");
+///     Ok(())
+/// }
+/// assert_eq!(check(false).unwrap_err().message(), "ls with limit 4 of 5 entries is truncated");
 /// ```
 #[macro_export]
 macro_rules! ensure {
@@ -182,8 +188,16 @@ macro_rules! ensure {
 
 /// Fails the scenario unless `got == want`, showing both.
 ///
-/// ```ignore
-/// ensure_eq!(window.lines, ["a", "b"], "read of a CRLF file");
+/// ```
+/// use burrow_conformance::{ScenarioError, ensure_eq};
+///
+/// fn check(lines: Vec<&str>) -> Result<(), ScenarioError> {
+///     ensure_eq!(lines, ["a", "b"], "read of a CRLF file");
+///     Ok(())
+/// }
+/// let err = check(vec!["a\r", "b"]).unwrap_err();
+/// assert!(err.message().starts_with("read of a CRLF file:"));
+/// assert!(err.message().contains(r#"got: ["a\r", "b"]"#));
 /// ```
 #[macro_export]
 macro_rules! ensure_eq {

@@ -33,6 +33,9 @@ where
     let rt = runtime()?;
     let outcome = rt.block_on(async {
         let fixture = make().await;
+        if let Some(reason) = fixture.skip_reason() {
+            return Ok(Pass::Skipped(reason.to_owned()));
+        }
         let cx = fixture.ctx();
         let run = (scenario.run)(fixture.backend().as_ref(), &cx);
         match tokio::time::timeout(SCENARIO_GUARD, run).await {

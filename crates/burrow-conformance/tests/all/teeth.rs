@@ -217,3 +217,29 @@ async fn a_failure_says_what_was_expected_and_what_came_back() {
     assert!(err.location().file().ends_with("crlf.rs"), "{err}");
     assert!(err.message().contains("invalid_argument"), "{err}");
 }
+
+#[test]
+fn model_check_catches_a_flaw_and_shows_the_sequence() {
+    let flawless = burrow_conformance::check_against_model(
+        || async {
+            Fixture::new(Arc::new(Mutant {
+                inner: StateBackend::with_limits(limits()),
+                flaw: Flaw::None,
+            }))
+        },
+        100,
+    );
+    assert!(flawless.is_ok(), "{flawless:?}");
+    let err = burrow_conformance::check_against_model(
+        || async {
+            Fixture::new(Arc::new(Mutant {
+                inner: StateBackend::with_limits(limits()),
+                flaw: Flaw::TruncatedAtLimit,
+            }))
+        },
+        1000,
+    )
+    .unwrap_err();
+    assert!(err.message().contains("smallest sequence found"), "{err}");
+    assert!(err.message().contains("Ls("), "{err}");
+}
