@@ -141,7 +141,12 @@ impl VPath {
 
     /// The same path seen from a mount at `prefix`: "/m/a" under "/m" becomes "/a".
     pub fn strip_prefix(&self, prefix: &VPath) -> Option<VPath> {
-        self.relative_to(prefix).map(|rel| VPath(format!("/{rel}")))
+        self.relative_to(prefix).map(|rel| {
+            let mut out = String::with_capacity(rel.len() + 1);
+            out.push('/');
+            out.push_str(rel);
+            VPath(out)
+        })
     }
 
     /// The path `self` would have if its root were mounted at `prefix`.
@@ -152,7 +157,10 @@ impl VPath {
         if self.is_root() {
             return prefix.clone();
         }
-        VPath(format!("{}{}", prefix.0, self.0))
+        let mut out = String::with_capacity(prefix.0.len() + self.0.len());
+        out.push_str(&prefix.0);
+        out.push_str(&self.0);
+        VPath(out)
     }
 }
 
