@@ -37,7 +37,12 @@ fn load(path: &Path) -> Result<StateBackend> {
     let bytes = match fs::read(path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(StateBackend::new()),
-        Err(e) => return Err(Error::failure(format!("cannot read state file {shown}: {e}"), e)),
+        Err(e) => {
+            return Err(Error::failure(
+                format!("cannot read state file {shown}: {e}"),
+                e,
+            ));
+        }
     };
     let text = std::str::from_utf8(&bytes).map_err(|e| {
         Error::failure(

@@ -16,7 +16,7 @@ fn ls_prints_a_list_of_file_info() {
     assert_eq!(
         value,
         json!([
-            {"name": "dir", "path": "/dir", "is_dir": true},
+            {"name": "dir", "path": "/dir", "is_dir": true, "size": null},
             {"name": "top.txt", "path": "/top.txt", "is_dir": false, "size": 5, "modified_at": "<time>"},
         ])
     );
