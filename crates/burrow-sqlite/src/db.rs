@@ -133,6 +133,12 @@ fn open_connection(path: &Path, options: &SqliteOptions, read_only: bool) -> Res
     conn.busy_timeout(options.busy_timeout).map_err(sql)?;
     conn.pragma_update(None, "synchronous", options.synchronous.pragma_value())
         .map_err(sql)?;
+    conn.pragma_update(
+        None,
+        "mmap_size",
+        i64::try_from(options.mmap_size).unwrap_or(i64::MAX),
+    )
+    .map_err(sql)?;
     if read_only {
         conn.pragma_update(None, "query_only", true).map_err(sql)?;
     }

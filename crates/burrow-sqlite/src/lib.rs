@@ -52,7 +52,9 @@ pub use backend::{StoreBackend, StoreBackendBuilder};
 pub use namespace::{
     MAX_DEPTH as MAX_NAMESPACE_DEPTH, MAX_SEGMENT_BYTES as MAX_NAMESPACE_SEGMENT_BYTES,
 };
-pub use options::{DEFAULT_BUSY_TIMEOUT, DEFAULT_READ_CONNECTIONS, SqliteOptions, Synchronous};
+pub use options::{
+    DEFAULT_BUSY_TIMEOUT, DEFAULT_MMAP_SIZE, DEFAULT_READ_CONNECTIONS, SqliteOptions, Synchronous,
+};
 pub use quota::Quota;
 pub use schema::SCHEMA_VERSION;
 pub use store::{Depth, Item, MAX_VALUE_BYTES, Page, SqliteStore, SqliteStoreBuilder};

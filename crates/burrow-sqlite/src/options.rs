@@ -6,6 +6,8 @@ use std::time::Duration;
 pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// The default number of idle read connections kept open.
 pub const DEFAULT_READ_CONNECTIONS: usize = 4;
+/// The default most bytes of the file each connection memory-maps (256 MiB).
+pub const DEFAULT_MMAP_SIZE: u64 = 256 * 1024 * 1024;
 
 /// SQLite's `PRAGMA synchronous`: how often a commit waits for the disk.
 ///
@@ -46,6 +48,10 @@ pub struct SqliteOptions {
     pub busy_timeout: Duration,
     /// How many idle read connections are kept for reuse.
     pub read_connections: usize,
+    /// `PRAGMA mmap_size`: how much of the file reads may memory-map instead
+    /// of copying pages through SQLite's cache (0 turns it off). A scan over
+    /// many files (grep) is about twice as fast with it.
+    pub mmap_size: u64,
 }
 
 impl Default for SqliteOptions {
@@ -54,6 +60,7 @@ impl Default for SqliteOptions {
             synchronous: Synchronous::Normal,
             busy_timeout: DEFAULT_BUSY_TIMEOUT,
             read_connections: DEFAULT_READ_CONNECTIONS,
+            mmap_size: DEFAULT_MMAP_SIZE,
         }
     }
 }

@@ -102,6 +102,12 @@ impl SqliteStoreBuilder {
         self
     }
 
+    /// How much of the file each connection may memory-map (default 256 MiB; 0 turns it off).
+    pub fn mmap_size(mut self, bytes: u64) -> Self {
+        self.options.mmap_size = bytes;
+        self
+    }
+
     /// Opens (creating if missing) and migrates the database.
     pub fn open(self) -> Result<SqliteStore> {
         let db = Database::open(&self.path, self.options)?;
