@@ -114,7 +114,7 @@ impl StoreBackend {
         StoreBackend {
             db: Arc::clone(store.database()),
             settings,
-            scope: Arc::from(format!("sqlite:{}", store.location())),
+            scope: Arc::from(lock_scope(store.location())),
         }
     }
 
@@ -167,6 +167,14 @@ impl StoreBackend {
         })
         .await
     }
+}
+
+/// A lock scope shared by every backend on one database file, naming no host path.
+fn lock_scope(location: &str) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    location.hash(&mut hasher);
+    format!("sqlite:{:016x}", hasher.finish())
 }
 
 pub(crate) fn now() -> String {

@@ -94,7 +94,8 @@ impl Database {
             tx.commit().map_err(sql)?;
             Ok(value)
         });
-        if result.is_ok() {
+        // A refusal leaves the connection as good as new; a failure may not.
+        if result.as_ref().map_or_else(Error::is_refusal, |_| true) {
             let mut pool = lock(&self.readers)?;
             if pool.len() < self.options.read_connections {
                 pool.push(conn);

@@ -119,7 +119,7 @@ pub(crate) fn edit_file(
             Ok((
                 row.get::<_, i64>(0)?,
                 row.get::<_, i64>(1)?,
-                row.get::<_, Vec<u8>>(2)?,
+                row.get_ref(2)?.as_bytes()?.to_vec(),
             ))
         })
         .optional()
