@@ -1,0 +1,136 @@
+//! Shared test helpers: the three kinds of store, the S3 server from the environment, and a private S3 server a test can stop.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use burrow_object_store::object_store::aws::AmazonS3Builder;
+use burrow_object_store::{ObjectStoreBackend, ObjectStoreOptions};
+
+/// The variable `cargo xtask setup` exports with the S3 server's endpoint.
+pub const ENDPOINT_VAR: &str = "BURROW_S3_ENDPOINT";
+/// The variable `cargo xtask setup` exports with the Python interpreter that has moto.
+pub const PYTHON_VAR: &str = "BURROW_S3_PYTHON";
+/// The bucket the S3 tests use (each fixture works beneath a fresh prefix of it).
+pub const BUCKET: &str = "burrow-tests";
+
+/// The S3 endpoint to test against, or `None` (the caller skips and says why).
+pub fn s3_endpoint() -> Option<String> {
+    std::env::var(ENDPOINT_VAR).ok().filter(|v| !v.is_empty())
+}
+
+/// Prints why a test that needs the S3 server does nothing here.
+pub fn skip_no_s3(test: &str) {
+    eprintln!(
+        "SKIP {test}: {ENDPOINT_VAR} is not set; run `cargo xtask setup` (or `cargo xtask test`), which starts a local S3 server and sets it"
+    );
+}
+
+/// A fresh, unique key prefix, so tests sharing a bucket never see each other.
+pub fn fresh_prefix(what: &str) -> String {
+    format!("{what}-{}", uuid::Uuid::now_v7().simple())
+}
+
+/// Creates `bucket` on the S3 server at `endpoint` (idempotent).
+///
+/// An unsigned `PUT /bucket` is enough for the local test server; an
+/// existing bucket answers 200 or 409, both fine.
+pub fn ensure_bucket(endpoint: &str, bucket: &str) {
+    let authority = endpoint.trim_start_matches("http://").trim_end_matches('/');
+    let mut stream =
+        TcpStream::connect(authority).expect("connect to the S3 server to create the test bucket");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("read timeout");
+    write!(stream, "PUT /{bucket} HTTP/1.1\r\nHost: {authority}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        .expect("send the create-bucket request");
+    let mut answer = String::new();
+    stream
+        .read_to_string(&mut answer)
+        .expect("read the create-bucket answer");
+    let status = answer.split_whitespace().nth(1).unwrap_or_default();
+    assert!(
+        status == "200" || status == "409",
+        "creating bucket {bucket} answered {answer:?}"
+    );
+}
+
+/// An S3 client builder for the test server at `endpoint` (dummy credentials, plain HTTP).
+pub fn s3_builder(endpoint: &str) -> AmazonS3Builder {
+    AmazonS3Builder::new()
+        .with_endpoint(endpoint)
+        .with_allow_http(true)
+        .with_region("us-east-1")
+        .with_access_key_id("burrow-test")
+        .with_secret_access_key("burrow-test")
+}
+
+/// A backend on the test bucket beneath a fresh prefix, with `options`.
+///
+/// The test server, unlike Amazon S3, takes keys over 1,024 bytes, so the
+/// key limit is lifted unless `options` sets one (tests of the limit do).
+pub fn s3_backend(endpoint: &str, what: &str, options: ObjectStoreOptions) -> ObjectStoreBackend {
+    ensure_bucket(endpoint, BUCKET);
+    let options = match options.max_key_bytes {
+        Some(_) => options,
+        None => options.with_max_key_bytes(Some(usize::MAX)),
+    };
+    let url = format!("s3://{BUCKET}/{}", fresh_prefix(what));
+    ObjectStoreBackend::from_s3_builder(s3_builder(endpoint), &url, options)
+        .expect("an S3 backend on the test server")
+}
+
+/// A port on 127.0.0.1 that was free a moment ago.
+pub fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+    listener.local_addr().expect("its address").port()
+}
+
+/// A private S3 server (the same moto launcher `cargo xtask setup` uses),
+/// killed when dropped: for tests that stop the server on purpose.
+pub struct PrivateServer {
+    child: Child,
+    pub endpoint: String,
+}
+
+impl PrivateServer {
+    /// Starts one on a free port, or `None` when no interpreter with moto is configured.
+    pub fn start() -> Option<PrivateServer> {
+        let python = std::env::var(PYTHON_VAR).ok().filter(|v| !v.is_empty())?;
+        let launcher = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/s3/moto_server.py");
+        let port = free_port();
+        let child = Command::new(python)
+            .args([launcher, "127.0.0.1", &port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the private S3 server");
+        let server = PrivateServer {
+            child,
+            endpoint: format!("http://127.0.0.1:{port}"),
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "the private S3 server did not start listening within 60 s"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Some(server)
+    }
+
+    /// Stops the server (SIGKILL) and waits for it to be gone.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for PrivateServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
