@@ -1,0 +1,39 @@
+//! The burrow agent runtime: file tools rendered for a model over any backend, and an MCP server for them.
+//!
+//! # Key design decision: tools render for a model
+//!
+//! The [`Backend`](burrow_backend::Backend) contract returns data; an agent
+//! needs *text it can act on*. [`tools`] turns each operation into that text
+//! once, for every backend and every front end (a model runner, `burrow mcp`):
+//! numbered lines with a footer that names the next offset, lists capped with
+//! a sentence that says how many more there are and how to narrow, results
+//! too large to return saved to a file and replaced by a preview and its path.
+//!
+//! **Refusals are text, failures are errors.** A refusal (a missing file, a
+//! path that climbs out, an ambiguous edit, arguments that do not fit the
+//! schema) is something the model can fix, so it comes back as one sentence
+//! with `is_error: true` and the run goes on. A failure (the storage broke)
+//! is not the model's to fix: it comes back as a Rust `Err`, so an operator
+//! sees it and a run never carries on over a broken store as if nothing
+//! happened.
+//!
+//! **The read-before-edit ledger.** Each session keeps, per path, a
+//! fingerprint (SHA-256) of the bytes the agent last read or wrote
+//! ([`tools::ReadLedger`]). `edit_file`, and `write_file` over an existing
+//! file, are refused unless the file's current bytes match it: an agent
+//! never edits a file it has not seen, nor over a change someone else made
+//! since. A successful change records the new bytes, so consecutive edits
+//! need no re-read.
+//!
+//! # Features
+//!
+//! - `mcp`: [`mcp::serve_stdio`], an MCP server over stdio (the official
+//!   `rmcp` SDK) that offers a [`tools::Toolset`] to any MCP client. Costs:
+//!   rmcp and tokio's `io-std`.
+
+pub mod tools;
+
+#[cfg(feature = "mcp")]
+pub mod mcp;
+
+pub use tools::{AfterChange, ToolConfig, ToolOutput, ToolSession, ToolSpec, Toolset};

@@ -1,0 +1,13 @@
+//! The one integration-test binary of burrow-runtime: modules only, in `tests/all/`.
+
+#[cfg(test)]
+mod all {
+    mod golden;
+    mod guard;
+    #[cfg(feature = "mcp")]
+    mod mcp;
+    mod schema;
+    mod spill;
+    mod support;
+    mod toolset;
+}

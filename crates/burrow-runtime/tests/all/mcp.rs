@@ -1,0 +1,173 @@
+//! The MCP server in process: raw JSON-RPC lines over an in-memory pipe, checking how tools, refusals and failures map to MCP.
+
+use std::sync::Arc;
+
+use burrow_backend::Backend;
+use burrow_runtime::mcp;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
+
+use super::support::{Mode, Wrapped, content, state_with, toolset};
+
+/// A client speaking newline-delimited JSON-RPC to an in-process server.
+struct Client {
+    to_server: DuplexStream,
+    from_server: Lines<BufReader<DuplexStream>>,
+    next_id: u64,
+    server: tokio::task::JoinHandle<Result<(), burrow_backend::Error>>,
+}
+
+impl Client {
+    async fn start(backend: Arc<dyn Backend>) -> Client {
+        let (client_out, server_in) = tokio::io::duplex(1 << 20);
+        let (server_out, client_in) = tokio::io::duplex(1 << 20);
+        let tools = toolset(backend);
+        let server = tokio::spawn(mcp::serve(tools, server_in, server_out));
+        let mut client = Client {
+            to_server: client_out,
+            from_server: BufReader::new(client_in).lines(),
+            next_id: 0,
+            server,
+        };
+        let init = client
+            .request(
+                "initialize",
+                json!({
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "test", "version": "0"}
+                }),
+            )
+            .await;
+        assert_eq!(init["result"]["serverInfo"]["name"], "burrow", "{init}");
+        assert!(
+            init["result"]["capabilities"]["tools"].is_object(),
+            "{init}"
+        );
+        client
+            .send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        client
+    }
+
+    async fn send(&mut self, message: Value) {
+        let mut line = message.to_string();
+        line.push('\n');
+        self.to_server.write_all(line.as_bytes()).await.unwrap();
+    }
+
+    async fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        loop {
+            let line = self
+                .from_server
+                .next_line()
+                .await
+                .unwrap()
+                .expect("the server hung up");
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == id {
+                return message;
+            }
+        }
+    }
+
+    async fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        self.request("tools/call", json!({"name": tool, "arguments": arguments}))
+            .await
+    }
+
+    async fn finish(self) {
+        drop(self.to_server);
+        self.server.await.unwrap().unwrap();
+    }
+}
+
+fn text_of(response: &Value) -> &str {
+    response["result"]["content"][0]["text"].as_str().unwrap()
+}
+
+#[tokio::test]
+async fn tools_are_listed_with_their_schemas_and_hints() {
+    let backend = Arc::new(state_with(&[]).await);
+    let mut client = Client::start(backend).await;
+    let list = client.request("tools/list", json!({})).await;
+    let tools = list["result"]["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["ls", "read_file", "write_file", "edit_file", "glob", "grep"]
+    );
+    for tool in tools {
+        assert_eq!(tool["inputSchema"]["type"], "object", "{tool}");
+        assert!(tool["description"].as_str().unwrap().len() > 80);
+    }
+    let read = &tools[1];
+    assert_eq!(read["inputSchema"]["required"], json!(["file_path"]));
+    assert_eq!(read["annotations"]["readOnlyHint"], true);
+    assert_eq!(tools[3]["annotations"]["destructiveHint"], true);
+    client.finish().await;
+}
+
+#[tokio::test]
+async fn results_and_refusals_are_tool_results() {
+    let backend = Arc::new(state_with(&[]).await);
+    let mut client = Client::start(backend.clone()).await;
+
+    let wrote = client
+        .call(
+            "write_file",
+            json!({"file_path": "/a.txt", "content": "hello\n"}),
+        )
+        .await;
+    assert_eq!(wrote["result"]["isError"], false, "{wrote}");
+    assert_eq!(text_of(&wrote), "Created /a.txt (1 line, 6 bytes).");
+    assert_eq!(content(backend.as_ref(), "/a.txt").await, "hello\n");
+
+    let read = client
+        .call("read_file", json!({"file_path": "/a.txt"}))
+        .await;
+    assert_eq!(text_of(&read), "     1\thello");
+
+    for (tool, args, says) in [
+        (
+            "read_file",
+            json!({"file_path": "../etc/passwd"}),
+            "climbs above the root",
+        ),
+        ("read_file", json!({}), "missing field `file_path`"),
+        ("nope", json!({}), "no tool named"),
+        (
+            "read_file",
+            json!({"file_path": "/missing"}),
+            "does not exist",
+        ),
+    ] {
+        let refused = client.call(tool, args).await;
+        assert!(refused.get("error").is_none(), "{refused}");
+        assert_eq!(refused["result"]["isError"], true, "{refused}");
+        assert!(text_of(&refused).contains(says), "{refused}");
+    }
+    client.finish().await;
+}
+
+#[tokio::test]
+async fn a_failure_is_a_protocol_error() {
+    let backend = Arc::new(Wrapped::new(state_with(&[]).await, Mode::Broken, false));
+    let mut client = Client::start(backend).await;
+    let failed = client.call("ls", json!({})).await;
+    assert!(failed.get("result").is_none(), "{failed}");
+    assert_eq!(failed["error"]["code"], -32603, "{failed}");
+    let message = failed["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("storage failure: the store is unreachable"),
+        "{message}"
+    );
+    // The session survives a failure.
+    let again = client.call("read_file", json!({})).await;
+    assert_eq!(again["result"]["isError"], true, "{again}");
+    client.finish().await;
+}
