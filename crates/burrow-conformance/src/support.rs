@@ -10,7 +10,7 @@ use crate::outcome::{ScenarioError, show};
 /// A limit large enough for any scenario's files, yet far from overflow.
 pub const BIG: usize = 100_000;
 
-/// Writes `text` to `rel` beneath the scenario's root; returns the path.
+/// Writes `text` to `rel` beneath the scenario's root with `write`; returns the path.
 #[track_caller]
 pub fn put<'a>(
     b: &'a dyn Backend,
@@ -18,10 +18,24 @@ pub fn put<'a>(
     rel: &'a str,
     text: &'a str,
 ) -> impl Future<Output = Result<VPath, ScenarioError>> + Send + 'a {
-    put_bytes(b, cx, rel, text.as_bytes())
+    let at = std::panic::Location::caller();
+    async move {
+        let path = cx.p(rel)?;
+        b.write(&cx.ctx, &path, text).await.map_err(|e| {
+            here(
+                at,
+                format!(
+                    "setting up {path}: write was refused with {}: {:?}",
+                    e.kind(),
+                    e.message()
+                ),
+            )
+        })?;
+        Ok(path)
+    }
 }
 
-/// Writes exact `bytes` to `rel` beneath the scenario's root; returns the path.
+/// Writes exact `bytes` to `rel` beneath the scenario's root with `write_bytes`; returns the path.
 #[track_caller]
 pub fn put_bytes<'a>(
     b: &'a dyn Backend,
