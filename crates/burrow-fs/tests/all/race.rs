@@ -10,6 +10,10 @@ use super::support::{SECRET, World, ctx, p};
 /// How many reads each reader makes while the swapper runs.
 const READS_PER_READER: usize = 1500;
 const READERS: usize = 4;
+/// The writer stops once this many of its writes have landed inside...
+const MIN_LANDED_WRITES: usize = 20;
+/// ...or after this many attempts.
+const MAX_WRITES: usize = 200_000;
 
 /// Swaps `victim` between a regular file and links (absolute and climbing)
 /// to the secret, `sub` between a real directory and a link to an outside
@@ -115,11 +119,16 @@ async fn swapped_links_never_leak_outside_content() {
     }
     // A writer races the swapper too: through the swapped file and the
     // swapped parent link, never creating or changing anything outside.
+    // It goes on until some of its writes have landed (the swapper keeps
+    // running until it is done), so the test always proves something.
     let writer = {
         let b = Arc::clone(&backend);
         tokio::spawn(async move {
             let mut written = 0;
-            for i in 0..READS_PER_READER {
+            for i in 0..MAX_WRITES {
+                if i >= READS_PER_READER && written >= MIN_LANDED_WRITES {
+                    break;
+                }
                 let (path, content) = match i % 3 {
                     0 => ("/victim", "inside\n"),
                     1 => ("/lsub/secret.txt", "inside lsub\n"),
