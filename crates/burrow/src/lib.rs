@@ -35,19 +35,27 @@
 //!   path -> file plus a directory index, saved and restored as a FileData
 //!   JSON document that the Python libraries read too. Costs: `jiff` (for
 //!   timestamps). No tokio, no I/O.
+//! - `fs` *(default)*: [`FsBackend`] (and [`FsOptions`]), a local folder
+//!   confined beneath its root with cap-std: symlinks that lead out are
+//!   refused, writes are atomic renames, grep walks in parallel with
+//!   ripgrep's walker. The whole crate is [`fs`]. Costs: tokio (`rt`,
+//!   `sync`: every file operation runs on the blocking pool, so it needs a
+//!   tokio runtime), cap-std, ignore, jiff, libc.
+//! - `composite` *(default)*: [`CompositeBackend`], several backends
+//!   mounted by path prefix and seen as one tree (longest prefix wins, a
+//!   mount shadows what lies beneath it), plus the per-tenant
+//!   `ResolvingBackend` in [`composite`]. Costs: futures, tokio (`sync`).
+//! - `sqlite`: [`SqliteStore`] (namespaced key/value long-term memory) and
+//!   [`StoreBackend`] (files) in one SQLite file: WAL, one transaction per
+//!   mutation, tenants, effect keys, quotas, safe with several processes.
+//!   Builders, options and quotas are in [`sqlite`]. Costs: rusqlite with a
+//!   **bundled SQLite compiled from C** (a C compiler at build time, the
+//!   slowest feature to build), tokio (`rt`), jiff, serde_json.
 //! - `full`: every feature below that this build of the facade offers.
 //!
 //! The backends below are being written and are not offered by this build
 //! of the facade yet; each will be one feature as listed (DESIGN.md §2):
 //!
-//! - `fs` *(will be default)*: `FsBackend`, a local folder confined with
-//!   cap-std. Costs: tokio (`rt`, `sync`: the blocking pool), cap-std,
-//!   ignore (ripgrep's walker), jiff.
-//! - `composite` *(will be default)*: `CompositeBackend`, several backends
-//!   mounted by path prefix. Costs: futures, tokio (`sync`).
-//! - `sqlite`: `SqliteStore` and `StoreBackend`. Costs: rusqlite with a
-//!   bundled SQLite, compiled from C (a C compiler at build time), tokio
-//!   (`rt`), jiff.
 //! - `object-store`: `ObjectStoreBackend` over the `object_store` crate
 //!   (in-memory and local stores). `s3`, `gcs`, `azure` add those clouds and
 //!   with them an HTTP client with rustls.
@@ -72,13 +80,29 @@ pub use burrow_types as types;
 #[doc(inline)]
 pub use burrow_state::StateBackend;
 
+/// The `fs` backend crate (`burrow-fs`): [`FsBackend`], its options and reserved names.
+#[cfg(feature = "fs")]
+pub use burrow_fs as fs;
+#[cfg(feature = "fs")]
+#[doc(inline)]
+pub use burrow_fs::{FsBackend, FsOptions};
+
+/// The `sqlite` backend crate (`burrow-sqlite`): builders, options, quotas, the KV store's types.
+#[cfg(feature = "sqlite")]
+pub use burrow_sqlite as sqlite;
+#[cfg(feature = "sqlite")]
+#[doc(inline)]
+pub use burrow_sqlite::{SqliteStore, StoreBackend};
+
+/// The `composite` crate (`burrow-composite`): the builder and the per-tenant resolver.
+#[cfg(feature = "composite")]
+pub use burrow_composite as composite;
+#[cfg(feature = "composite")]
+#[doc(inline)]
+pub use burrow_composite::CompositeBackend;
+
 // --- backends being written in parallel: wire each one here, behind its
-// --- feature, with the same shape as `state` above, e.g.
-// #[cfg(feature = "fs")]
-// #[doc(inline)]
-// pub use burrow_fs::FsBackend;
-// #[cfg(feature = "sqlite")]          -> burrow_sqlite::{SqliteStore, StoreBackend}
-// #[cfg(feature = "composite")]       -> burrow_composite::CompositeBackend
+// --- feature, with the same shape as `fs` above, e.g.
 // #[cfg(feature = "object-store")]    -> burrow_object_store::ObjectStoreBackend
 // #[cfg(feature = "docker")]          -> burrow_docker::DockerSandbox
 // #[cfg(feature = "runtime")]         -> pub use burrow_runtime as runtime;
