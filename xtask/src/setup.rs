@@ -12,7 +12,10 @@
 //! Docker daemon) prints a note and returns `Ok`; the tests that need it skip and say
 //! why. A step that should work but does not returns an error, which fails the run.
 
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use anyhow::bail;
 
@@ -25,6 +28,7 @@ pub type Step = fn(&mut Setup) -> anyhow::Result<()>;
 pub const STEPS: &[(&str, Step)] = &[
     ("cargo-nextest", cargo_nextest),
     ("Python packages for interop tests", python_packages),
+    ("S3-compatible test server (moto) on 127.0.0.1", s3_server),
 ];
 
 /// Python packages the tests import, pinned: `(name, version)`.
@@ -184,4 +188,105 @@ fn installed_version(root: &Path, python: &str, package: &str) -> Option<String>
     out.lines()
         .find_map(|line| line.strip_prefix("Version:"))
         .map(|v| v.trim().to_string())
+}
+
+/// moto, pinned, with the extras its server mode needs.
+const MOTO: &str = "moto[server]==5.2.1";
+/// Where the S3 test server listens (reused when one already answers there).
+const S3_PORT: u16 = 9371;
+/// The bucket the burrow-object-store tests use.
+const S3_BUCKET: &str = "burrow-tests";
+/// The launcher: moto's server with requests handled one at a time (ADR 0091).
+const S3_LAUNCHER: &str = "crates/burrow-object-store/tests/s3/moto_server.py";
+
+/// An S3-compatible server for burrow-object-store's tests: moto from PyPI, started in
+/// the background (its own process group, so it outlives setup) unless one already
+/// answers on [`S3_PORT`]; creates [`S3_BUCKET`]. Exports `BURROW_S3_ENDPOINT` and
+/// `BURROW_S3_PYTHON` (the interpreter with moto, for tests that start a private server).
+fn s3_server(setup: &mut Setup) -> anyhow::Result<()> {
+    let root = setup.root().to_path_buf();
+    let endpoint = format!("http://127.0.0.1:{S3_PORT}");
+    let Some(python) = find_python(&root) else {
+        println!("  note: no python3 on PATH: skipping; the S3 tests will skip");
+        return Ok(());
+    };
+    let probe = "import moto, flask, flask_cors, werkzeug";
+    if !Cmd::new(&root, &python, &["-c", probe]).succeeds_quietly() {
+        if !Cmd::new(&root, &python, &["-m", "pip", "--version"]).succeeds_quietly() {
+            println!("  note: {python} has no pip: skipping; the S3 tests will skip");
+            return Ok(());
+        }
+        let quiet_root = vec![("PIP_ROOT_USER_ACTION".to_string(), "ignore".to_string())];
+        let args = [
+            "-m",
+            "pip",
+            "install",
+            "--disable-pip-version-check",
+            "--quiet",
+            MOTO,
+        ];
+        Cmd::new(&root, &python, &args).envs(&quiet_root).run()?;
+    }
+    if s3_answers(S3_PORT) {
+        println!("  an S3 server already answers at {endpoint}: reusing it");
+    } else {
+        let log = root.join("target").join("s3-test-server.log");
+        std::fs::create_dir_all(root.join("target"))?;
+        let log_file = std::fs::File::create(&log)?;
+        let mut command = std::process::Command::new(&python);
+        command
+            .args([S3_LAUNCHER, "127.0.0.1", &S3_PORT.to_string()])
+            .current_dir(&root)
+            .stdin(std::process::Stdio::null())
+            .stdout(log_file.try_clone()?)
+            .stderr(log_file);
+        // Its own process group: the server outlives setup and is not hit by signals
+        // sent to setup's group.
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let child = command.spawn()?;
+        println!(
+            "  started the S3 server (pid {}) at {endpoint}; log: {}",
+            child.id(),
+            log.display()
+        );
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !s3_answers(S3_PORT) {
+            if Instant::now() > deadline {
+                bail!(
+                    "the S3 server did not answer at {endpoint} within 60 s (see {})",
+                    log.display()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+    let status = http_status(S3_PORT, "PUT", &format!("/{S3_BUCKET}"))?;
+    if status != "200" && status != "409" {
+        bail!("creating bucket {S3_BUCKET} at {endpoint} answered HTTP {status}");
+    }
+    setup.export("BURROW_S3_ENDPOINT", &endpoint);
+    setup.export("BURROW_S3_PYTHON", &python);
+    Ok(())
+}
+
+/// True when an S3 server (moto lists its buckets at "/") answers on `port`.
+fn s3_answers(port: u16) -> bool {
+    http_status(port, "GET", "/").is_ok_and(|status| status == "200")
+}
+
+/// The status code of a bodiless request to 127.0.0.1:`port`.
+fn http_status(port: u16, method: &str, path: &str) -> anyhow::Result<String> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer)?;
+    Ok(answer
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or_default()
+        .to_string())
 }
