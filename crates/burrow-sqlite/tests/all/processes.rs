@@ -31,6 +31,13 @@ const STREAM_TENANT: &str = "stream";
 /// Writes its own files and appends to the shared ledger by editing its end marker.
 async fn mixed_worker(files: &StoreBackend, id: usize, rounds: usize) {
     let c = ctx(TENANT);
+    // Every worker seeds the ledger under one effect key: the first one to get
+    // the write lock writes it, the others replay that outcome and change
+    // nothing (so no worker can wipe another's appends).
+    files
+        .write(&c.with_effect_key("seed-ledger"), &p("/ledger.txt"), "END")
+        .await
+        .unwrap();
     for i in 0..rounds {
         files
             .write(&c, &p(&format!("/w{id}/{i}.txt")), &format!("{id}-{i}\n"))
@@ -86,10 +93,6 @@ async fn worker() {
         return;
     }
     let t = TempStore::new();
-    t.files
-        .write(&ctx(TENANT), &p("/ledger.txt"), "END")
-        .await
-        .unwrap();
     let (a, b) = (t.files.clone(), t.files.clone());
     tokio::join!(
         mixed_worker(&a, 0, 5),
@@ -192,19 +195,16 @@ async fn check_stream(db: &Path, at_least: usize) -> usize {
 
 #[tokio::test]
 async fn four_processes_writing_and_editing_lose_nothing() {
-    let t = TempStore::new();
-    t.files
-        .write(&ctx(TENANT), &p("/ledger.txt"), "END")
-        .await
-        .unwrap();
-    let children: Vec<Child> = (0..WORKERS)
-        .map(|id| spawn("mixed", &t.db_path(), id))
-        .collect();
+    // The database file does not exist yet: the workers race to create and
+    // migrate it, and to seed the ledger.
+    let dir = tempfile::TempDir::new().unwrap();
+    let db = dir.path().join("shared.db");
+    let children: Vec<Child> = (0..WORKERS).map(|id| spawn("mixed", &db, id)).collect();
     for mut child in children {
         let status = child.wait().unwrap();
         assert!(status.success(), "a worker failed: {status}");
     }
-    check_mixed(&t.db_path(), WORKERS, ROUNDS_PER_WORKER).await;
+    check_mixed(&db, WORKERS, ROUNDS_PER_WORKER).await;
 }
 
 fn random_below(n: u64) -> u64 {
