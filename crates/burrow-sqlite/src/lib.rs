@@ -34,6 +34,35 @@
 //! `grep` scan one index range of paths. The schema is versioned with
 //! `PRAGMA user_version` and migrated on open. Decisions are recorded in
 //! ADRs 0070 to 0074 under `docs/adr/`.
+//!
+//! # Example
+//!
+//! ```
+//! use burrow_backend::{Backend, FileContext, VPath};
+//! use burrow_sqlite::{Depth, SqliteStore, StoreBackend};
+//! use serde_json::json;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let dir = tempfile::tempdir()?;
+//! let store = SqliteStore::open(dir.path().join("agent.db"))?;
+//!
+//! // Long-term memory: (tenant, namespace, key) -> JSON.
+//! store.put("alice", &["memories", "user"], "likes", json!({"food": "soup"})).await?;
+//! let page = store.list("alice", &["memories"], Depth::Nested, 10).await?;
+//! assert_eq!(page.items[0].key, "likes");
+//!
+//! // Files, in the same database file, with a quota per tenant.
+//! let files = StoreBackend::builder(&store).max_bytes(100 << 20).build();
+//! let ctx = FileContext::for_tenant("alice").with_effect_key("tool-call-42");
+//! let path = VPath::parse("/notes/today.md")?;
+//! files.write(&ctx, &path, "# Today\n").await?;
+//! // A retried tool call with the same effect key changes nothing.
+//! files.write(&ctx, &path, "# Today\n").await?;
+//! assert_eq!(files.usage("alice").await?, (8, 1));
+//! # Ok(())
+//! # }
+//! ```
 
 mod backend;
 mod db;
