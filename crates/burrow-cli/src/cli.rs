@@ -61,6 +61,17 @@ Each output line is what --json prints for that operation, or {\"error\": {\"kin
 A bad line yields one error line and the batch goes on; blank lines are skipped. Changes are
 saved once at the end. Exit code: 0 all succeeded, 1 some line was refused, 2 some line failed.";
 
+#[cfg(feature = "mcp")]
+const MCP_HELP: &str = "\
+Serve the agent file tools (ls, read_file, write_file, edit_file, glob, grep, and execute on a
+sandbox backend) to an MCP client over stdin/stdout, until the client disconnects.
+
+stdout carries only the MCP protocol; notes go to stderr. Add it to a client's configuration as
+{\"mcpServers\": {\"burrow\": {\"command\": \"burrow\", \"args\": [\"mcp\", \"--backend\", \"state:work.json\"]}}}.
+A state:FILE.json workspace is saved after every tool call that changes it. A refusal (a missing
+file, an edit of a file not read first, a path outside the workspace) is a tool result with
+isError true; a storage failure is a JSON-RPC error.";
+
 /// One operation of the file contract.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -159,4 +170,8 @@ pub enum Command {
     /// Run JSON lines from stdin, one operation each; print one JSON result line each, in order.
     #[command(long_about = BATCH_HELP)]
     Batch,
+    /// Serve the agent file tools to an MCP client over stdin/stdout, until it disconnects.
+    #[cfg(feature = "mcp")]
+    #[command(long_about = MCP_HELP)]
+    Mcp,
 }

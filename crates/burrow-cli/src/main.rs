@@ -22,6 +22,8 @@
 
 mod batch;
 mod cli;
+#[cfg(feature = "mcp")]
+mod mcp;
 mod op;
 mod output;
 mod spec;
@@ -72,6 +74,10 @@ async fn run(cli: Cli) -> io::Result<Exit> {
         Ok(opened) => opened,
         Err(e) => return report(&e, json),
     };
+    #[cfg(feature = "mcp")]
+    if let cli::Command::Mcp = cli.command {
+        return mcp::run(opened, ctx).await;
+    }
     let op = match Op::from_command(cli.command) {
         Ok(Some(op)) => op,
         Ok(None) => {

@@ -130,6 +130,13 @@ impl Op {
             },
             Command::Exec { command, timeout } => Op::Exec { command, timeout },
             Command::Batch => return Ok(None),
+            // `burrow mcp` is served by main before any operation is built.
+            #[cfg(feature = "mcp")]
+            Command::Mcp => {
+                return Err(Error::invalid_argument(
+                    "mcp is a server, not a file operation.",
+                ));
+            }
         };
         Ok(Some(op))
     }

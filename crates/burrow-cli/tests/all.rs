@@ -9,6 +9,8 @@ mod all {
     mod commands;
     mod exit_codes;
     mod json;
+    #[cfg(feature = "mcp")]
+    mod mcp;
     mod state_file;
     mod support;
 }
