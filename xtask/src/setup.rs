@@ -35,6 +35,9 @@ pub const STEPS: &[(&str, Step)] = &[
 const PYTHON_PACKAGES: &[(&str, &str)] = &[
     // The Python StateBackend whose FileData documents burrow-types must read and write.
     ("pydantic-ai-backend", "0.2.37"),
+    // The official MCP SDK: the client that drives `burrow mcp` end to end
+    // (crates/burrow-cli/tests/all/mcp.rs). 2.3.0 supports Python 3.10+.
+    ("mcp", "2.3.0"),
 ];
 
 /// The state the steps share and the result of setup.
