@@ -128,8 +128,7 @@ fn lock<T>(mutex: &Mutex<T>) -> Result<MutexGuard<'_, T>> {
 fn open_connection(path: &Path, options: &SqliteOptions, read_only: bool) -> Result<Connection> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_CREATE
-        | OpenFlags::SQLITE_OPEN_NO_MUTEX
-        | OpenFlags::SQLITE_OPEN_URI;
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(path, flags).map_err(sql)?;
     conn.busy_timeout(options.busy_timeout).map_err(sql)?;
     conn.pragma_update(None, "synchronous", options.synchronous.pragma_value())

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use burrow_backend::{Backend, ErrorKind, GrepQuery};
-use burrow_sqlite::SqliteStore;
+use burrow_sqlite::{SqliteStore, Synchronous};
 use rusqlite::Connection;
 
 use super::common::{TempStore, ctx, p};
@@ -351,4 +351,38 @@ async fn a_writer_waits_for_another_to_finish() {
     t.files.write(&ctx("t"), &p("/a"), "x").await.unwrap();
     release.join().unwrap();
     assert_eq!(t.files.read_bytes(&ctx("t"), &p("/a")).await.unwrap(), b"x");
+}
+
+#[tokio::test]
+async fn options_are_applied_and_a_file_named_like_a_uri_is_a_file() {
+    let dir = tempfile::TempDir::new().unwrap();
+    // Not a URI: the database is this file, not an in-memory one.
+    let path = dir.path().join("file:x.db?mode=memory");
+    let store = SqliteStore::builder(&path)
+        .synchronous(Synchronous::Full)
+        .busy_timeout(Duration::from_millis(250))
+        .read_connections(0)
+        .mmap_size(0)
+        .open()
+        .unwrap();
+    let options = store.options();
+    assert_eq!(options.synchronous, Synchronous::Full);
+    assert_eq!(options.busy_timeout, Duration::from_millis(250));
+    assert_eq!((options.read_connections, options.mmap_size), (0, 0));
+    let files = store.files();
+    files.write(&ctx("t"), &p("/a.txt"), "kept").await.unwrap();
+    // With no pooled readers every read opens (and drops) a connection of its own.
+    for _ in 0..3 {
+        assert_eq!(
+            files.read_bytes(&ctx("t"), &p("/a.txt")).await.unwrap(),
+            b"kept"
+        );
+    }
+    drop((files, store));
+    assert!(path.exists());
+    let reopened = SqliteStore::open(&path).unwrap().files();
+    assert_eq!(
+        reopened.read_bytes(&ctx("t"), &p("/a.txt")).await.unwrap(),
+        b"kept"
+    );
 }
