@@ -51,19 +51,31 @@
 //!   Builders, options and quotas are in [`sqlite`]. Costs: rusqlite with a
 //!   **bundled SQLite compiled from C** (a C compiler at build time, the
 //!   slowest feature to build), tokio (`rt`), jiff, serde_json.
-//! - `full`: every feature below that this build of the facade offers.
+//! - `object-store`: [`ObjectStoreBackend`] over any store of the
+//!   `object_store` crate (in-memory and local-folder stores included):
+//!   directories are key prefixes, every change a conditional put, tenants
+//!   key prefixes; for deployments that outgrow one machine. The crate (with
+//!   the `object_store` crate it builds on) is [`object_store`]. Costs:
+//!   object_store (with walkdir and nix for its local store), tokio (`rt`,
+//!   `sync`, `time`), futures, bytes, sha2, jiff.
+//! - `s3`: `ObjectStoreBackend::from_s3_url("s3://bucket/prefix")`, reading
+//!   endpoint and credentials from the AWS environment variables. `gcs` and
+//!   `azure` turn on object_store's Google Cloud Storage and Azure Blob
+//!   stores, which you build and hand to `ObjectStoreBackend::new`. Each
+//!   implies `object-store`. Costs: object_store's cloud client: reqwest,
+//!   hyper, rustls with **aws-lc-rs compiled from C**, quick-xml, chrono
+//!   (shared by all three).
+//! - `runtime`: the agent runtime as [`runtime`]: the file tools an agent
+//!   calls (ls, read_file, write_file, edit_file, glob, grep, execute) with
+//!   JSON Schemas, model-facing rendering and the read-before-edit guard.
+//!   Costs: schemars, sha2, tokio (`sync`). The MCP server is the
+//!   runtime crate's own `mcp` feature.
+//! - `full`: every feature this build of the facade offers.
 //!
-//! The backends below are being written and are not offered by this build
-//! of the facade yet; each will be one feature as listed (DESIGN.md §2):
+//! Being written, not offered by this build of the facade yet (DESIGN.md §2):
 //!
-//! - `object-store`: `ObjectStoreBackend` over the `object_store` crate
-//!   (in-memory and local stores). `s3`, `gcs`, `azure` add those clouds and
-//!   with them an HTTP client with rustls.
 //! - `docker`: `DockerSandbox`, files and `execute` in a container. Costs:
 //!   bollard (hyper, an HTTP client over the Docker socket) and tar.
-//! - `runtime`: the agent runtime (tools, hooks, models, sessions, runner).
-//!   Costs: reqwest, rusqlite, schemars and the `sqlite` and `composite`
-//!   backends it builds on.
 
 // ---------------------------------------------------------------------------
 // Always: the wire types and the contract.
@@ -101,8 +113,19 @@ pub use burrow_composite as composite;
 #[doc(inline)]
 pub use burrow_composite::CompositeBackend;
 
+/// The `object-store` backend crate (`burrow-object-store`): options, keys,
+/// replay, and the `object_store` crate itself (`object_store::object_store`)
+/// to build stores with.
+#[cfg(feature = "object-store")]
+pub use burrow_object_store as object_store;
+#[cfg(feature = "object-store")]
+#[doc(inline)]
+pub use burrow_object_store::ObjectStoreBackend;
+
+/// The agent runtime (`burrow-runtime`): the file tools an agent calls, rendered for a model.
+#[cfg(feature = "runtime")]
+pub use burrow_runtime as runtime;
+
 // --- backends being written in parallel: wire each one here, behind its
 // --- feature, with the same shape as `fs` above, e.g.
-// #[cfg(feature = "object-store")]    -> burrow_object_store::ObjectStoreBackend
 // #[cfg(feature = "docker")]          -> burrow_docker::DockerSandbox
-// #[cfg(feature = "runtime")]         -> pub use burrow_runtime as runtime;
