@@ -38,6 +38,12 @@ SPEC:
   memory:            a fresh in-memory workspace, gone when burrow exits (the default)
   state:FILE.json    a FileData JSON document; a missing file is an empty workspace,
                      created on the first write; written back atomically after a change
+  fs:DIR             a folder on this machine, created when missing; files are plain files
+  sqlite:FILE.db     a SQLite database, created when missing; --tenant picks whose files
+  s3://BUCKET/PREFIX keys beneath PREFIX in an S3 bucket; endpoint, region and credentials
+                     from the AWS_* environment variables (AWS_ENDPOINT_URL, ...)
+  PREFIX=SPEC        mounts SPEC at PREFIX (e.g. /memories=sqlite:mem.db); with mounts,
+                     the default backend is the plain SPEC or /=SPEC (memory: if none)
 
 Human output: ls prints `KIND SIZE MODIFIED PATH` lines, read prints numbered lines,
 grep prints `path:line:text`, glob prints one path a line. A truncated ls, glob, grep or

@@ -16,7 +16,7 @@
 // A build with no backend feature has nothing to open: the spec plumbing
 // is then unused, and that is fine.
 #![cfg_attr(
-    not(feature = "state"),
+    not(any(feature = "state", feature = "fs", feature = "sqlite", feature = "s3")),
     allow(dead_code, unused_imports, unused_variables)
 )]
 
@@ -24,6 +24,8 @@ mod batch;
 mod cli;
 #[cfg(feature = "mcp")]
 mod mcp;
+#[cfg(feature = "composite")]
+mod mounts;
 mod op;
 mod output;
 mod spec;

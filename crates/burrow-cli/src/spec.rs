@@ -1,15 +1,19 @@
 //! Backend specs (`--backend SPEC`): parsing and opening; each backend is one match arm behind its cargo feature.
 //!
-//! To add a backend: a variant of [`Spec`], an arm in `Spec::from_str` and
-//! an arm in `Spec::open`, each behind the backend's cargo feature (see the
-//! `--- wire here` markers), plus a line in [`KNOWN`].
+//! To add a backend: a variant of [`Spec`], an arm in `Spec::from_str`,
+//! `Display` and `Spec::open`, each behind the backend's cargo feature, plus
+//! a line in [`KNOWN`] and in `available`. Mounts (`PREFIX=SPEC`) are put
+//! together into a composite by `crate::mounts` (docs/adr/0120).
 
+use std::collections::BTreeSet;
 use std::fmt;
+#[cfg(feature = "sqlite")]
+use std::path::Path;
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::Arc;
 
-use burrow::{Backend, Result};
+use burrow::{Backend, Error, Result, VPath};
 
 /// Every scheme burrow knows, and the cargo feature that brings it, so a
 /// build without it can say which feature is missing.
@@ -19,10 +23,13 @@ const KNOWN: &[(&str, &str)] = &[
     ("fs", "fs"),
     ("sqlite", "sqlite"),
     ("s3", "s3"),
-    ("gs", "gcs"),
-    ("az", "azure"),
     ("docker", "docker"),
 ];
+
+/// Object-store schemes the library offers but the command does not open
+/// (docs/adr/0121), with what to use instead.
+const NOT_OFFERED: &[(&str, &str)] =
+    &[("gs", "Google Cloud Storage"), ("az", "Azure Blob Storage")];
 
 /// What one backend spec names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,11 +40,15 @@ pub enum Spec {
     /// `state:FILE.json`: a FileData document on the host, saved after changes.
     #[cfg(feature = "state")]
     State(PathBuf),
-    // --- wire here: one variant per backend, behind its feature, e.g.
-    // #[cfg(feature = "fs")] Fs(PathBuf),            fs:DIR
-    // #[cfg(feature = "sqlite")] Sqlite(PathBuf),    sqlite:FILE.db
-    // #[cfg(feature = "s3")] S3(String),             s3://bucket/prefix
-    // #[cfg(feature = "docker")] Docker(String),     docker:IMAGE
+    /// `fs:DIR`: a folder on the host (created when missing).
+    #[cfg(feature = "fs")]
+    Fs(PathBuf),
+    /// `sqlite:FILE.db`: a SQLite database on the host (created when missing).
+    #[cfg(feature = "sqlite")]
+    Sqlite(PathBuf),
+    /// `s3://bucket/prefix`, kept whole: a bucket and key prefix on S3.
+    #[cfg(feature = "s3")]
+    S3(String),
 }
 
 impl FromStr for Spec {
@@ -58,9 +69,21 @@ impl FromStr for Spec {
             "state" if rest.is_empty() => Err("state: needs a file, e.g. state:work.json".into()),
             #[cfg(feature = "state")]
             "state" => Ok(Spec::State(PathBuf::from(rest))),
-            // --- wire here: one arm per backend, behind its feature, e.g.
-            // #[cfg(feature = "fs")]
-            // "fs" => Ok(Spec::Fs(PathBuf::from(rest))),
+            #[cfg(feature = "fs")]
+            "fs" if rest.is_empty() => Err("fs: needs a folder, e.g. fs:./work".into()),
+            #[cfg(feature = "fs")]
+            "fs" => Ok(Spec::Fs(PathBuf::from(rest))),
+            #[cfg(feature = "sqlite")]
+            "sqlite" if rest.is_empty() => {
+                Err("sqlite: needs a database file, e.g. sqlite:agent.db".into())
+            }
+            #[cfg(feature = "sqlite")]
+            "sqlite" => Ok(Spec::Sqlite(PathBuf::from(rest))),
+            #[cfg(feature = "s3")]
+            "s3" => match burrow::object_store::parse_s3_url(text) {
+                Ok(_) => Ok(Spec::S3(text.to_owned())),
+                Err(e) => Err(e.message().to_owned()),
+            },
             _ => Err(unknown_scheme(scheme)),
         }
     }
@@ -68,6 +91,12 @@ impl FromStr for Spec {
 
 /// The message for a scheme this build cannot open.
 fn unknown_scheme(scheme: &str) -> String {
+    if let Some((_, store)) = NOT_OFFERED.iter().find(|(name, _)| *name == scheme) {
+        return format!(
+            "the burrow command does not open {scheme}: specs; {store} is reached from Rust \
+             (the burrow crate's `object-store` feature with an object_store client)"
+        );
+    }
     match KNOWN.iter().find(|(name, _)| *name == scheme) {
         Some((_, feature)) => format!(
             "this burrow was built without the `{feature}` feature, so it cannot open {scheme}: specs"
@@ -85,7 +114,12 @@ fn available() -> Vec<&'static str> {
     let mut out: Vec<&'static str> = Vec::new();
     #[cfg(feature = "state")]
     out.extend(["memory:", "state:FILE.json"]);
-    // --- wire here: e.g. #[cfg(feature = "fs")] out.push("fs:DIR");
+    #[cfg(feature = "fs")]
+    out.push("fs:DIR");
+    #[cfg(feature = "sqlite")]
+    out.push("sqlite:FILE.db");
+    #[cfg(feature = "s3")]
+    out.push("s3://BUCKET/PREFIX");
     if out.is_empty() {
         out.push("nothing (it was built with no backend feature)");
     }
@@ -99,7 +133,12 @@ impl fmt::Display for Spec {
             Spec::Memory => f.write_str("memory:"),
             #[cfg(feature = "state")]
             Spec::State(path) => write!(f, "state:{}", path.display()),
-            // --- wire here
+            #[cfg(feature = "fs")]
+            Spec::Fs(path) => write!(f, "fs:{}", path.display()),
+            #[cfg(feature = "sqlite")]
+            Spec::Sqlite(path) => write!(f, "sqlite:{}", path.display()),
+            #[cfg(feature = "s3")]
+            Spec::S3(url) => f.write_str(url),
             #[allow(unreachable_patterns)]
             _ => f.write_str("?"),
         }
@@ -109,9 +148,11 @@ impl fmt::Display for Spec {
 /// One `--backend` value: a SPEC, or `PREFIX=SPEC` (a mount at PREFIX).
 ///
 /// A value is a mount when it starts with "/" and holds a "=": `/data=fs:./data`.
+/// The prefix is normalised as a path ("/data/" is "/data"), and `/=SPEC`
+/// names the default backend, as a plain SPEC does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BackendArg {
-    /// The mount prefix, for `PREFIX=SPEC`.
+    /// The mount prefix (normalised, never "/"), for `PREFIX=SPEC`.
     pub mount: Option<String>,
     /// The backend.
     pub spec: Spec,
@@ -124,8 +165,10 @@ impl FromStr for BackendArg {
         if text.starts_with('/')
             && let Some((prefix, spec)) = text.split_once('=')
         {
+            let prefix = VPath::parse(prefix)
+                .map_err(|e| format!("`{text}` has a bad mount prefix: {}", e.message()))?;
             return Ok(BackendArg {
-                mount: Some(prefix.to_owned()),
+                mount: (!prefix.is_root()).then(|| prefix.as_str().to_owned()),
                 spec: spec.parse()?,
             });
         }
@@ -138,15 +181,24 @@ impl FromStr for BackendArg {
 
 /// Checks the `--backend` flags together; a usage error (exit 2) otherwise.
 pub fn check(args: &[BackendArg]) -> Result<(), String> {
-    let plain = args.iter().filter(|a| a.mount.is_none()).count();
-    if plain > 1 {
+    let defaults = args.iter().filter(|a| a.mount.is_none()).count();
+    if defaults > 1 {
         return Err(format!(
-            "{plain} --backend flags without PREFIX=: give one default backend and mount the \
-             others, e.g. --backend memory: --backend /data=state:data.json"
+            "{defaults} --backend flags name the default backend (a SPEC without PREFIX=, or \
+             /=SPEC): give one default and mount the others, e.g. --backend fs:./work \
+             --backend /data=state:data.json"
         ));
     }
-    // --- wire here: with the `composite` feature, mounts become a CompositeBackend.
-    if let Some(mount) = args.iter().find_map(|a| a.mount.as_deref()) {
+    let mut prefixes = BTreeSet::new();
+    for prefix in args.iter().filter_map(|a| a.mount.as_deref()) {
+        if !prefixes.insert(prefix) {
+            return Err(format!(
+                "two --backend flags mount at {prefix}; each prefix takes one backend"
+            ));
+        }
+    }
+    #[cfg(not(feature = "composite"))]
+    if let Some(mount) = prefixes.first() {
         return Err(format!(
             "the mount {mount}= needs the `composite` feature, which this burrow was built without"
         ));
@@ -189,16 +241,38 @@ impl Opened {
     pub fn save(&self) -> Result<()> {
         self.savers.iter().try_for_each(|s| s.save())
     }
+
+    /// Takes over what `part` must save, and returns its backend (to mount
+    /// it inside this one).
+    #[cfg(feature = "composite")]
+    pub fn adopt(&mut self, part: Opened) -> Arc<dyn Backend> {
+        self.savers.extend(part.savers);
+        part.backend
+    }
 }
 
-/// Opens the backend the flags name: `memory:` when there is none.
+/// Opens the backend the flags name: the default (`memory:` when there is
+/// none), with every mount over it as a composite.
 ///
 /// `args` must have passed [`check`].
 pub async fn open(args: &[BackendArg]) -> Result<Opened> {
-    match args.iter().find(|a| a.mount.is_none()) {
-        Some(arg) => arg.spec.open().await,
-        None => default_spec()?.open().await,
+    let default = match args.iter().find(|a| a.mount.is_none()) {
+        Some(arg) => arg.spec.open().await?,
+        None => default_spec()?.open().await?,
+    };
+    let mounts: Vec<(&str, &Spec)> = args
+        .iter()
+        .filter_map(|a| Some((a.mount.as_deref()?, &a.spec)))
+        .collect();
+    if mounts.is_empty() {
+        return Ok(default);
     }
+    #[cfg(feature = "composite")]
+    return crate::mounts::compose(default, &mounts).await;
+    #[cfg(not(feature = "composite"))]
+    return Err(burrow::Error::failure_msg(
+        "mounts need the `composite` feature, which this burrow was built without",
+    ));
 }
 
 /// The backend used when no `--backend` is given: `memory:`.
@@ -219,12 +293,46 @@ impl Spec {
             Spec::Memory => Ok(Opened::new(Arc::new(burrow::StateBackend::new()))),
             #[cfg(feature = "state")]
             Spec::State(path) => crate::state_file::open(path),
-            // --- wire here: one arm per backend, behind its feature.
+            #[cfg(feature = "fs")]
+            Spec::Fs(dir) => {
+                let backend = burrow::FsBackend::open_or_create(dir, burrow::FsOptions::default())
+                    .map_err(|e| self.cannot_open(e))?;
+                Ok(Opened::new(Arc::new(backend)))
+            }
+            #[cfg(feature = "sqlite")]
+            Spec::Sqlite(file) => {
+                create_parent(file).map_err(|e| self.cannot_open(e))?;
+                let backend = burrow::StoreBackend::open(file).map_err(|e| self.cannot_open(e))?;
+                Ok(Opened::new(Arc::new(backend)))
+            }
+            #[cfg(feature = "s3")]
+            Spec::S3(url) => {
+                let backend = burrow::ObjectStoreBackend::from_s3_url(url)
+                    .map_err(|e| self.cannot_open(e))?;
+                Ok(Opened::new(Arc::new(backend)))
+            }
             #[allow(unreachable_patterns)]
             _ => Err(burrow::Error::failure_msg(format!(
                 "{self} cannot be opened by this build"
             ))),
         }
+    }
+
+    /// A failure to open this spec, naming it (host paths included: on the
+    /// command line the reader owns the storage), with `cause` as its source.
+    #[allow(dead_code)]
+    fn cannot_open(&self, cause: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Error {
+        let cause = cause.into();
+        Error::failure(format!("cannot open {self}: {cause}"), cause)
+    }
+}
+
+/// Creates the folder `file` will be created in, when missing.
+#[cfg(feature = "sqlite")]
+fn create_parent(file: &Path) -> std::io::Result<()> {
+    match file.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => std::fs::create_dir_all(dir),
+        _ => Ok(()),
     }
 }
 
@@ -258,6 +366,59 @@ mod tests {
         // A known scheme the parser did not take names its missing feature.
         let err = unknown_scheme("docker");
         assert!(err.contains("`docker` feature"), "{err}");
+        // Schemes the command never opens say what to use instead.
+        let err = "gs://bucket/p".parse::<Spec>().unwrap_err();
+        assert!(err.contains("does not open gs: specs"), "{err}");
+    }
+
+    #[cfg(all(feature = "fs", feature = "sqlite"))]
+    #[test]
+    fn parses_fs_and_sqlite_specs() {
+        assert_eq!(
+            "fs:./work".parse::<Spec>(),
+            Ok(Spec::Fs(PathBuf::from("./work")))
+        );
+        assert_eq!(
+            "sqlite:a:b.db".parse::<Spec>(),
+            Ok(Spec::Sqlite(PathBuf::from("a:b.db")))
+        );
+        assert!(
+            "fs:"
+                .parse::<Spec>()
+                .unwrap_err()
+                .contains("needs a folder")
+        );
+        assert!(
+            "sqlite:"
+                .parse::<Spec>()
+                .unwrap_err()
+                .contains("needs a database")
+        );
+        assert_eq!(Spec::Fs(PathBuf::from("w")).to_string(), "fs:w");
+        assert_eq!(
+            Spec::Sqlite(PathBuf::from("m.db")).to_string(),
+            "sqlite:m.db"
+        );
+    }
+
+    #[cfg(feature = "s3")]
+    #[test]
+    fn parses_s3_urls_whole() {
+        assert_eq!(
+            "s3://bucket/some/prefix".parse::<Spec>(),
+            Ok(Spec::S3("s3://bucket/some/prefix".to_owned()))
+        );
+        assert_eq!("s3://b".parse::<Spec>(), Ok(Spec::S3("s3://b".to_owned())));
+        assert!(
+            "s3:///nobucket"
+                .parse::<Spec>()
+                .unwrap_err()
+                .contains("no bucket")
+        );
+        assert!("s3:bucket".parse::<Spec>().is_err());
+        let arg: BackendArg = "/data=s3://b/p".parse().unwrap();
+        assert_eq!(arg.mount.as_deref(), Some("/data"));
+        assert_eq!(arg.spec.to_string(), "s3://b/p");
     }
 
     #[cfg(feature = "state")]
@@ -269,6 +430,13 @@ mod tests {
         let arg: BackendArg = "state:/abs/x=y.json".parse().unwrap();
         assert_eq!(arg.mount, None);
         assert_eq!(arg.spec, Spec::State(PathBuf::from("/abs/x=y.json")));
+        // Prefixes are normalised; "/" names the default backend.
+        let arg: BackendArg = "/data/./x/=memory:".parse().unwrap();
+        assert_eq!(arg.mount.as_deref(), Some("/data/x"));
+        let arg: BackendArg = "/=memory:".parse().unwrap();
+        assert_eq!(arg.mount, None);
+        let err = "/../x=memory:".parse::<BackendArg>().unwrap_err();
+        assert!(err.contains("bad mount prefix"), "{err}");
     }
 
     #[cfg(feature = "state")]
@@ -278,5 +446,21 @@ mod tests {
         assert!(check(&args).unwrap_err().contains("2 --backend flags"));
         assert!(check(&args[..1]).is_ok());
         assert!(check(&[]).is_ok());
+        // `/=SPEC` is a default too.
+        let args: Vec<BackendArg> = vec!["memory:".parse().unwrap(), "/=memory:".parse().unwrap()];
+        assert!(check(&args).unwrap_err().contains("2 --backend flags"));
+    }
+
+    #[cfg(all(feature = "state", feature = "composite"))]
+    #[test]
+    fn mounts_need_distinct_prefixes() {
+        let args: Vec<BackendArg> =
+            vec!["/m=memory:".parse().unwrap(), "/n=memory:".parse().unwrap()];
+        assert!(check(&args).is_ok());
+        let args: Vec<BackendArg> = vec![
+            "/m=memory:".parse().unwrap(),
+            "/m/=memory:".parse().unwrap(),
+        ];
+        assert!(check(&args).unwrap_err().contains("mount at /m"));
     }
 }

@@ -10,13 +10,16 @@
 //!   temporary file is left behind on success.
 //! - Two processes changing one state file at once: the last to save wins
 //!   (there is no lock; see docs/adr/0041).
+//! - A save that finds the document unchanged since it was loaded or last
+//!   saved writes nothing: a mutation that went to another mount of a
+//!   composite leaves this file alone (docs/adr/0120).
 
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use burrow::types::{files_document_to_json, parse_files_document};
+use burrow::types::{FilesDocument, files_document_to_json, parse_files_document};
 use burrow::{Error, Result, StateBackend};
 
 use crate::spec::{Opened, Saver};
@@ -26,6 +29,7 @@ pub fn open(path: &Path) -> Result<Opened> {
     let backend = load(path)?;
     let saver = StateFile {
         path: path.to_owned(),
+        saved: Mutex::new(backend.files()),
         backend: backend.clone(),
     };
     Ok(Opened::with_saver(Arc::new(backend), Box::new(saver)))
@@ -73,17 +77,27 @@ fn load(path: &Path) -> Result<StateBackend> {
 struct StateFile {
     path: PathBuf,
     backend: StateBackend,
+    /// The document as loaded or last saved: saving it again would change nothing.
+    saved: Mutex<FilesDocument>,
 }
 
 impl Saver for StateFile {
     fn save(&self) -> Result<()> {
-        let json = files_document_to_json(&self.backend.files());
+        let doc = self.backend.files();
+        // A poisoned lock only means an earlier save panicked; the snapshot is still a document.
+        let mut saved = self.saved.lock().unwrap_or_else(|e| e.into_inner());
+        if *saved == doc {
+            return Ok(());
+        }
+        let json = files_document_to_json(&doc);
         write_atomically(&self.path, json.as_bytes()).map_err(|e| {
             Error::failure(
                 format!("cannot save state file {}: {e}", self.path.display()),
                 e,
             )
-        })
+        })?;
+        *saved = doc;
+        Ok(())
     }
 }
 

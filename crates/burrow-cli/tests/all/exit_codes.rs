@@ -120,7 +120,14 @@ fn bad_usage_is_exit_2_from_clap() {
         &["--backend", "nope:x", "ls"],
         &["--backend", "memory", "ls"],
         &["--backend", "memory:", "--backend", "memory:", "ls"],
-        &["--backend", "/data=memory:", "ls"],
+        &[
+            "--backend",
+            "/data=memory:",
+            "--backend",
+            "/data/=memory:",
+            "ls",
+        ],
+        &["--backend", "/../x=memory:", "ls"],
     ];
     for args in cases {
         let run = burrow_in(ws.dir(), args, b"");
