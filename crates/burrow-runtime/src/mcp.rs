@@ -10,7 +10,7 @@
 //! - A failure (the storage broke, a state file could not be saved) is a
 //!   JSON-RPC error `-32603` whose message starts with "storage failure:",
 //!   also written to stderr with its cause chain for the operator
-//!   (docs/adr/0111).
+//!   (docs/adr/0112).
 
 use std::error::Error as _;
 use std::sync::Arc;
