@@ -9,6 +9,7 @@ mod bench;
 mod ci;
 mod cmd;
 mod deny;
+mod docker_images;
 mod manifest;
 mod setup;
 mod tidy;

@@ -29,6 +29,14 @@ pub const STEPS: &[(&str, Step)] = &[
     ("cargo-nextest", cargo_nextest),
     ("Python packages for interop tests", python_packages),
     ("S3-compatible test server (moto) on 127.0.0.1", s3_server),
+    (
+        "Docker test image (busybox)",
+        crate::docker_images::busybox_image,
+    ),
+    (
+        "Docker test image with python3 (debootstrap)",
+        crate::docker_images::python_image,
+    ),
 ];
 
 /// Python packages the tests import, pinned: `(name, version)`.

@@ -1,0 +1,2 @@
+//! Benchmarks of DockerSandbox (written below).
+fn main() {}

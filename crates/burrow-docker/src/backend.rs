@@ -1,0 +1,319 @@
+//! The file contract (`Backend`) and `Sandbox::execute` on a `DockerSandbox`.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use burrow_backend::text::{apply_edit, check_size, edit_result, read_window};
+use burrow_backend::{
+    Backend, Capabilities, CompiledGrep, EditResult, Error, ErrorKind, ExecuteResponse,
+    FileContext, Glob, GlobResult, GrepQuery, GrepResult, Limits, LineWindow, Listing, Result,
+    Sandbox, VPath, WriteResult,
+};
+
+use crate::archive;
+use crate::exec::{self, ExecEnv};
+use crate::listing::{self, Place};
+use crate::paths::{self, Follow, Kind, Resolved, special};
+use crate::sandbox::DockerSandbox;
+use crate::search::{self, GlobVisit, GrepVisit};
+
+/// Permission bits of a new file.
+const NEW_FILE_MODE: u32 = 0o644;
+
+impl DockerSandbox {
+    fn exec_env(&self) -> ExecEnv<'_> {
+        ExecEnv {
+            id: &self.id,
+            work_dir: self.layout.work_dir(),
+            env: &self.env,
+            user: self.options.user.as_deref(),
+        }
+    }
+
+    fn place(&self) -> Place<'_> {
+        Place {
+            docker: &self.docker,
+            at: self.exec_env(),
+            layout: &self.layout,
+        }
+    }
+
+    fn limits(&self) -> Limits {
+        Limits {
+            max_file_size: self.options.max_file_size,
+            max_results: self.options.max_results,
+        }
+    }
+
+    async fn resolve(&self, path: &VPath, follow: Follow) -> Result<Resolved> {
+        paths::resolve(&self.docker, &self.id, &self.layout, path, follow).await
+    }
+
+    /// The real path of the regular file at `path`, refusing anything else.
+    async fn file(&self, path: &VPath) -> Result<(String, paths::Stat)> {
+        let resolved = self.resolve(path, Follow::Yes).await?;
+        match resolved.target {
+            None => Err(Error::not_found(path)),
+            Some((_, s)) if s.kind == Kind::Dir => Err(Error::is_a_directory(path)),
+            Some((_, s)) if s.kind != Kind::File => Err(special(path)),
+            Some((real, s)) => {
+                check_size(path, s.size, self.options.max_file_size)?;
+                Ok((real, s))
+            }
+        }
+    }
+
+    async fn fetch(&self, path: &VPath) -> Result<(Vec<u8>, String, u32)> {
+        let (real, stat) = self.file(path).await?;
+        let bytes = archive::download_file(
+            &self.docker,
+            &self.id,
+            &real,
+            path,
+            self.options.max_file_size,
+        )
+        .await?;
+        Ok((bytes, real, stat.perm))
+    }
+
+    /// Writes `bytes` at `path` (the caller holds its lock).
+    async fn put(&self, path: &VPath, bytes: &[u8]) -> Result<()> {
+        if path.is_root() {
+            return Err(Error::is_a_directory(path));
+        }
+        check_size(path, bytes.len() as u64, self.options.max_file_size)?;
+        let resolved = self.resolve(path, Follow::Yes).await?;
+        if resolved.dangling {
+            return Err(Error::refusal(
+                ErrorKind::PermissionDenied,
+                format!(
+                    "{path} goes through a symbolic link that leads nowhere; write to the link's target instead."
+                ),
+            ));
+        }
+        if let Some(file) = &resolved.blocked_by {
+            return Err(Error::not_a_directory(file));
+        }
+        let (dest, dirs, name, perm) = match &resolved.target {
+            Some((_, s)) if s.kind == Kind::Dir => return Err(Error::is_a_directory(path)),
+            Some((_, s)) if s.kind != Kind::File => return Err(special(path)),
+            Some((real, s)) => {
+                let (parent, name) = paths::split(real);
+                (parent.to_owned(), Vec::new(), name.to_owned(), s.perm)
+            }
+            None => {
+                let missing = &resolved.missing;
+                let dirs: Vec<String> =
+                    (1..missing.len()).map(|n| missing[..n].join("/")).collect();
+                (
+                    resolved.base.clone(),
+                    dirs,
+                    missing.join("/"),
+                    NEW_FILE_MODE,
+                )
+            }
+        };
+        let tar = archive::tar_of(&dirs, Some((&name, bytes, perm)), self.owner)?;
+        archive::upload(&self.docker, &self.id, &dest, tar).await
+    }
+}
+
+#[async_trait]
+impl Backend for DockerSandbox {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::minimal()
+            .with_exec(true)
+            .with_empty_dirs(true)
+            .with_modified_at(true)
+            .with_symlinks(true)
+            .with_limits(self.limits())
+    }
+
+    fn lock_scope(&self) -> &str {
+        &self.scope
+    }
+
+    async fn ls(&self, _ctx: &FileContext, dir: &VPath, limit: usize) -> Result<Listing> {
+        let _busy = self.begin()?;
+        let resolved = self.resolve(dir, Follow::Yes).await?;
+        match resolved.target {
+            None => Err(Error::not_found(dir)),
+            Some((_, s)) if s.kind == Kind::File => Err(Error::not_a_directory(dir)),
+            Some((_, s)) if s.kind != Kind::Dir => Err(special(dir)),
+            Some((real, _)) => {
+                listing::list(&self.place(), dir, &real, self.limits().results(limit)).await
+            }
+        }
+    }
+
+    async fn read(
+        &self,
+        _ctx: &FileContext,
+        path: &VPath,
+        offset: usize,
+        limit: usize,
+    ) -> Result<LineWindow> {
+        let _busy = self.begin()?;
+        let (bytes, _, _) = self.fetch(path).await?;
+        read_window(path, &bytes, offset, limit)
+    }
+
+    async fn read_bytes(&self, _ctx: &FileContext, path: &VPath) -> Result<Vec<u8>> {
+        let _busy = self.begin()?;
+        Ok(self.fetch(path).await?.0)
+    }
+
+    async fn write_bytes(
+        &self,
+        _ctx: &FileContext,
+        path: &VPath,
+        bytes: &[u8],
+    ) -> Result<WriteResult> {
+        let _busy = self.begin()?;
+        let _lock = self.locks.lock(path).await;
+        self.put(path, bytes).await?;
+        Ok(WriteResult::written(path.as_str()))
+    }
+
+    async fn edit(
+        &self,
+        _ctx: &FileContext,
+        path: &VPath,
+        old: &str,
+        new: &str,
+        replace_all: bool,
+    ) -> Result<EditResult> {
+        let _busy = self.begin()?;
+        burrow_backend::text::check_edit_args(old, new)?;
+        let _lock = self.locks.lock(path).await;
+        let (bytes, _, _) = self.fetch(path).await?;
+        let (edited, count) = apply_edit(path, &bytes, old, new, replace_all)?;
+        self.put(path, &edited).await?;
+        Ok(edit_result(path, count))
+    }
+
+    async fn delete(&self, _ctx: &FileContext, path: &VPath) -> Result<()> {
+        let _busy = self.begin()?;
+        if path.is_root() {
+            return Err(Error::refusal(
+                ErrorKind::InvalidPath,
+                "the workspace root \"/\" cannot be deleted; delete the entries beneath it.",
+            ));
+        }
+        let _lock = self.locks.lock(path).await;
+        let resolved = self.resolve(path, Follow::No).await?;
+        match resolved.target {
+            None => Err(Error::not_found(path)),
+            Some((real, _)) => listing::delete(&self.place(), path, &real).await,
+        }
+    }
+
+    async fn glob(
+        &self,
+        _ctx: &FileContext,
+        pattern: &str,
+        under: &VPath,
+        limit: usize,
+    ) -> Result<GlobResult> {
+        let _busy = self.begin()?;
+        let glob = Glob::new(pattern)?;
+        let limit = self.limits().results(limit);
+        let resolved = self.resolve(under, Follow::Yes).await?;
+        let real = match resolved.target {
+            None => return Ok(GlobResult::default()),
+            Some((_, s)) if s.kind == Kind::File => return Err(Error::not_a_directory(under)),
+            Some((_, s)) if s.kind != Kind::Dir => return Ok(GlobResult::default()),
+            Some((real, _)) => real,
+        };
+        let visit = archive::walk(
+            &self.docker,
+            &self.id,
+            &real,
+            GlobVisit::new(glob, under.clone()),
+        )
+        .await?;
+        let mut files = visit.files;
+        for link in visit.links {
+            if let Ok(Resolved {
+                target: Some((_, s)),
+                ..
+            }) = self.resolve(&link, Follow::Yes).await
+                && s.kind == Kind::File
+            {
+                files.push(burrow_backend::FileInfo {
+                    name: link.name().to_owned(),
+                    path: link.to_string(),
+                    is_dir: false,
+                    size: Some(s.size),
+                    modified_at: s.modified_at,
+                });
+            }
+        }
+        Ok(search::glob_result(files, limit))
+    }
+
+    async fn grep(
+        &self,
+        _ctx: &FileContext,
+        query: &GrepQuery,
+        under: &VPath,
+        limit: usize,
+    ) -> Result<GrepResult> {
+        let _busy = self.begin()?;
+        let grep = CompiledGrep::new(query)?;
+        let limit = self.limits().results(limit);
+        let resolved = self.resolve(under, Follow::Yes).await?;
+        let max = self.options.max_file_size;
+        let real = match resolved.target {
+            None => return Ok(GrepResult::default()),
+            Some((_, s)) if s.kind == Kind::File => {
+                if !grep.includes(under.name()) || s.size > max {
+                    return Ok(GrepResult::default());
+                }
+                let (bytes, _, _) = self.fetch(under).await?;
+                let found = search::search(&grep, under, &bytes, limit.saturating_add(1));
+                return Ok(search::grep_result(vec![(under.clone(), found)], limit));
+            }
+            Some((_, s)) if s.kind != Kind::Dir => return Ok(GrepResult::default()),
+            Some((real, _)) => real,
+        };
+        let visit = GrepVisit::new(grep.clone(), under.clone(), limit, max);
+        let visit = archive::walk(&self.docker, &self.id, &real, visit).await?;
+        let mut found = visit.found;
+        for path in visit.later {
+            // A link leading out, nowhere, or to something not a file is passed by.
+            if let Ok((bytes, _, _)) = self.fetch(&path).await {
+                let matches = search::search(&grep, &path, &bytes, limit.saturating_add(1));
+                if !matches.is_empty() {
+                    found.push((path, matches));
+                }
+            }
+        }
+        Ok(search::grep_result(found, limit))
+    }
+
+    fn as_sandbox(&self) -> Option<&dyn Sandbox> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl Sandbox for DockerSandbox {
+    async fn execute(
+        &self,
+        _ctx: &FileContext,
+        command: &str,
+        timeout: Option<Duration>,
+    ) -> Result<ExecuteResponse> {
+        let _busy = self.begin()?;
+        let timeout = timeout.unwrap_or(self.options.exec_timeout);
+        exec::execute(
+            &self.docker,
+            self.exec_env(),
+            command,
+            self.options.output_cap,
+            timeout,
+        )
+        .await
+    }
+}

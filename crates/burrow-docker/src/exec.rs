@@ -1,0 +1,342 @@
+//! Commands in the container through exec: the agent's `sh -c` with output cap and timeout, and small argv helpers (listing, delete).
+//!
+//! The engine has no API to kill an exec. So every command runs under a
+//! constant wrapper, `exec 2>&1; echo "$$"; exec sh -c -- "$1"`, given the
+//! command as an argv element (never spliced into a script). The engine
+//! starts each exec as the leader of its own session and process group, so
+//! the PID the wrapper prints first is the group of everything the command
+//! starts; at the timeout a second exec runs `kill -9 -PGID`. Merging stderr
+//! into stdout inside the container keeps the two interleaved exactly as
+//! written, whatever order the engine would forward two pipes in.
+
+use std::time::Duration;
+
+use bollard::Docker;
+use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
+use burrow_backend::{Error, ExecuteResponse, Result, TIMEOUT_EXIT_CODE};
+use futures::StreamExt;
+use tokio::time::Instant;
+
+use crate::engine;
+use crate::paths::{gone, is_no_such_container};
+
+/// The wrapper every `execute` runs: prints its PID (= process group), then becomes the command.
+const WRAPPER: &str = "exec 2>&1; echo \"$$\"; exec sh -c -- \"$1\"";
+/// Kills the process group given as `$1`.
+const KILLER: &str = "kill -9 -\"$1\" 2>/dev/null || kill -9 \"$1\"";
+/// How long output is still drained after a timeout's kill.
+const DRAIN_GRACE: Duration = Duration::from_secs(10);
+/// Output kept from an internal helper command.
+const HELPER_CAP: usize = 64 << 20;
+
+/// Where and as whom a command runs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ExecEnv<'a> {
+    pub id: &'a str,
+    pub work_dir: &'a str,
+    pub env: &'a [String],
+    pub user: Option<&'a str>,
+}
+
+/// Starts `argv` attached (stdout and stderr, no tty) and returns its id and output stream.
+async fn start(
+    docker: &Docker,
+    at: ExecEnv<'_>,
+    argv: Vec<String>,
+) -> Result<(
+    String,
+    std::pin::Pin<
+        Box<
+            dyn futures::Stream<
+                    Item = std::result::Result<
+                        bollard::container::LogOutput,
+                        bollard::errors::Error,
+                    >,
+                > + Send,
+        >,
+    >,
+)> {
+    let options = CreateExecOptions {
+        attach_stdout: Some(true),
+        attach_stderr: Some(true),
+        tty: Some(false),
+        cmd: Some(argv),
+        env: Some(at.env.to_vec()),
+        user: at.user.map(str::to_owned),
+        working_dir: Some(at.work_dir.to_owned()),
+        ..Default::default()
+    };
+    let created = docker
+        .create_exec(at.id, options)
+        .await
+        .map_err(|e| exec_error("start a command in the sandbox", e))?;
+    let started = docker
+        .start_exec(&created.id, Some(StartExecOptions::default()))
+        .await
+        .map_err(|e| exec_error("start a command in the sandbox", e))?;
+    match started {
+        StartExecResults::Attached { output, .. } => Ok((created.id, output)),
+        StartExecResults::Detached => Err(Error::failure_msg(
+            "the Docker engine started a command detached although it was asked to attach",
+        )),
+    }
+}
+
+/// A failure for an exec error; a missing or stopped container says so.
+fn exec_error(what: &str, e: bollard::errors::Error) -> Error {
+    match engine::status(&e) {
+        Some(404) if is_no_such_container(&e) => gone(e),
+        Some(409) => Error::failure(
+            "the sandbox container is not running (it was stopped or killed); start a new sandbox",
+            e,
+        ),
+        _ => engine::failure(what, e),
+    }
+}
+
+/// The exit code of a finished exec; a failure if the container died under it.
+async fn exit_code(docker: &Docker, container: &str, exec_id: &str) -> Result<i64> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let inspected = docker
+            .inspect_exec(exec_id)
+            .await
+            .map_err(|e| exec_error("report a command's exit code", e))?;
+        if inspected.running != Some(true)
+            && let Some(code) = inspected.exit_code
+        {
+            ensure_running(docker, container).await?;
+            return Ok(code);
+        }
+        if Instant::now() >= deadline {
+            ensure_running(docker, container).await?;
+            return Err(Error::failure_msg(
+                "the Docker engine did not report the command's exit code",
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A failure unless the container is still running.
+pub(crate) async fn ensure_running(docker: &Docker, container: &str) -> Result<()> {
+    let inspected = docker
+        .inspect_container(container, None)
+        .await
+        .map_err(|e| exec_error("look at the sandbox container", e))?;
+    let running = inspected
+        .state
+        .as_ref()
+        .and_then(|s| s.running)
+        .unwrap_or(false);
+    if running {
+        Ok(())
+    } else {
+        Err(Error::failure_msg(
+            "the sandbox container stopped while a command ran (killed from outside, or out of memory); start a new sandbox",
+        ))
+    }
+}
+
+/// Runs `argv` to its end and returns its exit code and combined output (for the backend's own helpers).
+pub(crate) async fn run_argv(
+    docker: &Docker,
+    at: ExecEnv<'_>,
+    argv: Vec<String>,
+) -> Result<(i64, Vec<u8>)> {
+    let (exec_id, mut output) = start(docker, at, argv).await?;
+    let mut out = Vec::new();
+    while let Some(frame) = output.next().await {
+        let frame = frame.map_err(|e| exec_error("read a command's output", e))?;
+        let bytes = frame.into_bytes();
+        if out.len() + bytes.len() > HELPER_CAP {
+            return Err(Error::failure_msg(
+                "a helper command in the sandbox printed more than 64 MiB",
+            ));
+        }
+        out.extend_from_slice(&bytes);
+    }
+    let code = exit_code(docker, at.id, &exec_id).await?;
+    Ok((code, out))
+}
+
+/// Output kept up to a cap; the rest is counted and dropped.
+#[derive(Debug)]
+struct Capped {
+    cap: usize,
+    kept: Vec<u8>,
+    truncated: bool,
+}
+
+impl Capped {
+    fn push(&mut self, bytes: &[u8]) {
+        let room = self.cap - self.kept.len();
+        if bytes.len() <= room {
+            self.kept.extend_from_slice(bytes);
+        } else {
+            self.kept.extend_from_slice(&bytes[..room]);
+            self.truncated = true;
+        }
+    }
+}
+
+/// The state of the wrapper's first line (the process group id).
+#[derive(Debug)]
+enum Group {
+    Reading(Vec<u8>),
+    Known(String),
+}
+
+impl Group {
+    /// Feeds `bytes`; returns what follows the first line, once it is known.
+    fn feed<'a>(&mut self, bytes: &'a [u8]) -> Option<&'a [u8]> {
+        match self {
+            Group::Known(_) => Some(bytes),
+            Group::Reading(head) => match bytes.iter().position(|&b| b == b'\n') {
+                Some(i) => {
+                    head.extend_from_slice(&bytes[..i]);
+                    let pgid = String::from_utf8_lossy(head).trim().to_owned();
+                    *self = Group::Known(pgid);
+                    Some(&bytes[i + 1..])
+                }
+                None => {
+                    head.extend_from_slice(bytes);
+                    None
+                }
+            },
+        }
+    }
+
+    fn pgid(&self) -> Option<&str> {
+        match self {
+            Group::Known(p) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => Some(p),
+            _ => None,
+        }
+    }
+}
+
+/// Runs `sh -c command` in the work dir: output capped at `cap`, the process group killed at `timeout`.
+pub(crate) async fn execute(
+    docker: &Docker,
+    at: ExecEnv<'_>,
+    command: &str,
+    cap: usize,
+    timeout: Duration,
+) -> Result<ExecuteResponse> {
+    let argv = vec![
+        "sh".to_owned(),
+        "-c".to_owned(),
+        WRAPPER.to_owned(),
+        "burrow-exec".to_owned(),
+        command.to_owned(),
+    ];
+    let (exec_id, mut output) = start(docker, at, argv).await?;
+    let mut kept = Capped {
+        cap,
+        kept: Vec::new(),
+        truncated: false,
+    };
+    let mut group = Group::Reading(Vec::new());
+    let deadline = Instant::now() + timeout;
+    let mut timed_out = false;
+    let mut killed = false;
+    let mut drain_until = None;
+    loop {
+        let until = drain_until.unwrap_or(deadline);
+        // Checked before every frame: a command that floods output is always ready to read.
+        let next = if Instant::now() >= until {
+            None
+        } else {
+            tokio::time::timeout_at(until, output.next()).await.ok()
+        };
+        let frame = match next {
+            Some(Some(frame)) => frame,
+            Some(None) => break,
+            None if drain_until.is_some() => break,
+            None => {
+                timed_out = true;
+                drain_until = Some(Instant::now() + DRAIN_GRACE);
+                killed = kill(docker, at, &group).await?;
+                continue;
+            }
+        };
+        let frame = frame.map_err(|e| exec_error("read a command's output", e))?;
+        let bytes = frame.into_bytes();
+        if let Some(rest) = group.feed(&bytes) {
+            kept.push(rest);
+        }
+        if timed_out && !killed && group.pgid().is_some() {
+            killed = kill(docker, at, &group).await?;
+        }
+    }
+    drop(output);
+    let mut text = String::from_utf8_lossy(&kept.kept).into_owned();
+    if kept.truncated {
+        text.push_str(&format!(
+            "\n[output truncated: only the first {cap} bytes are kept]"
+        ));
+    }
+    if timed_out {
+        ensure_running(docker, at.id).await?;
+        text.push_str(&format!(
+            "\n[command timed out after {} s and was killed]",
+            timeout.as_secs_f64()
+        ));
+        return Ok(ExecuteResponse {
+            output: text,
+            exit_code: Some(TIMEOUT_EXIT_CODE),
+            truncated: kept.truncated,
+        });
+    }
+    let code = exit_code(docker, at.id, &exec_id).await?;
+    Ok(ExecuteResponse {
+        output: text,
+        exit_code: Some(i32::try_from(code).unwrap_or(-1)),
+        truncated: kept.truncated,
+    })
+}
+
+/// Kills the command's process group; false when its id is not known yet.
+async fn kill(docker: &Docker, at: ExecEnv<'_>, group: &Group) -> Result<bool> {
+    let Some(pgid) = group.pgid() else {
+        return Ok(false);
+    };
+    let argv = vec![
+        "sh".to_owned(),
+        "-c".to_owned(),
+        KILLER.to_owned(),
+        "burrow-kill".to_owned(),
+        pgid.to_owned(),
+    ];
+    run_argv(docker, at, argv).await?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cap_keeps_exactly_the_cap() {
+        let mut c = Capped {
+            cap: 5,
+            kept: Vec::new(),
+            truncated: false,
+        };
+        c.push(b"abc");
+        c.push(b"de");
+        assert!(!c.truncated);
+        c.push(b"f");
+        assert!(c.truncated);
+        assert_eq!(c.kept, b"abcde");
+    }
+
+    #[test]
+    fn group_line_is_split_off() {
+        let mut g = Group::Reading(Vec::new());
+        assert_eq!(g.feed(b"12"), None);
+        assert_eq!(g.feed(b"3\nout"), Some(&b"out"[..]));
+        assert_eq!(g.pgid(), Some("123"));
+        assert_eq!(g.feed(b"more"), Some(&b"more"[..]));
+    }
+}

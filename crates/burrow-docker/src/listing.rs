@@ -1,0 +1,207 @@
+//! `ls` and `delete`: the two operations the archive API cannot do, run as constant `sh` scripts with the path as an argv element.
+//!
+//! Neither script holds a path: the directory or file is `$1`, so no name
+//! can break the quoting. Listing prints one `TYPE NAME` record per entry,
+//! each ended by a NUL byte (names may hold newlines), using only shell
+//! built-ins, so it never opens an entry (a FIFO cannot block it); sizes and
+//! times then come from the archive stat of each file in the window.
+
+use bollard::Docker;
+use burrow_backend::{Error, ErrorKind, FileInfo, Listing, Result, VPath};
+use futures::StreamExt;
+
+use crate::exec::{ExecEnv, run_argv};
+use crate::paths::{self, Kind, Layout, join};
+
+/// Lists directory `$1`: `d`, `f`, `l` (link) or `o` (other), a space, the name, a NUL.
+const LIST: &str = r#"for f in "$1"/.* "$1"/*; do
+  n=${f##*/}
+  case $n in .|..) continue ;; esac
+  if [ -L "$f" ]; then t=l
+  elif [ -d "$f" ]; then t=d
+  elif [ -f "$f" ]; then t=f
+  elif [ -e "$f" ]; then t=o
+  else continue
+  fi
+  printf '%s %s\0' "$t" "$n"
+done"#;
+
+/// Deletes `$1`: a directory only when empty (exit 40 otherwise), anything else with `rm`.
+const DELETE: &str = r#"if [ -d "$1" ] && [ ! -L "$1" ]; then
+  for f in "$1"/.* "$1"/*; do
+    case ${f##*/} in .|..) continue ;; esac
+    if [ -e "$f" ] || [ -L "$f" ]; then exit 40; fi
+  done
+  exec rmdir -- "$1"
+fi
+exec rm -f -- "$1""#;
+
+/// The exit code of [`DELETE`] for a directory with entries.
+const NOT_EMPTY: i64 = 40;
+/// How many stat requests one listing keeps in flight.
+const STAT_CONCURRENCY: usize = 8;
+
+/// Everything that names one sandbox for these helpers.
+pub(crate) struct Place<'a> {
+    pub docker: &'a Docker,
+    pub at: ExecEnv<'a>,
+    pub layout: &'a Layout,
+}
+
+/// One entry of a directory, before sizes are known.
+struct Raw {
+    path: VPath,
+    is_dir: bool,
+    /// The container path to stat for size and time (a link's target).
+    real: String,
+}
+
+/// The entries directly beneath the directory whose real container path is `real`.
+pub(crate) async fn list(
+    place: &Place<'_>,
+    dir: &VPath,
+    real: &str,
+    limit: usize,
+) -> Result<Listing> {
+    let argv = vec![
+        "sh".to_owned(),
+        "-c".to_owned(),
+        LIST.to_owned(),
+        "burrow-ls".to_owned(),
+        real.to_owned(),
+    ];
+    let (code, out) = run_argv(place.docker, place.at, argv).await?;
+    if code != 0 {
+        return Err(Error::failure_msg(format!(
+            "listing {dir} in the sandbox failed (exit code {code}): {}",
+            crate::engine::scrub(&String::from_utf8_lossy(&out))
+        )));
+    }
+    let mut raw = Vec::new();
+    for record in out.split(|&b| b == 0).filter(|r| !r.is_empty()) {
+        let (Some(&kind), Some(name)) = (record.first(), record.get(2..)) else {
+            continue;
+        };
+        let Ok(name) = std::str::from_utf8(name) else {
+            continue;
+        };
+        let Ok(path) = dir.join(name) else {
+            continue;
+        };
+        if path.name() != name {
+            continue;
+        }
+        let here = join(real, name);
+        match kind {
+            b'd' => raw.push(Raw {
+                path,
+                is_dir: true,
+                real: here,
+            }),
+            b'f' => raw.push(Raw {
+                path,
+                is_dir: false,
+                real: here,
+            }),
+            b'l' => {
+                if let Some((is_dir, target)) = follow_link(place, &here).await? {
+                    raw.push(Raw {
+                        path,
+                        is_dir,
+                        real: target,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    raw.sort_by(|a, b| a.path.cmp(&b.path));
+    let truncated = raw.len() > limit;
+    raw.truncate(limit);
+    let infos: Vec<Option<FileInfo>> = futures::stream::iter(raw)
+        .map(|r| async move { info(place, r).await })
+        .buffered(STAT_CONCURRENCY)
+        .collect::<Vec<Result<Option<FileInfo>>>>()
+        .await
+        .into_iter()
+        .collect::<Result<_>>()?;
+    Ok(Listing {
+        entries: infos.into_iter().flatten().collect(),
+        truncated,
+    })
+}
+
+/// Where the link at `real` leads, when it stays inside and reaches a file or directory.
+pub(crate) async fn follow_link(place: &Place<'_>, real: &str) -> Result<Option<(bool, String)>> {
+    let Some(link) = paths::stat(place.docker, place.at.id, real).await? else {
+        return Ok(None);
+    };
+    if link.kind != Kind::Symlink || !place.layout.contains(&link.link_target) {
+        return Ok(None);
+    }
+    Ok(
+        match paths::stat(place.docker, place.at.id, &link.link_target).await? {
+            Some(t) if t.kind == Kind::Dir => Some((true, link.link_target)),
+            Some(t) if t.kind == Kind::File => Some((false, link.link_target)),
+            _ => None,
+        },
+    )
+}
+
+/// The listing entry for `r`: directories as they are, files with their size and time.
+async fn info(place: &Place<'_>, r: Raw) -> Result<Option<FileInfo>> {
+    let name = r.path.name().to_owned();
+    if r.is_dir {
+        return Ok(Some(FileInfo {
+            name,
+            path: r.path.to_string(),
+            is_dir: true,
+            size: None,
+            modified_at: None,
+        }));
+    }
+    // A file deleted since the listing is left out.
+    Ok(paths::stat(place.docker, place.at.id, &r.real)
+        .await?
+        .filter(|s| s.kind == Kind::File)
+        .map(|s| FileInfo {
+            name,
+            path: r.path.to_string(),
+            is_dir: false,
+            size: Some(s.size),
+            modified_at: s.modified_at,
+        }))
+}
+
+/// Deletes the file, link, special file or empty directory at the real container path `real`.
+pub(crate) async fn delete(place: &Place<'_>, path: &VPath, real: &str) -> Result<()> {
+    let argv = vec![
+        "sh".to_owned(),
+        "-c".to_owned(),
+        DELETE.to_owned(),
+        "burrow-rm".to_owned(),
+        real.to_owned(),
+    ];
+    let (code, out) = run_argv(place.docker, place.at, argv).await?;
+    match code {
+        0 => Ok(()),
+        NOT_EMPTY => Err(Error::refusal(
+            ErrorKind::DirectoryNotEmpty,
+            format!("{path} is a directory that is not empty; delete its entries first."),
+        )),
+        _ => {
+            let said = String::from_utf8_lossy(&out);
+            if said.contains("ermission denied") || said.contains("not permitted") {
+                Err(Error::refusal(
+                    ErrorKind::PermissionDenied,
+                    format!("the sandbox's user may not delete {path}."),
+                ))
+            } else {
+                Err(Error::failure_msg(format!(
+                    "deleting {path} in the sandbox failed (exit code {code}): {}",
+                    crate::engine::scrub(&said)
+                )))
+            }
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! `glob` and `grep`: one archive of the subtree streamed through a visitor, matched with the shared `Glob` and `CompiledGrep`.
+//!
+//! The engine tars a directory in its own walk order ("a" before "a-b"
+//! before "a/x" is not byte order), so results are gathered per file and
+//! sorted by path before the limit applies. Content is read only for files
+//! grep will search; everything else is skipped in the stream.
+
+use std::collections::HashMap;
+use std::io::{self, Read};
+
+use burrow_backend::{
+    CompiledGrep, FileInfo, Glob, GlobResult, GrepCollector, GrepMatch, GrepResult, VPath,
+};
+
+use crate::archive::{Item, ItemKind, Next, Visit};
+
+/// Collects the files whose relative path matches a glob.
+pub(crate) struct GlobVisit {
+    glob: Glob,
+    under: VPath,
+    pub files: Vec<FileInfo>,
+    /// Matching symbolic links, to resolve after the walk.
+    pub links: Vec<VPath>,
+    sizes: HashMap<String, (u64, Option<String>)>,
+}
+
+impl GlobVisit {
+    pub fn new(glob: Glob, under: VPath) -> Self {
+        Self {
+            glob,
+            under,
+            files: Vec::new(),
+            links: Vec::new(),
+            sizes: HashMap::new(),
+        }
+    }
+}
+
+impl Visit for GlobVisit {
+    fn visit(&mut self, item: Item, _content: &mut dyn Read) -> io::Result<Next> {
+        if item.rel.is_empty() {
+            return Ok(Next::Continue);
+        }
+        let (size, modified_at) = match &item.kind {
+            ItemKind::File => {
+                self.sizes
+                    .insert(item.rel.clone(), (item.size, item.modified_at.clone()));
+                (item.size, item.modified_at.clone())
+            }
+            ItemKind::HardLink(target) => match self.sizes.get(target) {
+                Some(known) => known.clone(),
+                None => return Ok(Next::Continue),
+            },
+            ItemKind::Symlink => {
+                if self.glob.is_match(&item.rel)
+                    && let Ok(path) = self.under.join(&item.rel)
+                {
+                    self.links.push(path);
+                }
+                return Ok(Next::Continue);
+            }
+            ItemKind::Dir | ItemKind::Other => return Ok(Next::Continue),
+        };
+        if self.glob.is_match(&item.rel)
+            && let Ok(path) = self.under.join(&item.rel)
+        {
+            self.files.push(FileInfo {
+                name: path.name().to_owned(),
+                path: path.to_string(),
+                is_dir: false,
+                size: Some(size),
+                modified_at,
+            });
+        }
+        Ok(Next::Continue)
+    }
+}
+
+/// Sorts `files` by path and keeps at most `limit`.
+pub(crate) fn glob_result(mut files: Vec<FileInfo>, limit: usize) -> GlobResult {
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    files.dedup_by(|a, b| a.path == b.path);
+    let truncated = files.len() > limit;
+    files.truncate(limit);
+    GlobResult { files, truncated }
+}
+
+/// Searches the text files of a streamed subtree, keeping each file's matches.
+pub(crate) struct GrepVisit {
+    grep: CompiledGrep,
+    under: VPath,
+    per_file: usize,
+    max_file_size: u64,
+    /// Matches per file, in walk order.
+    pub found: Vec<(VPath, Vec<GrepMatch>)>,
+    /// Links and hard links to read and search after the walk.
+    pub later: Vec<VPath>,
+}
+
+impl GrepVisit {
+    pub fn new(grep: CompiledGrep, under: VPath, limit: usize, max_file_size: u64) -> Self {
+        Self {
+            grep,
+            under,
+            // One more than the limit, so a file with too many matches still marks the result truncated.
+            per_file: limit.saturating_add(1),
+            max_file_size,
+            found: Vec::new(),
+            later: Vec::new(),
+        }
+    }
+}
+
+impl Visit for GrepVisit {
+    fn visit(&mut self, item: Item, content: &mut dyn Read) -> io::Result<Next> {
+        if item.rel.is_empty() || !self.grep.includes(&item.rel) {
+            return Ok(Next::Continue);
+        }
+        let Ok(path) = self.under.join(&item.rel) else {
+            return Ok(Next::Continue);
+        };
+        match item.kind {
+            ItemKind::File if item.size <= self.max_file_size => {
+                let mut bytes = Vec::with_capacity(usize::try_from(item.size).unwrap_or(0));
+                content.read_to_end(&mut bytes)?;
+                let matches = search(&self.grep, &path, &bytes, self.per_file);
+                if !matches.is_empty() {
+                    self.found.push((path, matches));
+                }
+            }
+            ItemKind::Symlink | ItemKind::HardLink(_) => self.later.push(path),
+            _ => {}
+        }
+        Ok(Next::Continue)
+    }
+}
+
+/// At most `limit` matches of `grep` in the file `path` holding `bytes` (none if it is not text).
+pub(crate) fn search(
+    grep: &CompiledGrep,
+    path: &VPath,
+    bytes: &[u8],
+    limit: usize,
+) -> Vec<GrepMatch> {
+    let mut collector = GrepCollector::new(limit);
+    collector.search(grep, path, bytes);
+    collector.finish().matches
+}
+
+/// Merges per-file matches in path order, keeping at most `limit`.
+pub(crate) fn grep_result(mut found: Vec<(VPath, Vec<GrepMatch>)>, limit: usize) -> GrepResult {
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    found.dedup_by(|a, b| a.0 == b.0);
+    let mut collector = GrepCollector::new(limit);
+    for (_, matches) in found {
+        if collector.is_full() {
+            break;
+        }
+        collector.extend(matches);
+    }
+    collector.finish()
+}
