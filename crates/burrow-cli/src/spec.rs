@@ -9,6 +9,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 #[cfg(feature = "sqlite")]
 use std::path::Path;
+#[cfg(any(feature = "state", feature = "fs", feature = "sqlite"))]
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -80,8 +81,8 @@ impl FromStr for Spec {
             #[cfg(feature = "sqlite")]
             "sqlite" => Ok(Spec::Sqlite(PathBuf::from(rest))),
             #[cfg(feature = "s3")]
-            "s3" => match burrow::object_store::parse_s3_url(text) {
-                Ok(_) => Ok(Spec::S3(text.to_owned())),
+            "s3" => match burrow::object_store::parse_s3_url(&format!("s3:{rest}")) {
+                Ok(_) => Ok(Spec::S3(format!("s3:{rest}"))),
                 Err(e) => Err(e.message().to_owned()),
             },
             _ => Err(unknown_scheme(scheme)),
@@ -230,6 +231,7 @@ impl Opened {
     }
 
     /// A backend whose changes `saver` persists.
+    #[cfg(feature = "state")]
     pub fn with_saver(backend: Arc<dyn Backend>, saver: Box<dyn Saver>) -> Self {
         Opened {
             backend,

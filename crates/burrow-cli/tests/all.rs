@@ -7,10 +7,19 @@
 mod all {
     mod batch;
     mod commands;
+    #[cfg(all(feature = "composite", feature = "fs", feature = "sqlite"))]
+    mod composite;
     mod exit_codes;
+    #[cfg(feature = "fs")]
+    mod fs;
     mod json;
     #[cfg(feature = "mcp")]
     mod mcp;
+    #[cfg(feature = "s3")]
+    mod s3;
+    mod spec_support;
+    #[cfg(feature = "sqlite")]
+    mod sqlite;
     mod state_file;
     mod support;
 }
