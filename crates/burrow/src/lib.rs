@@ -70,12 +70,15 @@
 //!   JSON Schemas, model-facing rendering and the read-before-edit guard.
 //!   Costs: schemars, sha2, tokio (`sync`). The MCP server is the
 //!   runtime crate's own `mcp` feature.
-//! - `full`: every feature this build of the facade offers.
-//!
-//! Being written, not offered by this build of the facade yet (DESIGN.md §2):
-//!
-//! - `docker`: `DockerSandbox`, files and `execute` in a container. Costs:
-//!   bollard (hyper, an HTTP client over the Docker socket) and tar.
+//! - `docker`: [`DockerSandbox`] (and [`DockerOptions`]), a container as a
+//!   backend *and* a [`Sandbox`]: files move through the Docker archive
+//!   (tar) API, `execute` runs `sh -c` with a timeout and an output cap,
+//!   containers start with no network and every capability dropped and are
+//!   removed on `close`. Images built from a `RuntimeConfig` and the
+//!   `SandboxManager` are in [`docker`]. Needs a Docker engine at run time.
+//!   Costs: bollard (hyper, an HTTP client over the Docker socket), tar,
+//!   tokio (`rt`, `sync`, `time`), futures, sha2, uuid, tracing.
+//! - `full`: every feature above.
 
 // ---------------------------------------------------------------------------
 // Always: the wire types and the contract.
@@ -126,6 +129,10 @@ pub use burrow_object_store::ObjectStoreBackend;
 #[cfg(feature = "runtime")]
 pub use burrow_runtime as runtime;
 
-// --- backends being written in parallel: wire each one here, behind its
-// --- feature, with the same shape as `fs` above, e.g.
-// #[cfg(feature = "docker")]          -> burrow_docker::DockerSandbox
+/// The `docker` backend crate (`burrow-docker`): images from a `RuntimeConfig`,
+/// the `SandboxManager` with its idle reaper, and the engine connection.
+#[cfg(feature = "docker")]
+pub use burrow_docker as docker;
+#[cfg(feature = "docker")]
+#[doc(inline)]
+pub use burrow_docker::{DockerOptions, DockerSandbox};
