@@ -42,6 +42,8 @@ SPEC:
   sqlite:FILE.db     a SQLite database, created when missing; --tenant picks whose files
   s3://BUCKET/PREFIX keys beneath PREFIX in an S3 bucket; endpoint, region and credentials
                      from the AWS_* environment variables (AWS_ENDPOINT_URL, ...)
+  docker:IMAGE       a fresh container of IMAGE (pulled if missing) for this one command
+                     or batch, removed when burrow ends; the only spec exec runs on
   PREFIX=SPEC        mounts SPEC at PREFIX (e.g. /memories=sqlite:mem.db); with mounts,
                      the default backend is the plain SPEC or /=SPEC (memory: if none)
 

@@ -16,7 +16,13 @@
 // A build with no backend feature has nothing to open: the spec plumbing
 // is then unused, and that is fine.
 #![cfg_attr(
-    not(any(feature = "state", feature = "fs", feature = "sqlite", feature = "s3")),
+    not(any(
+        feature = "state",
+        feature = "fs",
+        feature = "sqlite",
+        feature = "s3",
+        feature = "docker"
+    )),
     allow(dead_code, unused_imports, unused_variables)
 )]
 
@@ -69,13 +75,31 @@ fn main() -> ExitCode {
 }
 
 /// Runs the command; an `Err` only when stdout or stderr cannot be written.
+///
+/// Whatever the command's outcome, what the backends started (a `docker:`
+/// container) is shut down before burrow ends; a failed shutdown goes to
+/// stderr and makes the exit code 2.
 async fn run(cli: Cli) -> io::Result<Exit> {
-    let ctx = FileContext::for_tenant(cli.tenant);
     let json = cli.json;
     let opened = match spec::open(&cli.backends).await {
         Ok(opened) => opened,
         Err(e) => return report(&e, json),
     };
+    let closer = opened.closer();
+    let outcome = run_on(cli, opened).await;
+    match closer.close().await {
+        Ok(()) => outcome,
+        Err(e) => {
+            writeln!(io::stderr(), "{}", error_text(&e))?;
+            Ok(outcome?.max(Exit::Failed))
+        }
+    }
+}
+
+/// Runs the command on the opened backend.
+async fn run_on(cli: Cli, opened: spec::Opened) -> io::Result<Exit> {
+    let ctx = FileContext::for_tenant(cli.tenant);
+    let json = cli.json;
     #[cfg(feature = "mcp")]
     if let cli::Command::Mcp = cli.command {
         return mcp::run(opened, ctx).await;

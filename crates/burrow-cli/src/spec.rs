@@ -50,6 +50,10 @@ pub enum Spec {
     /// `s3://bucket/prefix`, kept whole: a bucket and key prefix on S3.
     #[cfg(feature = "s3")]
     S3(String),
+    /// `docker:IMAGE`: a fresh container of IMAGE for this one command (or
+    /// batch), removed when burrow ends.
+    #[cfg(feature = "docker")]
+    Docker(String),
 }
 
 impl FromStr for Spec {
@@ -85,6 +89,12 @@ impl FromStr for Spec {
                 Ok(_) => Ok(Spec::S3(format!("s3:{rest}"))),
                 Err(e) => Err(e.message().to_owned()),
             },
+            #[cfg(feature = "docker")]
+            "docker" if rest.is_empty() => {
+                Err("docker: needs an image, e.g. docker:alpine:3.20".into())
+            }
+            #[cfg(feature = "docker")]
+            "docker" => Ok(Spec::Docker(rest.to_owned())),
             _ => Err(unknown_scheme(scheme)),
         }
     }
@@ -121,6 +131,8 @@ fn available() -> Vec<&'static str> {
     out.push("sqlite:FILE.db");
     #[cfg(feature = "s3")]
     out.push("s3://BUCKET/PREFIX");
+    #[cfg(feature = "docker")]
+    out.push("docker:IMAGE");
     if out.is_empty() {
         out.push("nothing (it was built with no backend feature)");
     }
@@ -140,6 +152,8 @@ impl fmt::Display for Spec {
             Spec::Sqlite(path) => write!(f, "sqlite:{}", path.display()),
             #[cfg(feature = "s3")]
             Spec::S3(url) => f.write_str(url),
+            #[cfg(feature = "docker")]
+            Spec::Docker(image) => write!(f, "docker:{image}"),
             #[allow(unreachable_patterns)]
             _ => f.write_str("?"),
         }
@@ -213,6 +227,37 @@ pub struct Opened {
     pub backend: Arc<dyn Backend>,
     /// Whatever must be written back after a successful mutation.
     savers: Vec<Box<dyn Saver>>,
+    /// What must be shut down when burrow ends.
+    closer: Closer,
+}
+
+/// What must be shut down when burrow ends, whatever happened: the
+/// containers of `docker:` specs. Taken from [`Opened::closer`] before the
+/// command runs, so it outlives whatever consumes the [`Opened`].
+#[derive(Clone, Default)]
+pub struct Closer {
+    #[cfg(feature = "docker")]
+    sandboxes: Vec<Arc<burrow::DockerSandbox>>,
+}
+
+impl Closer {
+    /// Shuts everything down; every part is tried, and the first error returned.
+    pub async fn close(self) -> Result<()> {
+        #[allow(unused_mut)]
+        let mut outcome = Ok(());
+        #[cfg(feature = "docker")]
+        for sandbox in self.sandboxes {
+            if let Err(e) = sandbox.close().await
+                && outcome.is_ok()
+            {
+                outcome = Err(Error::failure(
+                    "cannot remove the docker: container (it carries the label burrow.sandbox=1)",
+                    e,
+                ));
+            }
+        }
+        outcome
+    }
 }
 
 /// Writes a backend's state back to where it came from (e.g. a state file).
@@ -227,6 +272,7 @@ impl Opened {
         Opened {
             backend,
             savers: Vec::new(),
+            closer: Closer::default(),
         }
     }
 
@@ -236,6 +282,7 @@ impl Opened {
         Opened {
             backend,
             savers: vec![saver],
+            closer: Closer::default(),
         }
     }
 
@@ -249,7 +296,15 @@ impl Opened {
     #[cfg(feature = "composite")]
     pub fn adopt(&mut self, part: Opened) -> Arc<dyn Backend> {
         self.savers.extend(part.savers);
+        #[cfg(feature = "docker")]
+        self.closer.sandboxes.extend(part.closer.sandboxes);
         part.backend
+    }
+
+    /// What must be shut down when burrow ends; call [`Closer::close`] on it
+    /// once the command is done, whatever its outcome.
+    pub fn closer(&self) -> Closer {
+        self.closer.clone()
     }
 }
 
@@ -312,6 +367,17 @@ impl Spec {
                 let backend = burrow::ObjectStoreBackend::from_s3_url(url)
                     .map_err(|e| self.cannot_open(e))?;
                 Ok(Opened::new(Arc::new(backend)))
+            }
+            #[cfg(feature = "docker")]
+            Spec::Docker(image) => {
+                let sandbox = Arc::new(
+                    burrow::DockerSandbox::start(image)
+                        .await
+                        .map_err(|e| self.cannot_open(e))?,
+                );
+                let mut opened = Opened::new(sandbox.clone());
+                opened.closer.sandboxes.push(sandbox);
+                Ok(opened)
             }
             #[allow(unreachable_patterns)]
             _ => Err(burrow::Error::failure_msg(format!(

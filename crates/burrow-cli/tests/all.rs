@@ -9,6 +9,8 @@ mod all {
     mod commands;
     #[cfg(all(feature = "composite", feature = "fs", feature = "sqlite"))]
     mod composite;
+    #[cfg(all(feature = "docker", feature = "composite", feature = "sqlite"))]
+    mod docker;
     mod exit_codes;
     #[cfg(feature = "fs")]
     mod fs;
