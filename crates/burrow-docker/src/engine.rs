@@ -8,12 +8,26 @@ use burrow_backend::{Error, Result};
 
 use crate::options::DockerOptions;
 
+/// The engine's socket when `DOCKER_HOST` is unset.
+const LOCAL_SOCKET: &str = "unix:///var/run/docker.sock";
+
 /// Connects to the engine named by `DOCKER_HOST` (the local socket when unset)
 /// and agrees on an API version, failing within `options.connect_timeout`.
 pub async fn connect(options: &DockerOptions) -> Result<Docker> {
-    let docker = Docker::connect_with_defaults().map_err(|e| {
+    let host = std::env::var("DOCKER_HOST").unwrap_or_else(|_| LOCAL_SOCKET.to_owned());
+    connect_to(&host, options).await
+}
+
+/// Connects to the engine at `host` (`unix:///var/run/docker.sock`,
+/// `tcp://127.0.0.1:2375`, `http://...`) and agrees on an API version,
+/// failing within `options.connect_timeout`. No message shows the host.
+pub async fn connect_to(host: &str, options: &DockerOptions) -> Result<Docker> {
+    let docker = Docker::connect_with_host(host).map_err(|e| {
         Error::failure(
-            "could not set up a connection to the Docker engine; check DOCKER_HOST",
+            format!(
+                "the Docker engine is not reachable ({}); is the daemon running and DOCKER_HOST right?",
+                describe(&e)
+            ),
             e,
         )
     })?;

@@ -105,7 +105,11 @@ async fn exit_code(docker: &Docker, container: &str, exec_id: &str) -> Result<i6
         if inspected.running != Some(true)
             && let Some(code) = inspected.exit_code
         {
-            ensure_running(docker, container).await?;
+            if code > 128 {
+                settle(docker, container).await?;
+            } else {
+                ensure_running(docker, container).await?;
+            }
             return Ok(code);
         }
         if Instant::now() >= deadline {
@@ -116,6 +120,16 @@ async fn exit_code(docker: &Docker, container: &str, exec_id: &str) -> Result<i6
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// Checks the container over half a second: a command killed by a signal
+/// may have died with its container, which the engine notices a moment later.
+async fn settle(docker: &Docker, container: &str) -> Result<()> {
+    for _ in 0..10 {
+        ensure_running(docker, container).await?;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
 }
 
 /// A failure unless the container is still running.

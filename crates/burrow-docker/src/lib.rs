@@ -65,7 +65,7 @@ mod search;
 
 pub use bollard::Docker;
 pub use dockerfile::{Dockerfile, VENV_PATH, dockerfile};
-pub use engine::{connect, negotiate};
+pub use engine::{connect, connect_to, negotiate};
 pub use image::{RuntimeImage, build, ensure_image, image_exists, runtime_image};
 pub use manager::{SandboxManager, SandboxSource};
 pub use options::{DockerOptions, SANDBOX_LABEL, SESSION_LABEL};

@@ -6,5 +6,10 @@
 
 mod all {
     mod conformance;
+    mod dockerfile;
+    mod faults;
+    mod manager;
+    mod runtime;
+    mod sandbox;
     mod support;
 }
