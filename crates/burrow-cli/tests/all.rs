@@ -1,7 +1,9 @@
 //! The one integration-test binary of burrow-cli: modules only, in `tests/all/`; each test runs the real `burrow` executable.
 
-// `cfg(test)` so clippy treats the helper functions as test code too; every
-// test works on `state:FILE.json`, so a build without `state` runs none.
+// `cfg(test)` so clippy treats the helper functions as test code too. The
+// shared helpers and most modules work on `state:FILE.json`, so a build
+// without `state` runs none; each backend's module also needs its feature.
+// The s3 and docker modules skip, saying why, without their test servers.
 #[cfg(test)]
 #[cfg(feature = "state")]
 mod all {
