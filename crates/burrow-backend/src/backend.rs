@@ -119,8 +119,12 @@ pub trait Backend: Send + Sync {
     /// # Behavior
     ///
     /// - As [`Backend::write`]; `read_bytes` then returns the same bytes.
-    async fn write_bytes(&self, ctx: &FileContext, path: &VPath, bytes: &[u8])
-    -> Result<WriteResult>;
+    async fn write_bytes(
+        &self,
+        ctx: &FileContext,
+        path: &VPath,
+        bytes: &[u8],
+    ) -> Result<WriteResult>;
 
     /// Replaces `old` by `new` in the text file at `path`.
     ///

@@ -38,12 +38,16 @@ impl Glob {
             ));
         }
         if pattern.contains('\0') {
-            return Err(Error::invalid_argument("the glob pattern contains a NUL character."));
+            return Err(Error::invalid_argument(
+                "the glob pattern contains a NUL character.",
+            ));
         }
         if pattern.split('/').any(|s| s == "..") {
             return Err(Error::refusal(
                 ErrorKind::InvalidPath,
-                format!("the glob pattern \"{pattern}\" climbs out of the search directory; use a pattern inside it."),
+                format!(
+                    "the glob pattern \"{pattern}\" climbs out of the search directory; use a pattern inside it."
+                ),
             ));
         }
         let anchored = pattern.starts_with('/') || pattern.contains('/');
@@ -60,7 +64,10 @@ impl Glob {
             .empty_alternates(true)
             .build()
             .map_err(|e| {
-                Error::invalid_argument(format!("the glob pattern \"{pattern}\" is malformed: {}.", e.kind()))
+                Error::invalid_argument(format!(
+                    "the glob pattern \"{pattern}\" is malformed: {}.",
+                    e.kind()
+                ))
             })?;
         Ok(Glob {
             source: pattern.to_owned(),
@@ -106,9 +113,21 @@ mod tests {
 
     #[test]
     fn refusals() {
-        assert_eq!(Glob::new("../*").unwrap_err().kind(), ErrorKind::InvalidPath);
-        assert_eq!(Glob::new("a/../../b").unwrap_err().kind(), ErrorKind::InvalidPath);
-        assert_eq!(Glob::new("[").unwrap_err().kind(), ErrorKind::InvalidArgument);
-        assert_eq!(Glob::new("").unwrap_err().kind(), ErrorKind::InvalidArgument);
+        assert_eq!(
+            Glob::new("../*").unwrap_err().kind(),
+            ErrorKind::InvalidPath
+        );
+        assert_eq!(
+            Glob::new("a/../../b").unwrap_err().kind(),
+            ErrorKind::InvalidPath
+        );
+        assert_eq!(
+            Glob::new("[").unwrap_err().kind(),
+            ErrorKind::InvalidArgument
+        );
+        assert_eq!(
+            Glob::new("").unwrap_err().kind(),
+            ErrorKind::InvalidArgument
+        );
     }
 }

@@ -39,7 +39,12 @@ impl CompiledGrep {
             .size_limit(REGEX_SIZE_LIMIT)
             .dfa_size_limit(REGEX_SIZE_LIMIT)
             .build()
-            .map_err(|e| Error::invalid_argument(format!("the grep pattern is not a valid regex: {}", one_line(&e.to_string()))))?;
+            .map_err(|e| {
+                Error::invalid_argument(format!(
+                    "the grep pattern is not a valid regex: {}",
+                    one_line(&e.to_string())
+                ))
+            })?;
         let include = query.include.as_deref().map(Glob::new).transpose()?;
         Ok(CompiledGrep { regex, include })
     }
@@ -148,8 +153,15 @@ mod tests {
 
     #[test]
     fn refuses_bad_patterns() {
-        for q in [GrepQuery::regex("("), GrepQuery::regex("a".repeat(1001)), GrepQuery::regex("\\w{1000}{1000}")] {
-            assert_eq!(CompiledGrep::new(&q).unwrap_err().kind(), crate::ErrorKind::InvalidArgument);
+        for q in [
+            GrepQuery::regex("("),
+            GrepQuery::regex("a".repeat(1001)),
+            GrepQuery::regex("\\w{1000}{1000}"),
+        ] {
+            assert_eq!(
+                CompiledGrep::new(&q).unwrap_err().kind(),
+                crate::ErrorKind::InvalidArgument
+            );
         }
         assert!(CompiledGrep::new(&GrepQuery::fixed("(")).is_ok());
     }

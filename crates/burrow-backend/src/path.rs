@@ -124,7 +124,8 @@ impl VPath {
     pub fn starts_with(&self, ancestor: &VPath) -> bool {
         ancestor.is_root()
             || self.0 == ancestor.0
-            || (self.0.starts_with(&ancestor.0) && self.0.as_bytes().get(ancestor.0.len()) == Some(&b'/'))
+            || (self.0.starts_with(&ancestor.0)
+                && self.0.as_bytes().get(ancestor.0.len()) == Some(&b'/'))
     }
 
     /// The path relative to `ancestor`, without a leading "/" ("" when equal);
@@ -171,7 +172,11 @@ fn invalid(input: &str, why: &str) -> Error {
         .take(100)
         .map(|c| if c.is_control() { '?' } else { c })
         .collect();
-    let ellipsis = if input.chars().count() > 100 { "..." } else { "" };
+    let ellipsis = if input.chars().count() > 100 {
+        "..."
+    } else {
+        ""
+    };
     Error::refusal(
         ErrorKind::InvalidPath,
         format!("the path \"{shown}{ellipsis}\" {why}; use a path inside the workspace."),
@@ -245,9 +250,15 @@ mod tests {
             assert_eq!(err.kind(), ErrorKind::InvalidPath, "{input}");
         }
         let long = "a".repeat(256);
-        assert_eq!(VPath::parse(&long).unwrap_err().kind(), ErrorKind::InvalidPath);
+        assert_eq!(
+            VPath::parse(&long).unwrap_err().kind(),
+            ErrorKind::InvalidPath
+        );
         let deep = "ab/".repeat(1400);
-        assert_eq!(VPath::parse(&deep).unwrap_err().kind(), ErrorKind::InvalidPath);
+        assert_eq!(
+            VPath::parse(&deep).unwrap_err().kind(),
+            ErrorKind::InvalidPath
+        );
     }
 
     #[test]
@@ -258,7 +269,10 @@ mod tests {
         assert!(!VPath::parse("/mm/a").unwrap().starts_with(&m));
         assert_eq!(p.relative_to(&m), Some("a/b"));
         assert_eq!(p.strip_prefix(&m).unwrap().as_str(), "/a/b");
-        assert_eq!(VPath::parse("/a/b").unwrap().under_prefix(&m).as_str(), "/m/a/b");
+        assert_eq!(
+            VPath::parse("/a/b").unwrap().under_prefix(&m).as_str(),
+            "/m/a/b"
+        );
         assert_eq!(p.parent().unwrap().as_str(), "/m/a");
         assert_eq!(p.name(), "b");
         assert_eq!(

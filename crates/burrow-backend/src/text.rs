@@ -213,12 +213,22 @@ mod tests {
     #[test]
     fn refusals() {
         let content = b"a a";
-        for (old, new, all) in [("", "x", false), ("a", "a", false), ("zz", "y", false), ("a", "b", false)] {
+        for (old, new, all) in [
+            ("", "x", false),
+            ("a", "a", false),
+            ("zz", "y", false),
+            ("a", "b", false),
+        ] {
             let err = apply_edit(&p(), content, old, new, all).unwrap_err();
             assert_eq!(err.kind(), crate::ErrorKind::InvalidArgument);
         }
         let err = apply_edit(&p(), &[0xff, 0xfe], "a", "b", false).unwrap_err();
         assert_eq!(err.kind(), crate::ErrorKind::NotText);
-        assert!(apply_edit(&p(), content, "a", "b", false).unwrap_err().message().contains('2'));
+        assert!(
+            apply_edit(&p(), content, "a", "b", false)
+                .unwrap_err()
+                .message()
+                .contains('2')
+        );
     }
 }
