@@ -5,6 +5,10 @@
 //! when `BURROW_S3_ENDPOINT` is set (`cargo xtask setup` starts one and
 //! prints it), timed per operation and compared with raw `put`/`get` of the
 //! same keys: the target is within 1.3x of raw for writes and reads.
+//!
+//! `write` replaces files this handle wrote (one conditional PUT each);
+//! `create` writes new files in a fresh directory, which first checks that no
+//! directory stands at the path and that no ancestor is a file.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -21,7 +25,6 @@ use burrow_object_store::{ObjectStoreBackend, ObjectStoreOptions};
 use tokio::runtime::Runtime;
 
 const OPS: usize = 1_000;
-const BUCKET: &str = "burrow-bench";
 
 fn main() {
     divan::main();
@@ -109,6 +112,14 @@ async fn writes(backend: &ObjectStoreBackend) {
     }
 }
 
+/// Writes 1,000 new files beneath `/new{round}` (a fresh directory each round).
+async fn creates(backend: &ObjectStoreBackend, round: usize) {
+    for i in 0..OPS {
+        let path = VPath::parse(&format!("/new{round}/m{:02}/f{i:04}.rs", i % 10)).unwrap();
+        backend.write(&ctx(), &path, &content(i)).await.unwrap();
+    }
+}
+
 async fn reads(backend: &ObjectStoreBackend) {
     for i in 0..OPS {
         let bytes = backend.read_bytes(&ctx(), &path(i)).await.unwrap();
@@ -130,7 +141,7 @@ async fn edits(backend: &ObjectStoreBackend, round: usize) {
 
 async fn glob(backend: &ObjectStoreBackend) {
     let found = backend
-        .glob(&ctx(), "**/*.rs", &VPath::root(), 10_000)
+        .glob(&ctx(), "**/*.rs", &VPath::parse("/src").unwrap(), 10_000)
         .await
         .unwrap();
     assert_eq!(found.files.len(), OPS);
@@ -139,7 +150,7 @@ async fn glob(backend: &ObjectStoreBackend) {
 async fn grep(backend: &ObjectStoreBackend) {
     let query = GrepQuery::regex(r"^token-\d+ file \d*7$");
     let found = backend
-        .grep(&ctx(), &query, &VPath::root(), 10_000)
+        .grep(&ctx(), &query, &VPath::parse("/src").unwrap(), 10_000)
         .await
         .unwrap();
     assert_eq!(found.matches.len(), OPS / 10);
@@ -167,6 +178,13 @@ mod in_memory {
     fn write_1000(b: divan::Bencher) {
         let (rt, backend) = setup();
         b.bench_local(|| rt.block_on(writes(&backend)));
+    }
+
+    #[divan::bench]
+    fn create_1000(b: divan::Bencher) {
+        let (rt, backend) = setup();
+        let round = AtomicUsize::new(0);
+        b.bench_local(|| rt.block_on(creates(&backend, round.fetch_add(1, Ordering::Relaxed))));
     }
 
     #[divan::bench]
@@ -237,8 +255,10 @@ fn compare_on_s3() {
         .with_region("us-east-1")
         .with_access_key_id("burrow-bench")
         .with_secret_access_key("burrow-bench");
-    create_bucket(&endpoint);
-    let url = format!("s3://{BUCKET}/run-{}", std::process::id());
+    // A fresh bucket: the test server lists by scanning a whole bucket.
+    let bucket = format!("burrow-bench-{}", std::process::id());
+    create_bucket(&endpoint, &bucket);
+    let url = format!("s3://{bucket}/bench");
     let backend =
         ObjectStoreBackend::from_s3_builder(builder, &url, ObjectStoreOptions::default()).unwrap();
     let backend = filled(&rt, backend);
@@ -246,6 +266,7 @@ fn compare_on_s3() {
     let per_op = |d: Duration| d / OPS as u32;
     let raw_put = median(&rt, runs, |_| raw_puts(&backend));
     let write = median(&rt, runs, |_| writes(&backend));
+    let create = median(&rt, runs, |run| creates(&backend, run));
     let raw_get = median(&rt, runs, |_| raw_gets(&backend));
     let read = median(&rt, runs, |_| reads(&backend));
     let edit = median(&rt, runs, |run| edits(&backend, run));
@@ -257,6 +278,11 @@ fn compare_on_s3() {
         "  write     {:>10.2?} per op  ({:.2}x raw put)",
         per_op(write),
         ratio(write, raw_put)
+    );
+    println!(
+        "  create    {:>10.2?} per op  ({:.2}x raw put)",
+        per_op(create),
+        ratio(create, raw_put)
     );
     println!("  raw get   {:>10.2?} per op", per_op(raw_get));
     println!(
@@ -278,11 +304,11 @@ fn ratio(a: Duration, b: Duration) -> f64 {
 }
 
 /// Creates the bench bucket with an unsigned `PUT /bucket` (enough for the local test server).
-fn create_bucket(endpoint: &str) {
+fn create_bucket(endpoint: &str, bucket: &str) {
     use std::io::{Read, Write};
     let authority = endpoint.trim_start_matches("http://").trim_end_matches('/');
     let mut stream = std::net::TcpStream::connect(authority).unwrap();
-    write!(stream, "PUT /{BUCKET} HTTP/1.1\r\nHost: {authority}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").unwrap();
+    write!(stream, "PUT /{bucket} HTTP/1.1\r\nHost: {authority}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").unwrap();
     let mut answer = String::new();
     stream.read_to_string(&mut answer).unwrap();
     assert!(

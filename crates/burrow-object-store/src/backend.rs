@@ -170,11 +170,11 @@ impl ObjectStoreBackend {
             .await?
         {
             Some(fetched) => {
-                self.versions.remember(
-                    &key,
-                    fetched.meta.e_tag.clone(),
-                    fetched.meta.version.clone(),
-                );
+                if self.options.conditional_puts {
+                    let meta = &fetched.meta;
+                    self.versions
+                        .remember(&key, meta.e_tag.clone(), meta.version.clone());
+                }
                 Ok(fetched)
             }
             None => Err(self.missing_file(ctx, path).await),

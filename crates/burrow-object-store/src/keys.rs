@@ -67,14 +67,23 @@ fn push_escaped(out: &mut String, b: u8) {
 /// `name` as one key segment (see the module docs).
 pub fn escape(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
+    escape_into(&mut out, name);
+    out
+}
+
+/// Appends `name`, escaped, to `out`.
+fn escape_into(out: &mut String, name: &str) {
+    if !name.bytes().any(reserved) {
+        out.push_str(name);
+        return;
+    }
     for ch in name.chars() {
         if ch.is_ascii() && reserved(ch as u8) {
-            push_escaped(&mut out, ch as u8);
+            push_escaped(out, ch as u8);
         } else {
             out.push(ch);
         }
     }
-    out
 }
 
 /// The segment of `tenant`: escaped, a leading "." escaped too, "" as "%".
@@ -176,21 +185,22 @@ impl Keys {
     /// The key of `path` (the tenant's prefix itself for "/").
     pub fn key(&self, tenant: &str, path: &VPath) -> Result<Path> {
         let mut key = self.tenant_prefix(tenant);
+        key.reserve(path.as_str().len());
         for segment in path.segments() {
-            let escaped = escape(segment);
+            key.push('/');
+            let start = key.len();
+            escape_into(&mut key, segment);
+            let escaped = key.len() - start;
             if let Some(max) = self.max_segment_bytes
-                && escaped.len() > max
+                && escaped > max
             {
                 return Err(Error::refusal(
                     ErrorKind::InvalidPath,
                     format!(
-                        "a name in {path} is {} bytes once escaped for this object store, which allows {max}; use a shorter name.",
-                        escaped.len()
+                        "a name in {path} is {escaped} bytes once escaped for this object store, which allows {max}; use a shorter name."
                     ),
                 ));
             }
-            key.push('/');
-            key.push_str(&escaped);
         }
         if let Some(max) = self.max_key_bytes
             && key.len() > max

@@ -20,15 +20,18 @@
 //! # Implicit directories, and what the checks cost
 //!
 //! A directory is a key prefix with objects beneath it. Before putting a
-//! file, the backend checks, concurrently: a HEAD of the key (its version),
-//! a one-page listing beneath `key/` (a directory stands there:
-//! IsADirectory), and a HEAD of every ancestor's key (an ancestor is a
-//! file: NotADirectory), at most `concurrency` at a time. A write of
-//! `/a/b/c.txt` thus costs 2 HEADs + 1 LIST + 1 PUT in two round trips. A
-//! write over a file this handle wrote or read before first tries a single
-//! conditional PUT with the version it remembers: if that succeeds, the
-//! object was still exactly the file this handle knew, so no directory can
-//! stand there and no ancestor can be a file, and no check is needed.
+//! file, the backend checks, concurrently: a one-page listing beneath
+//! `key/` (a directory stands there: IsADirectory) and a HEAD of every
+//! ancestor's key (an ancestor is a file: NotADirectory), at most
+//! `concurrency` at a time. Then it puts with `PutMode::Create`; only if an
+//! object is already there does it HEAD it for its version and put again
+//! with `PutMode::Update`. A new `/a/b/c.txt` thus costs 1 LIST + 2 HEADs +
+//! 1 PUT in two round trips; replacing a file this handle does not know
+//! costs a HEAD and a PUT more. A write over a file this handle wrote or
+//! read before first tries a single conditional PUT with the version it
+//! remembers: if that succeeds, the object was still exactly the file this
+//! handle knew, so no directory can stand there and no ancestor can be a
+//! file, and no check is needed.
 //!
 //! The checks and the put are separate requests, so another **process**
 //! may create `/a` as a file between this write's HEAD of `/a` and its put
@@ -69,26 +72,34 @@ impl Stripes {
     }
 
     pub async fn lock(&self, key: &Path) -> MutexGuard<'_, ()> {
-        let mut hasher = DefaultHasher::new();
-        key.as_ref().hash(&mut hasher);
-        let i = usize::try_from(hasher.finish() % STRIPES as u64).unwrap_or(0);
+        let i = usize::try_from(key_hash(key) % STRIPES as u64).unwrap_or(0);
         self.0[i].lock().await
     }
 }
 
 /// The last version this handle wrote or read of each key (bounded).
+///
+/// Keyed by a hash of the object key: a collision only offers a wrong
+/// version, which the store then refuses (the conditional put fails and the
+/// write takes the checked path), so it costs a request, never correctness.
 #[derive(Debug, Default)]
-pub(crate) struct Versions(Mutex<HashMap<String, UpdateVersion>>);
+pub(crate) struct Versions(Mutex<HashMap<u64, UpdateVersion>>);
+
+fn key_hash(key: &Path) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    key.as_ref().hash(&mut hasher);
+    hasher.finish()
+}
 
 impl Versions {
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, UpdateVersion>> {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<u64, UpdateVersion>> {
         self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn get(&self, key: &Path) -> Option<UpdateVersion> {
-        self.map().get(key.as_ref()).cloned()
+        self.map().get(&key_hash(key)).cloned()
     }
 
     pub fn remember(&self, key: &Path, e_tag: Option<String>, version: Option<String>) {
@@ -96,15 +107,16 @@ impl Versions {
             self.forget(key);
             return;
         }
+        let hash = key_hash(key);
         let mut map = self.map();
-        if map.len() >= MAX_VERSIONS && !map.contains_key(key.as_ref()) {
+        if map.len() >= MAX_VERSIONS && !map.contains_key(&hash) {
             map.clear();
         }
-        map.insert(key.as_ref().to_owned(), UpdateVersion { e_tag, version });
+        map.insert(hash, UpdateVersion { e_tag, version });
     }
 
     pub fn forget(&self, key: &Path) {
-        self.map().remove(key.as_ref());
+        self.map().remove(&key_hash(key));
     }
 }
 
@@ -142,7 +154,9 @@ impl ObjectStoreBackend {
 
     /// Remembers the version a put produced.
     fn remember_put(&self, key: &Path, put: PutResult) {
-        self.versions.remember(key, put.e_tag, put.version);
+        if self.options.conditional_puts {
+            self.versions.remember(key, put.e_tag, put.version);
+        }
     }
 
     /// The first ancestor of `path` (root side first) that is a file, if any.
@@ -220,10 +234,9 @@ impl ObjectStoreBackend {
         }
         let attempts = self.options.max_attempts.max(1);
         for attempt in 0..attempts {
-            let (head, dir, ancestor) = tokio::join!(
-                self.store.head(&key, path),
+            let (dir, ancestor) = tokio::join!(
                 self.store.any_under(&key, path),
-                self.file_ancestor(ctx, path),
+                self.file_ancestor(ctx, path)
             );
             // An ancestor that is a file first: on a local folder the listing
             // beneath it fails (not a directory) rather than coming back empty.
@@ -233,18 +246,35 @@ impl ObjectStoreBackend {
             if dir? {
                 return Err(Error::is_a_directory(path));
             }
-            let mode = match head? {
-                Some(meta) if self.options.conditional_puts => PutMode::Update(version_of(&meta)),
-                Some(_) => PutMode::Overwrite,
-                None if self.options.conditional_creates => PutMode::Create,
-                None => PutMode::Overwrite,
+            let mode = if !self.options.conditional_creates {
+                PutMode::Overwrite
+            } else {
+                // Most writes create: try that first, and look the object up only when it exists.
+                match self.store.put(&key, bytes.clone(), PutMode::Create).await {
+                    Ok(put) => {
+                        self.remember_put(&key, put);
+                        return Ok(WriteResult::written(path.as_str()));
+                    }
+                    Err(e) if lost_race(&e) => {}
+                    Err(e) => return Err(fail("write", path, e)),
+                }
+                match self.store.head(&key, path).await? {
+                    Some(meta) if self.options.conditional_puts => {
+                        PutMode::Update(version_of(&meta))
+                    }
+                    Some(_) => PutMode::Overwrite,
+                    // Deleted in between: start over.
+                    None => continue,
+                }
             };
             match self.store.put(&key, bytes.clone(), mode).await {
                 Ok(put) => {
                     self.remember_put(&key, put);
                     return Ok(WriteResult::written(path.as_str()));
                 }
-                Err(e) if lost_race(&e) => self.pause(attempt).await,
+                Err(e) if lost_race(&e) || matches!(e, object_store::Error::NotFound { .. }) => {
+                    self.pause(attempt).await;
+                }
                 Err(e) => return Err(fail("write", path, e)),
             }
         }

@@ -12,8 +12,6 @@ use burrow_object_store::{ObjectStoreBackend, ObjectStoreOptions};
 pub const ENDPOINT_VAR: &str = "BURROW_S3_ENDPOINT";
 /// The variable `cargo xtask setup` exports with the Python interpreter that has moto.
 pub const PYTHON_VAR: &str = "BURROW_S3_PYTHON";
-/// The bucket the S3 tests use (each fixture works beneath a fresh prefix of it).
-pub const BUCKET: &str = "burrow-tests";
 
 /// The S3 endpoint to test against, or `None` (the caller skips and says why).
 pub fn s3_endpoint() -> Option<String> {
@@ -27,9 +25,18 @@ pub fn skip_no_s3(test: &str) {
     );
 }
 
-/// A fresh, unique key prefix, so tests sharing a bucket never see each other.
-pub fn fresh_prefix(what: &str) -> String {
+/// A fresh, unique name ("{what}-{uuid}"), for buckets and key prefixes.
+pub fn fresh_name(what: &str) -> String {
     format!("{what}-{}", uuid::Uuid::now_v7().simple())
+}
+
+/// A fresh bucket on the S3 server at `endpoint`, so tests never see each
+/// other's objects (and the test server, which lists by scanning a whole
+/// bucket, stays fast).
+pub fn fresh_bucket(endpoint: &str) -> String {
+    let bucket = fresh_name("bt");
+    ensure_bucket(endpoint, &bucket);
+    bucket
 }
 
 /// Creates `bucket` on the S3 server at `endpoint` (idempotent).
@@ -66,17 +73,17 @@ pub fn s3_builder(endpoint: &str) -> AmazonS3Builder {
         .with_secret_access_key("burrow-test")
 }
 
-/// A backend on the test bucket beneath a fresh prefix, with `options`.
+/// A backend on a fresh bucket, beneath the prefix `what`, with `options`.
 ///
 /// The test server, unlike Amazon S3, takes keys over 1,024 bytes, so the
 /// key limit is lifted unless `options` sets one (tests of the limit do).
 pub fn s3_backend(endpoint: &str, what: &str, options: ObjectStoreOptions) -> ObjectStoreBackend {
-    ensure_bucket(endpoint, BUCKET);
+    let bucket = fresh_bucket(endpoint);
     let options = match options.max_key_bytes {
         Some(_) => options,
         None => options.with_max_key_bytes(Some(usize::MAX)),
     };
-    let url = format!("s3://{BUCKET}/{}", fresh_prefix(what));
+    let url = format!("s3://{bucket}/{what}");
     ObjectStoreBackend::from_s3_builder(s3_builder(endpoint), &url, options)
         .expect("an S3 backend on the test server")
 }

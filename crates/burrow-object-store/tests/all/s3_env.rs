@@ -9,15 +9,14 @@ use std::process::Command;
 use burrow_backend::{Backend, FileContext, VPath};
 use burrow_object_store::ObjectStoreBackend;
 
-use super::common::{BUCKET, ensure_bucket, fresh_prefix, s3_endpoint, skip_no_s3};
+use super::common::{fresh_bucket, s3_endpoint, skip_no_s3};
 
 #[test]
 fn from_s3_url_reads_the_aws_environment() {
     let Some(endpoint) = s3_endpoint() else {
         return skip_no_s3("from_s3_url_reads_the_aws_environment");
     };
-    ensure_bucket(&endpoint, BUCKET);
-    let url = format!("s3://{BUCKET}/{}", fresh_prefix("env"));
+    let url = format!("s3://{}/env", fresh_bucket(&endpoint));
     let exe = std::env::current_exe().expect("this test binary");
     let out = Command::new(exe)
         .args([
