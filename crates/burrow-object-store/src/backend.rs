@@ -213,7 +213,7 @@ impl Backend for ObjectStoreBackend {
     }
 
     async fn read_bytes(&self, ctx: &FileContext, path: &VPath) -> Result<Vec<u8>> {
-        Ok(self.fetch(ctx, path).await?.bytes)
+        Ok(Vec::from(self.fetch(ctx, path).await?.bytes))
     }
 
     async fn write_bytes(

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use burrow_backend::{Error, ErrorKind, Result, VPath, text};
+use bytes::{Bytes, BytesMut};
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::{
@@ -12,7 +13,7 @@ use object_store::{
 /// An object's bytes and the metadata they were read with (its ETag and version).
 #[derive(Debug)]
 pub(crate) struct Fetched {
-    pub bytes: Vec<u8>,
+    pub bytes: Bytes,
     pub meta: ObjectMeta,
 }
 
@@ -106,18 +107,30 @@ impl Store {
         };
         text::check_size(path, result.meta.size, max)?;
         let meta = result.meta.clone();
-        let mut bytes = Vec::with_capacity(usize::try_from(meta.size).unwrap_or(0));
+        let mut chunks: Vec<Bytes> = Vec::new();
+        let mut len = 0u64;
         let mut stream = result.into_stream();
         while let Some(chunk) = stream.next().await {
             let chunk = match chunk {
                 Ok(c) => c,
-                Err(object_store::Error::NotFound { .. }) => return Ok(None),
+                Err(e) if absent(&e) => return Ok(None),
                 Err(e) => return Err(fail("read", path, e)),
             };
-            bytes.extend_from_slice(&chunk);
+            len += chunk.len() as u64;
             // The store said `meta.size`; never hold more than the limit whatever it sends.
-            text::check_size(path, bytes.len() as u64, max)?;
+            text::check_size(path, len, max)?;
+            chunks.push(chunk);
         }
+        // One chunk (the usual case for small objects) is used as it is, without a copy.
+        let bytes = match chunks.len() {
+            0 => Bytes::new(),
+            1 => chunks.swap_remove(0),
+            _ => {
+                let mut all = BytesMut::with_capacity(usize::try_from(len).unwrap_or(0));
+                chunks.iter().for_each(|c| all.extend_from_slice(c));
+                all.freeze()
+            }
+        };
         Ok(Some(Fetched { bytes, meta }))
     }
 
