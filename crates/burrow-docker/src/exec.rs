@@ -253,37 +253,51 @@ pub(crate) async fn execute(
     let mut group = Group::Reading(Vec::new());
     let deadline = Instant::now() + timeout;
     let mut timed_out = false;
-    let mut killed = false;
     let mut drain_until = None;
+    // The kill runs while the output keeps being drained: an engine that cannot
+    // forward a flooding command's output will not start another exec either.
+    let mut kill_started = false;
+    let mut killing: Killing<'_> = None;
     loop {
+        if timed_out
+            && !kill_started
+            && let Some(pgid) = group.pgid()
+        {
+            kill_started = true;
+            killing = Some(Box::pin(kill(docker, at, pgid.to_owned())));
+        }
         let until = drain_until.unwrap_or(deadline);
         // Checked before every frame: a command that floods output is always ready to read.
-        let next = if Instant::now() >= until {
-            None
-        } else {
-            tokio::time::timeout_at(until, output.next()).await.ok()
-        };
-        let frame = match next {
-            Some(Some(frame)) => frame,
-            Some(None) => break,
-            None if drain_until.is_some() => break,
-            None => {
-                timed_out = true;
-                drain_until = Some(Instant::now() + DRAIN_GRACE);
-                killed = kill(docker, at, &group).await?;
-                continue;
+        if Instant::now() >= until {
+            if timed_out {
+                break;
             }
-        };
-        let frame = frame.map_err(|e| exec_error("read a command's output", e))?;
-        let bytes = frame.into_bytes();
-        if let Some(rest) = group.feed(&bytes) {
-            kept.push(rest);
+            timed_out = true;
+            drain_until = Some(Instant::now() + DRAIN_GRACE);
+            continue;
         }
-        if timed_out && !killed && group.pgid().is_some() {
-            killed = kill(docker, at, &group).await?;
+        tokio::select! {
+            biased;
+            killed = run_kill(&mut killing), if killing.is_some() => {
+                killing = None;
+                killed?;
+            }
+            frame = output.next() => {
+                let Some(frame) = frame else { break };
+                let frame = frame.map_err(|e| exec_error("read a command's output", e))?;
+                let bytes = frame.into_bytes();
+                if let Some(rest) = group.feed(&bytes) {
+                    kept.push(rest);
+                }
+            }
+            () = tokio::time::sleep_until(until) => {}
         }
     }
+    // Closing the output first lets the engine start a kill still waiting on it.
     drop(output);
+    if let Some(k) = killing {
+        let _ = tokio::time::timeout(DRAIN_GRACE, k).await;
+    }
     let mut text = String::from_utf8_lossy(&kept.kept).into_owned();
     if kept.truncated {
         text.push_str(&format!(
@@ -310,20 +324,27 @@ pub(crate) async fn execute(
     })
 }
 
-/// Kills the command's process group; false when its id is not known yet.
-async fn kill(docker: &Docker, at: ExecEnv<'_>, group: &Group) -> Result<bool> {
-    let Some(pgid) = group.pgid() else {
-        return Ok(false);
-    };
+/// A kill in progress, polled beside the output.
+type Killing<'a> = Option<std::pin::Pin<Box<dyn Future<Output = Result<()>> + Send + 'a>>>;
+
+/// Drives the kill in progress, if any.
+async fn run_kill(killing: &mut Killing<'_>) -> Result<()> {
+    match killing {
+        Some(k) => k.await,
+        None => Ok(()),
+    }
+}
+
+/// Kills the process group `pgid` from a second exec.
+async fn kill(docker: &Docker, at: ExecEnv<'_>, pgid: String) -> Result<()> {
     let argv = vec![
         "sh".to_owned(),
         "-c".to_owned(),
         KILLER.to_owned(),
         "burrow-kill".to_owned(),
-        pgid.to_owned(),
+        pgid,
     ];
-    run_argv(docker, at, argv).await?;
-    Ok(true)
+    run_argv(docker, at, argv).await.map(|_| ())
 }
 
 #[cfg(test)]

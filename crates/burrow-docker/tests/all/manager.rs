@@ -75,21 +75,31 @@ async fn sessions_reuse_their_sandbox_within_a_cap_and_idle_ones_are_reaped() {
     assert_ne!(b.id(), a1.id());
     assert_eq!(manager.running().await, 2);
     assert_eq!(labelled(&docker, label).await, 2);
-    // Full, and nobody idle long enough: a third session is refused.
+    // Both busy (a command in flight is never idle): a third session is refused.
+    let a_busy = {
+        let a = a1.clone();
+        tokio::spawn(async move { a.execute(&cx(), "sleep 2", None).await })
+    };
+    let b_busy = {
+        let b = b.clone();
+        tokio::spawn(async move { b.execute(&cx(), "sleep 6; echo done", None).await })
+    };
+    while !(a1.idle_for().is_zero() && b.idle_for().is_zero()) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let err = manager.get("c").await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::QuotaExceeded, "{}", err.message());
-    // A long command keeps its sandbox busy: the reaper leaves it alone.
-    let busy = {
-        let b = b.clone();
-        tokio::spawn(async move { b.execute(&cx(), "sleep 1; echo done", None).await })
-    };
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    // Once a's command ends and it idles past the timeout, only a is reaped: b is still busy.
+    a_busy.await.unwrap().unwrap();
+    while a1.idle_for() < Duration::from_millis(400) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     assert_eq!(
         manager.reap_idle().await,
         1,
         "only the idle sandbox is reaped"
     );
-    assert_eq!(busy.await.unwrap().unwrap().output, "done\n");
+    assert_eq!(b_busy.await.unwrap().unwrap().output, "done\n");
     assert!(a1.is_closed());
     let err = a1
         .read_bytes(&cx(), &VPath::parse("/kept.txt").unwrap())
