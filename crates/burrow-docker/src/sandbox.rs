@@ -24,7 +24,7 @@ use crate::paths::{self, Kind, Layout};
 /// A Docker container as a burrow backend and sandbox.
 ///
 /// See the crate docs for how files and commands reach the container, and
-/// [`crate::Backend`]'s contract for what each operation means.
+/// [`burrow_backend::Backend`]'s contract for what each operation means.
 ///
 /// # Lifecycle
 ///
