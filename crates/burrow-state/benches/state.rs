@@ -1,11 +1,16 @@
 //! StateBackend benchmarks: per-operation cost at 1,000 and 10,000 files of 50 lines, and a mixed workload.
 //!
 //! The per-operation benches should cost about the same at both sizes: that
-//! is the point of the directory index. `write_one_file`, `create_delete`,
-//! `glob_dir` and `grep_dir` measure the index alone. `write`, `read` and
-//! `edit` touch a different file each call, so at 10,000 files (15 MB of
-//! content) they also pay cache misses that 1,000 files (1.5 MB) avoid.
-//! `glob_all` and `grep_all` scan every file by nature and grow with the store.
+//! is the point of the directory index. `write`, `read` and `edit` touch a
+//! different file each call, cycling through a working set of 1,000 files
+//! spread over the whole store (every file at 1,000, every tenth at 10,000),
+//! so the two sizes differ in store size only. `write_every_file`,
+//! `read_every_file` and `edit_every_file` cycle through every file instead:
+//! at 10,000 files (15 MB of content) their working set outgrows the per-core
+//! L2 cache that holds 1,000 files (1.5 MB), and they show what that costs.
+//! `write_one_file`, `create_delete`, `glob_dir` and `grep_dir` measure the
+//! index alone. `glob_all` and `grep_all` scan every file by nature and grow
+//! with the store.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -21,6 +26,39 @@ fn main() {
 const SIZES: &[usize] = &[1_000, 10_000];
 /// Files per directory: /src/dNNN/file_NNNNN.rs.
 const PER_DIR: usize = 100;
+/// How many distinct files the working-set benches touch, at any store size.
+const WORKING_SET: usize = 1_000;
+/// The step through the working set: prime, so consecutive calls land far apart.
+const STRIDE: usize = 7919;
+
+/// Cycles through `set` files spread evenly over a store of `n`: the index
+/// of the next file each call.
+struct Cycle {
+    n: usize,
+    set: usize,
+    at: usize,
+}
+
+impl Cycle {
+    /// The working set of 1,000 files of a store of `n`.
+    fn working_set(n: usize) -> Cycle {
+        Cycle {
+            n,
+            set: WORKING_SET.min(n),
+            at: 0,
+        }
+    }
+
+    /// Every file of a store of `n`.
+    fn every_file(n: usize) -> Cycle {
+        Cycle { n, set: n, at: 0 }
+    }
+
+    fn next(&mut self) -> usize {
+        self.at = (self.at + STRIDE) % self.set;
+        self.at * (self.n / self.set)
+    }
+}
 
 fn runtime() -> Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -55,17 +93,25 @@ fn populated(rt: &Runtime, n: usize) -> (StateBackend, Vec<VPath>) {
     (backend, paths)
 }
 
-/// Replacing an existing file.
+/// Replacing an existing file, cycling through the working set.
 #[divan::bench(args = SIZES, sample_count = 1000, sample_size = 10)]
 fn write(bencher: Bencher, n: usize) {
+    bench_write(bencher, n, Cycle::working_set(n));
+}
+
+/// Replacing an existing file, cycling through every file of the store.
+#[divan::bench(args = SIZES, sample_count = 1000, sample_size = 10)]
+fn write_every_file(bencher: Bencher, n: usize) {
+    bench_write(bencher, n, Cycle::every_file(n));
+}
+
+fn bench_write(bencher: Bencher, n: usize, mut cycle: Cycle) {
     let rt = runtime();
     let (backend, paths) = populated(&rt, n);
     let ctx = FileContext::default();
     let text = content(7);
-    let mut k = 0;
     bencher.bench_local(|| {
-        k = (k + 7919) % n;
-        rt.block_on(backend.write(&ctx, &paths[k], &text))
+        rt.block_on(backend.write(&ctx, &paths[cycle.next()], &text))
             .expect("write")
     });
 }
@@ -101,30 +147,47 @@ fn create_delete(bencher: Bencher, n: usize) {
     });
 }
 
-/// Reading 100 lines of a file.
+/// Reading 100 lines of a file, cycling through the working set.
 #[divan::bench(args = SIZES, sample_count = 1000, sample_size = 10)]
 fn read(bencher: Bencher, n: usize) {
+    bench_read(bencher, n, Cycle::working_set(n));
+}
+
+/// Reading 100 lines of a file, cycling through every file of the store.
+#[divan::bench(args = SIZES, sample_count = 1000, sample_size = 10)]
+fn read_every_file(bencher: Bencher, n: usize) {
+    bench_read(bencher, n, Cycle::every_file(n));
+}
+
+fn bench_read(bencher: Bencher, n: usize, mut cycle: Cycle) {
     let rt = runtime();
     let (backend, paths) = populated(&rt, n);
     let ctx = FileContext::default();
-    let mut k = 0;
     bencher.bench_local(|| {
-        k = (k + 7919) % n;
-        rt.block_on(backend.read(&ctx, &paths[k], 0, 100))
+        rt.block_on(backend.read(&ctx, &paths[cycle.next()], 0, 100))
             .expect("read")
     });
 }
 
-/// Replacing one unique occurrence in a file.
+/// Replacing one unique occurrence in a file, cycling through the working set.
 #[divan::bench(args = SIZES, sample_count = 1000, sample_size = 10)]
 fn edit(bencher: Bencher, n: usize) {
+    bench_edit(bencher, n, Cycle::working_set(n));
+}
+
+/// Replacing one unique occurrence in a file, cycling through every file of the store.
+#[divan::bench(args = SIZES, sample_count = 1000, sample_size = 10)]
+fn edit_every_file(bencher: Bencher, n: usize) {
+    bench_edit(bencher, n, Cycle::every_file(n));
+}
+
+fn bench_edit(bencher: Bencher, n: usize, mut cycle: Cycle) {
     let rt = runtime();
     let (backend, paths) = populated(&rt, n);
     let ctx = FileContext::default();
     let mut generations = vec![0u64; n];
-    let mut k = 0;
     bencher.bench_local(|| {
-        k = (k + 7919) % n;
+        let k = cycle.next();
         let g = generations[k];
         generations[k] += 1;
         let (old, new) = (

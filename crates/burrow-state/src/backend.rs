@@ -11,7 +11,7 @@ use burrow_backend::{
     VPath, WriteResult, text,
 };
 
-use crate::tree::{FileEntry, Kind, Tree, child_prefix, join};
+use crate::tree::{FileEntry, Kind, Stamp, Tree, child_prefix, join, overwrite};
 
 /// Numbers each backend's lock scope, so two stores never share lock keys.
 static NEXT_SCOPE: AtomicU64 = AtomicU64::new(0);
@@ -136,18 +136,13 @@ impl StateBackend {
     }
 }
 
-/// The current time as an RFC 3339 string.
-pub(crate) fn now() -> String {
-    jiff::Timestamp::now().to_string()
-}
-
 fn file_info(path: &str, name: &str, file: &FileEntry) -> FileInfo {
     FileInfo {
         name: name.to_owned(),
         path: path.to_owned(),
         is_dir: false,
         size: Some(file.bytes.len() as u64),
-        modified_at: Some(file.modified_at.clone()),
+        modified_at: Some(file.modified_at.render()),
     }
 }
 
@@ -227,7 +222,7 @@ impl Backend for StateBackend {
         bytes: &[u8],
     ) -> Result<WriteResult> {
         text::check_size(path, bytes.len() as u64, self.shared.limits.max_file_size)?;
-        let (bytes, now) = (bytes.to_vec(), now());
+        let now = Stamp::now();
         let mut tree = self.write_tree();
         tree.write(path, bytes, now)?;
         Ok(WriteResult::written(path.as_str()))
@@ -242,7 +237,7 @@ impl Backend for StateBackend {
         replace_all: bool,
     ) -> Result<EditResult> {
         text::check_edit_args(old, new)?;
-        let now = now();
+        let now = Stamp::now();
         let max = self.shared.limits.max_file_size;
         let mut tree = self.write_tree();
         let Some(file) = tree.file_mut(path.as_str()) else {
@@ -251,7 +246,7 @@ impl Backend for StateBackend {
         text::check_size(path, file.bytes.len() as u64, max)?;
         let (bytes, count) = text::apply_edit(path, &file.bytes, old, new, replace_all)?;
         text::check_size(path, bytes.len() as u64, max)?;
-        file.bytes = bytes;
+        overwrite(&mut file.bytes, &bytes);
         file.modified_at = now;
         Ok(text::edit_result(path, count))
     }
@@ -293,7 +288,7 @@ impl Backend for StateBackend {
         }
         let prefix = child_prefix(under.as_str());
         let mut result = GlobResult::default();
-        for (path, relative, file) in tree.files_beneath(&prefix) {
+        for (path, relative) in tree.paths_beneath(&prefix) {
             if !glob.is_match(relative) {
                 continue;
             }
@@ -301,7 +296,9 @@ impl Backend for StateBackend {
                 result.truncated = true;
                 break;
             }
-            result.files.push(file_info(path, name_of(path), file));
+            if let Some(file) = tree.file(path) {
+                result.files.push(file_info(path, name_of(path), file));
+            }
         }
         Ok(result)
     }
@@ -327,11 +324,13 @@ impl Backend for StateBackend {
             }
             Kind::Dir => {
                 let prefix = child_prefix(under.as_str());
-                for (path, relative, file) in tree.files_beneath(&prefix) {
+                for (path, relative) in tree.paths_beneath(&prefix) {
                     if collector.is_full() {
                         break;
                     }
-                    if grep.includes(relative) {
+                    if grep.includes(relative)
+                        && let Some(file) = tree.file(path)
+                    {
                         let path = VPath::parse(path).map_err(|e| {
                             Error::failure("the in-memory store holds a malformed path", e)
                         })?;

@@ -4,7 +4,7 @@ use burrow_backend::{Error, Limits, Result, VPath};
 use burrow_types::{FileData, FilesDocument};
 
 use crate::backend::StateBackend;
-use crate::tree::{FileEntry, Tree};
+use crate::tree::{FileEntry, Stamp, Tree};
 
 impl StateBackend {
     /// The workspace as a files document (path -> FileData), the form the
@@ -16,8 +16,8 @@ impl StateBackend {
             .map(|(path, file)| {
                 let data = FileData::from_bytes(
                     &file.bytes,
-                    file.created_at.clone(),
-                    file.modified_at.clone(),
+                    file.created_at.render(),
+                    file.modified_at.render(),
                 );
                 (path.to_owned(), data)
             })
@@ -63,8 +63,8 @@ impl StateBackend {
             })?;
             let entry = FileEntry {
                 bytes,
-                created_at: data.created_at,
-                modified_at: data.modified_at,
+                created_at: Stamp::Text(data.created_at),
+                modified_at: Stamp::Text(data.modified_at),
             };
             tree.restore(&path, entry).map_err(|e| {
                 Error::failure(

@@ -9,11 +9,12 @@
 //! replaces gets slower with every file written, and an agent that writes
 //! thousands of files pays for all of them on each call.
 //!
-//! `StateBackend` keeps two ordered maps under one lock:
+//! `StateBackend` keeps its files and two indexes under one lock:
 //!
-//! - `files`, keyed by full path. Byte order of the keys is exactly the
-//!   contract's sort order, and the files beneath a directory are one
-//!   contiguous range, so `glob` and `grep` under a directory are a range
+//! - `files`, a hash map by full path, for reads, writes and edits, and
+//!   `order`, the same paths in an ordered set. Byte order of the paths is
+//!   exactly the contract's sort order, and the files beneath a directory are
+//!   one contiguous range, so `glob` and `grep` under a directory are a range
 //!   scan: O(files beneath), not O(all files).
 //! - `dirs`, one entry per directory, holding its direct children (name ->
 //!   is directory) and the count of files beneath it. `ls` is O(children);

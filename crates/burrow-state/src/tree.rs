@@ -3,17 +3,45 @@
 //! Every method here is synchronous and runs under the backend's lock; none
 //! walks all files. Paths are the normalised strings of [`VPath`]s.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Bound;
+use std::sync::Arc;
 
 use burrow_backend::{Error, ErrorKind, Result, VPath};
 
-/// One stored file: its exact bytes and its two timestamps (RFC 3339).
+/// One stored file: its exact bytes and its two timestamps.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct FileEntry {
     pub(crate) bytes: Vec<u8>,
-    pub(crate) created_at: String,
-    pub(crate) modified_at: String,
+    pub(crate) created_at: Stamp,
+    pub(crate) modified_at: Stamp,
+}
+
+/// A file's timestamp: the text a loaded document gave, kept exactly, or an
+/// instant this store stamped, rendered as RFC 3339 only when asked for.
+///
+/// Why not a `String`: every write stamps `modified_at`, and formatting the
+/// instant then (then freeing the old text, likely out of cache) cost more
+/// than the rest of a small write; most stamps are never read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Stamp {
+    Text(String),
+    At(jiff::Timestamp),
+}
+
+impl Stamp {
+    /// The current time.
+    pub(crate) fn now() -> Stamp {
+        Stamp::At(jiff::Timestamp::now())
+    }
+
+    /// The RFC 3339 text of this stamp.
+    pub(crate) fn render(&self) -> String {
+        match self {
+            Stamp::Text(text) => text.clone(),
+            Stamp::At(at) => at.to_string(),
+        }
+    }
 }
 
 /// One directory of the index. Directories are implicit: one exists while a
@@ -37,9 +65,15 @@ pub(crate) enum Kind {
 /// Files by full path plus the directory index over them.
 #[derive(Debug)]
 pub(crate) struct Tree {
-    /// Keyed by full path: byte order is the contract's sort order, and the
-    /// files beneath a directory are one contiguous range.
-    files: BTreeMap<String, FileEntry>,
+    /// Every file by full path, for the point operations (read, write, edit):
+    /// a hash lookup touches one or two cache lines where an ordered map's
+    /// descent compares against a dozen keys, each a likely cache miss once
+    /// the store outgrows the cache (see `docs/benchmarks.md`).
+    files: HashMap<Arc<str>, FileEntry>,
+    /// The same paths in order (sharing the key allocations): byte order is
+    /// the contract's sort order, and the files beneath a directory are one
+    /// contiguous range, so scans are range scans.
+    order: BTreeSet<Arc<str>>,
     /// Every directory that exists, the root always among them.
     dirs: BTreeMap<String, DirEntry>,
 }
@@ -49,7 +83,8 @@ impl Default for Tree {
         let mut dirs = BTreeMap::new();
         dirs.insert("/".to_owned(), DirEntry::default());
         Tree {
-            files: BTreeMap::new(),
+            files: HashMap::new(),
+            order: BTreeSet::new(),
             dirs,
         }
     }
@@ -149,10 +184,10 @@ impl Tree {
 
     /// Creates or replaces the file at `path` with `bytes`, stamped `now`;
     /// a replaced file keeps its created_at.
-    pub(crate) fn write(&mut self, path: &VPath, bytes: Vec<u8>, now: String) -> Result<()> {
+    pub(crate) fn write(&mut self, path: &VPath, bytes: &[u8], now: Stamp) -> Result<()> {
         // Replacing is the common case: one lookup, and a file's slot is valid.
         if let Some(file) = self.files.get_mut(path.as_str()) {
-            file.bytes = bytes;
+            overwrite(&mut file.bytes, bytes);
             file.modified_at = now;
             return Ok(());
         }
@@ -160,7 +195,7 @@ impl Tree {
         self.insert_new(
             path.as_str(),
             FileEntry {
-                bytes,
+                bytes: bytes.to_vec(),
                 created_at: now.clone(),
                 modified_at: now,
             },
@@ -204,13 +239,16 @@ impl Tree {
         if let Some(p) = self.dirs.get_mut(parent) {
             p.children.insert(name.to_owned(), false);
         }
-        self.files.insert(path.to_owned(), entry);
+        let key: Arc<str> = Arc::from(path);
+        self.order.insert(Arc::clone(&key));
+        self.files.insert(key, entry);
     }
 
     /// Removes the file at `path`; directories left with no file beneath them
     /// disappear, deepest first. O(depth · log n).
     pub(crate) fn remove_file(&mut self, path: &str) -> Option<FileEntry> {
         let entry = self.files.remove(path)?;
+        self.order.remove(path);
         let (parent, name) = split(path);
         if let Some(p) = self.dirs.get_mut(parent) {
             p.children.remove(name);
@@ -242,24 +280,39 @@ impl Tree {
         })
     }
 
-    /// The files strictly beneath the directory whose [`child_prefix`] is
-    /// `prefix`, in path order, each with its path relative to the directory:
-    /// one range scan of the files map, O(log n + result).
-    pub(crate) fn files_beneath<'a>(
+    /// The paths of the files strictly beneath the directory whose
+    /// [`child_prefix`] is `prefix`, in path order, each with its path
+    /// relative to the directory: one range scan of the ordered paths,
+    /// O(log n + result). Callers filter on the path before fetching a file
+    /// ([`Tree::file`]), so a glob that matches few files touches few.
+    pub(crate) fn paths_beneath<'a>(
         &'a self,
         prefix: &'a str,
-    ) -> impl Iterator<Item = (&'a str, &'a str, &'a FileEntry)> + 'a {
-        self.files
+    ) -> impl Iterator<Item = (&'a str, &'a str)> + 'a {
+        self.order
             .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
-            .take_while(move |(path, _)| path.starts_with(prefix))
-            .map(move |(path, entry)| (path.as_str(), &path[prefix.len()..], entry))
+            .take_while(move |path| path.starts_with(prefix))
+            .map(move |path| (&**path, &path[prefix.len()..]))
     }
 
     /// Every file in path order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&str, &FileEntry)> {
-        self.files
+        self.order
             .iter()
-            .map(|(path, entry)| (path.as_str(), entry))
+            .filter_map(|path| Some((&**path, self.files.get(path)?)))
+    }
+}
+
+/// Replaces the contents of `dst` with `src`, in `dst`'s own buffer when it
+/// fits without wasting more than half of it: a fresh buffer would mean
+/// freeing the old one, which for a file not touched lately is a cache miss
+/// or two in the allocator on top of the copy.
+pub(crate) fn overwrite(dst: &mut Vec<u8>, src: &[u8]) {
+    if dst.capacity() >= src.len() && dst.capacity() / 2 <= src.len() {
+        dst.clear();
+        dst.extend_from_slice(src);
+    } else {
+        *dst = src.to_vec();
     }
 }
 
@@ -297,6 +350,10 @@ mod tests {
             .map(|(k, d)| (k.clone(), (d.children.clone(), d.files)))
             .collect();
         assert_eq!(actual, expected_dirs(tree));
+        let ordered: Vec<&str> = tree.order.iter().map(|p| &**p).collect();
+        let mut hashed: Vec<&str> = tree.files.keys().map(|p| &**p).collect();
+        hashed.sort_unstable();
+        assert_eq!(ordered, hashed, "the ordered paths are the hashed ones");
         let files: BTreeSet<&str> = tree.iter().map(|(p, _)| p).collect();
         assert!(tree.dirs.keys().all(|d| !files.contains(d.as_str())));
     }
@@ -334,7 +391,7 @@ mod tests {
                         let path = vp(&p);
                         let refused = tree.check_file_slot(&path).is_err();
                         let before = tree.len();
-                        let result = tree.write(&path, p.clone().into_bytes(), "t".to_owned());
+                        let result = tree.write(&path, p.as_bytes(), Stamp::now());
                         prop_assert_eq!(result.is_err(), refused);
                         if refused {
                             prop_assert_eq!(tree.len(), before);
@@ -354,15 +411,14 @@ mod tests {
     }
 
     #[test]
-    fn files_beneath_is_one_contiguous_range() {
+    fn paths_beneath_is_one_contiguous_range() {
         let mut tree = Tree::default();
         for p in ["/ab", "/a/y/z", "/a.b", "/a-b/x", "/a/x"] {
-            tree.write(&vp(p), Vec::new(), "t".to_owned()).unwrap();
+            tree.write(&vp(p), &[], Stamp::now()).unwrap();
         }
-        let beneath: Vec<(&str, &str)> =
-            tree.files_beneath("/a/").map(|(p, r, _)| (p, r)).collect();
+        let beneath: Vec<(&str, &str)> = tree.paths_beneath("/a/").collect();
         assert_eq!(beneath, [("/a/x", "x"), ("/a/y/z", "y/z")]);
-        let all: Vec<&str> = tree.files_beneath("/").map(|(_, r, _)| r).collect();
+        let all: Vec<&str> = tree.paths_beneath("/").map(|(_, r)| r).collect();
         assert_eq!(all, ["a-b/x", "a.b", "a/x", "a/y/z", "ab"]);
         assert_consistent(&tree);
     }
