@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use compact_str::CompactString;
+
 use crate::error::{Error, ErrorKind, Result};
 
 /// The longest path accepted, in bytes.
@@ -21,13 +23,18 @@ pub const MAX_SEGMENT_BYTES: usize = 255;
 ///   is ignored. Backslash, "~" and drive letters are ordinary characters.
 /// - At most 4096 bytes in all and 255 per segment.
 /// - Refusals name the offending input only in a cut-down, printable form.
+///
+/// Stored as a [`CompactString`]: paths of up to 24 bytes live inline, with
+/// no allocation to create, clone or drop one. Paths are made on every call
+/// (parsed from input, re-based by a composite for its mounts), and most
+/// are short.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct VPath(String);
+pub struct VPath(CompactString);
 
 impl VPath {
     /// The root, "/".
     pub fn root() -> Self {
-        VPath("/".to_owned())
+        VPath(CompactString::const_new("/"))
     }
 
     /// Parses and normalises `input`.
@@ -55,7 +62,7 @@ impl VPath {
                 }
             }
         }
-        let mut out = String::with_capacity(input.len() + 1);
+        let mut out = CompactString::with_capacity(input.len() + 1);
         for segment in &segments {
             out.push('/');
             out.push_str(segment);
@@ -68,19 +75,19 @@ impl VPath {
 
     /// The path as a string, e.g. "/src/main.rs".
     pub fn as_str(&self) -> &str {
-        &self.0
+        self.0.as_str()
     }
 
     /// True for "/".
     pub fn is_root(&self) -> bool {
-        self.0 == "/"
+        self.as_str() == "/"
     }
 
     /// The last segment; empty for the root.
     pub fn name(&self) -> &str {
-        match self.0.rfind('/') {
-            Some(i) => &self.0[i + 1..],
-            None => &self.0,
+        match self.as_str().rfind('/') {
+            Some(i) => &self.as_str()[i + 1..],
+            None => self.as_str(),
         }
     }
 
@@ -89,9 +96,9 @@ impl VPath {
         if self.is_root() {
             return None;
         }
-        match self.0.rfind('/') {
+        match self.as_str().rfind('/') {
             Some(0) | None => Some(VPath::root()),
-            Some(i) => Some(VPath(self.0[..i].to_owned())),
+            Some(i) => Some(VPath(CompactString::from(&self.as_str()[..i]))),
         }
     }
 
@@ -124,7 +131,7 @@ impl VPath {
     pub fn starts_with(&self, ancestor: &VPath) -> bool {
         ancestor.is_root()
             || self.0 == ancestor.0
-            || (self.0.starts_with(&ancestor.0)
+            || (self.as_str().starts_with(ancestor.as_str())
                 && self.0.as_bytes().get(ancestor.0.len()) == Some(&b'/'))
     }
 
@@ -135,19 +142,25 @@ impl VPath {
             return None;
         }
         if ancestor.is_root() {
-            return Some(&self.0[1..]);
+            return Some(&self.as_str()[1..]);
         }
-        Some(self.0[ancestor.0.len()..].trim_start_matches('/'))
+        Some(self.as_str()[ancestor.0.len()..].trim_start_matches('/'))
     }
 
     /// The same path seen from a mount at `prefix`: "/m/a" under "/m" becomes "/a".
     pub fn strip_prefix(&self, prefix: &VPath) -> Option<VPath> {
-        self.relative_to(prefix).map(|rel| {
-            let mut out = String::with_capacity(rel.len() + 1);
-            out.push('/');
-            out.push_str(rel);
-            VPath(out)
-        })
+        if prefix.is_root() {
+            return Some(self.clone());
+        }
+        // One comparison and one copy: this runs on every call a composite routes to a mount.
+        let rest = self.as_str().strip_prefix(prefix.as_str())?;
+        if rest.is_empty() {
+            Some(VPath::root())
+        } else if rest.starts_with('/') {
+            Some(VPath(CompactString::from(rest)))
+        } else {
+            None
+        }
     }
 
     /// The path `self` would have if its root were mounted at `prefix`.
@@ -158,7 +171,7 @@ impl VPath {
         if self.is_root() {
             return prefix.clone();
         }
-        let mut out = String::with_capacity(prefix.0.len() + self.0.len());
+        let mut out = CompactString::with_capacity(prefix.0.len() + self.0.len());
         out.push_str(&prefix.0);
         out.push_str(&self.0);
         VPath(out)
@@ -185,7 +198,7 @@ fn invalid(input: &str, why: &str) -> Error {
 
 impl fmt::Display for VPath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
     }
 }
 
@@ -197,7 +210,7 @@ impl fmt::Debug for VPath {
 
 impl AsRef<str> for VPath {
     fn as_ref(&self) -> &str {
-        &self.0
+        self.as_str()
     }
 }
 
@@ -210,7 +223,7 @@ impl std::str::FromStr for VPath {
 
 impl serde::Serialize for VPath {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.serialize_str(&self.0)
+        s.serialize_str(self.as_str())
     }
 }
 

@@ -1,15 +1,13 @@
-//! CompositeBackend benchmarks: the cost of routing (1,000 reads through 8 mounts vs the backend directly) and of fanning grep out over 4 mounts.
+//! CompositeBackend benchmarks: the cost of fanning grep out over 4 mounts.
 //!
-//! `reads` does the same 1,000 reads of one StateBackend directly, through a
-//! composite where it is one of 8 mounts, and through a composite where it is
-//! the default beneath 8 mounts (the target was under 5% more time). `grep_*` search the same
-//! 1,000 files held by one StateBackend or split over 4 mounts, once for a
-//! common word (the limit stops the search early) and once for a rare one
-//! (every file is searched).
+//! `grep_*` search the same 1,000 files held by one StateBackend or split
+//! over 4 mounts, once for a common word (the limit stops the search early)
+//! and once for a rare one (every file is searched). The cost of routing a
+//! read is measured by `benches/routing.rs`, interleaved.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use burrow_backend::{Backend, FileContext, GrepQuery, VPath};
 use burrow_composite::CompositeBackend;
@@ -22,7 +20,6 @@ fn main() {
 }
 
 const FILES: usize = 1_000;
-const MOUNTS: usize = 8;
 const GREP_MOUNTS: usize = 4;
 
 fn runtime() -> Runtime {
@@ -53,71 +50,6 @@ fn fill(rt: &Runtime, backend: &StateBackend, paths: &[VPath]) {
         for (i, path) in paths.iter().enumerate() {
             backend.write(&ctx, path, &content(i)).await.expect("write");
         }
-    });
-}
-
-/// The target store with 1,000 files; a composite where it is mounted at
-/// "/m7" beside 7 other mounts (each holding one file) over a default; and a
-/// composite where it is the default beneath those 8 mounts.
-fn read_setup(rt: &Runtime) -> (StateBackend, CompositeBackend, CompositeBackend) {
-    let target = StateBackend::new();
-    let paths: Vec<VPath> = (0..FILES)
-        .map(|i| p(&format!("/src/file_{i:04}.rs")))
-        .collect();
-    fill(rt, &target, &paths);
-    let others: Vec<StateBackend> = (0..MOUNTS)
-        .map(|_| {
-            let other = StateBackend::new();
-            fill(rt, &other, &[p("/one.txt")]);
-            other
-        })
-        .collect();
-    let mut mounted = CompositeBackend::builder(Arc::new(StateBackend::new()));
-    let mut as_default = CompositeBackend::builder(Arc::new(target.clone()));
-    for (m, other) in others.iter().enumerate() {
-        let backend: Arc<dyn Backend> = if m == MOUNTS - 1 {
-            Arc::new(target.clone())
-        } else {
-            Arc::new(other.clone())
-        };
-        mounted = mounted.mount(format!("/m{m}"), backend);
-        as_default = as_default.mount(format!("/m{m}"), Arc::new(other.clone()));
-    }
-    (
-        target,
-        mounted.build().expect("a composite"),
-        as_default.build().expect("a composite"),
-    )
-}
-
-/// The same 1,000 reads, through `&dyn Backend` either way: `direct`, through
-/// the composite where the store is the last of 8 mounts (`mount`, the
-/// routing worst case), and where it is the composite's default (`default`).
-///
-/// The stores are built once and shared by the three, so each measures the
-/// same memory (building them per benchmark made the first one measured
-/// look faster than the rest).
-#[divan::bench(args = ["direct", "mount", "default"])]
-fn reads(bencher: Bencher, via: &str) {
-    static SETUP: LazyLock<(StateBackend, CompositeBackend, CompositeBackend)> =
-        LazyLock::new(|| read_setup(&runtime()));
-    let rt = runtime();
-    let (target, mounted, as_default) = &*SETUP;
-    let (backend, prefix): (&dyn Backend, String) = match via {
-        "direct" => (target, String::new()),
-        "mount" => (mounted, format!("/m{}", MOUNTS - 1)),
-        _ => (as_default, String::new()),
-    };
-    let ctx = FileContext::default();
-    let paths: Vec<VPath> = (0..FILES)
-        .map(|i| p(&format!("{prefix}/src/file_{i:04}.rs")))
-        .collect();
-    bencher.bench_local(|| {
-        rt.block_on(async {
-            for path in &paths {
-                divan::black_box(backend.read(&ctx, path, 0, 100).await.expect("read"));
-            }
-        })
     });
 }
 

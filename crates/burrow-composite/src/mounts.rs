@@ -52,9 +52,9 @@ impl Part {
 pub(crate) struct MountTable {
     /// `parts[0]` is the default; the rest are mounts in prefix order.
     pub(crate) parts: Vec<Part>,
-    /// Indexes of the mounts, longest prefix first: the first whose prefix
-    /// contains a path is the one that owns it.
-    by_length: Vec<usize>,
+    /// The mount prefixes grouped by length, longest first: the first group
+    /// holding an ancestor-or-self of a path names the part that owns it.
+    by_length: Vec<PrefixGroup>,
     /// Every strict ancestor of a mount point (the root included): directories
     /// that exist because a mount lies beneath them.
     implied: HashSet<String>,
@@ -117,8 +117,7 @@ impl MountTable {
             });
         }
         let implied_max_len = implied.iter().map(String::len).max().unwrap_or(0);
-        let mut by_length: Vec<usize> = (1..parts.len()).collect();
-        by_length.sort_by_key(|&i| std::cmp::Reverse(parts[i].prefix.as_str().len()));
+        let by_length = PrefixGroup::index(&parts);
         Ok(MountTable {
             parts,
             by_length,
@@ -130,9 +129,9 @@ impl MountTable {
     /// The part that owns `path` (longest prefix wins) and the path as that part sees it.
     pub(crate) fn route<'p>(&self, path: &'p VPath) -> (usize, Cow<'p, VPath>) {
         let raw = path.as_str();
-        for &i in &self.by_length {
-            let prefix = &self.parts[i].prefix;
-            if within(raw, prefix.as_str()) {
+        for group in &self.by_length {
+            if let Some(i) = group.owner_of(raw) {
+                let prefix = &self.parts[i].prefix;
                 let inner = path.strip_prefix(prefix).unwrap_or_else(VPath::root);
                 return (i, Cow::Owned(inner));
             }
@@ -141,10 +140,12 @@ impl MountTable {
     }
 
     /// True when a mount lies strictly beneath `path`, which makes it a directory.
+    #[inline]
     pub(crate) fn has_mount_below(&self, path: &VPath) -> bool {
         self.has_mount_below_str(path.as_str())
     }
 
+    #[inline]
     fn has_mount_below_str(&self, path: &str) -> bool {
         // Most paths are longer than every implied directory: no hashing for them.
         path.len() <= self.implied_max_len && self.implied.contains(path)
@@ -189,6 +190,86 @@ impl MountTable {
             })
             .collect()
     }
+}
+
+/// The mount prefixes of one length, sorted by fingerprint, each with its part's index.
+///
+/// Why grouped: a path has at most one ancestor-or-self of a given length,
+/// so routing is one boundary check and one search per distinct prefix
+/// length (usually one or two), not a string comparison with every mount.
+/// Why the fingerprint (the prefix's last 8 bytes as an integer): mounts of
+/// one length usually differ there ("/m0" .. "/m7", "/memories" vs
+/// "/uploads"), so the search compares integers, and strings only on a hit.
+struct PrefixGroup {
+    len: usize,
+    /// `fingerprints[k]` is the fingerprint of `prefixes[k].0`, ascending.
+    fingerprints: Vec<u64>,
+    prefixes: Vec<(String, usize)>,
+}
+
+impl PrefixGroup {
+    /// The groups of `parts[1..]`, longest prefixes first.
+    fn index(parts: &[Part]) -> Vec<PrefixGroup> {
+        let mut mounts: Vec<(usize, u64, &str, usize)> = parts
+            .iter()
+            .enumerate()
+            .skip(1)
+            .map(|(i, part)| {
+                let prefix = part.prefix.as_str();
+                (prefix.len(), fingerprint(prefix), prefix, i)
+            })
+            .collect();
+        mounts.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(b.2)));
+        let mut groups: Vec<PrefixGroup> = Vec::new();
+        for (len, print, prefix, i) in mounts {
+            if groups.last().is_none_or(|g| g.len != len) {
+                groups.push(PrefixGroup {
+                    len,
+                    fingerprints: Vec::new(),
+                    prefixes: Vec::new(),
+                });
+            }
+            if let Some(group) = groups.last_mut() {
+                group.fingerprints.push(print);
+                group.prefixes.push((prefix.to_owned(), i));
+            }
+        }
+        groups
+    }
+
+    /// The part whose prefix is `path` or an ancestor of it, if one of this length is.
+    #[inline]
+    fn owner_of(&self, path: &str) -> Option<usize> {
+        let head = match path.as_bytes().get(self.len) {
+            None if path.len() == self.len => path,
+            Some(b'/') => path.get(..self.len)?,
+            _ => return None,
+        };
+        let print = fingerprint(head);
+        let first = self.fingerprints.partition_point(|f| *f < print);
+        self.fingerprints
+            .get(first..)?
+            .iter()
+            .take_while(|f| **f == print)
+            .zip(self.prefixes.get(first..)?)
+            // Up to 8 bytes the fingerprint is the whole prefix (paths hold no NUL).
+            .find(|(_, (prefix, _))| self.len <= 8 || prefix == head)
+            .map(|(_, (_, i))| *i)
+    }
+}
+
+/// The last (up to) 8 bytes of `s` as an integer.
+#[inline]
+fn fingerprint(s: &str) -> u64 {
+    let bytes = s.as_bytes();
+    if let Some(last8) = bytes.last_chunk::<8>() {
+        return u64::from_le_bytes(*last8);
+    }
+    let mut buf = [0u8; 8];
+    for (slot, byte) in buf.iter_mut().zip(bytes) {
+        *slot = *byte;
+    }
+    u64::from_le_bytes(buf)
 }
 
 /// True when the path `path` is `prefix` or lies beneath it.
@@ -325,6 +406,43 @@ mod tests {
         assert!(t.file_visible(1, "/m/a"));
         assert!(!t.file_visible(1, "/m/n/a"));
         assert!(!t.file_visible(0, "/x"));
+    }
+
+    /// Prefixes of one length that share their last 8 bytes (one fingerprint),
+    /// short ones told apart by the fingerprint alone, and nested ones.
+    #[test]
+    fn routes_by_length_then_fingerprint_then_prefix() {
+        let mounts = [
+            "/a/memories",
+            "/b/memories",
+            "/c/memories",
+            "/m0",
+            "/m7",
+            "/mx",
+            "/a",
+            "/a/b/memories",
+        ];
+        let t = table(&mounts).unwrap();
+        let owner = |path: &str| {
+            let path = p(path);
+            let (i, inner) = t.route(&path);
+            (t.parts[i].prefix.to_string(), inner.to_string())
+        };
+        for mount in mounts {
+            assert_eq!(owner(mount), (mount.to_owned(), "/".to_owned()));
+            assert_eq!(
+                owner(&format!("{mount}/f.txt")),
+                (mount.to_owned(), "/f.txt".to_owned())
+            );
+        }
+        assert_eq!(owner("/d/memories/f"), ("/".into(), "/d/memories/f".into()));
+        assert_eq!(
+            owner("/a/memoriesX/f"),
+            ("/a".into(), "/memoriesX/f".into())
+        );
+        assert_eq!(owner("/a/b/f"), ("/a".into(), "/b/f".into()));
+        assert_eq!(owner("/m1/f"), ("/".into(), "/m1/f".into()));
+        assert_eq!(owner("/m"), ("/".into(), "/m".into()));
     }
 
     #[test]
