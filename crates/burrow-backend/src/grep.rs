@@ -1,4 +1,19 @@
 //! Grep over a buffer: the one regex dialect, the include filter, and a bounded collector.
+//!
+//! The collector does not split a whole file into lines to match each one.
+//! The query's regex is compiled in multi-line mode, which on a single line
+//! means exactly what it means without it, and run over the whole file:
+//! it matches wherever the per-line regex matches some line, at the same
+//! start. A line is a substring of the file, and every assertion means the
+//! same at a line's edges as at the same positions of the file (`^` after a
+//! "\n" or at the start; `\b` and `\B` see "\n" or "\r" there, which are
+//! not word characters, as they see nothing at a line's edge). So only the
+//! lines a whole-file match touches are split and matched, and a file with
+//! no match is never split. Where that does not hold, every line is matched:
+//! `$` (a line's end may sit before "\r\n", where multi-line `$` does not
+//! match), `\A` and `\z` (start and end of the haystack), and inline flags
+//! `(?..)` that could turn multi-line mode off. The check is textual and
+//! conservative.
 
 use burrow_types::GrepMatch;
 use regex::{Regex, RegexBuilder};
@@ -7,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::glob::Glob;
 use crate::path::VPath;
 use crate::results::{GrepQuery, GrepResult};
-use crate::text::{is_searchable_text, lines};
+use crate::text::lines;
 
 /// The longest grep pattern accepted, in bytes.
 pub const MAX_PATTERN_BYTES: usize = 1000;
@@ -17,7 +32,10 @@ pub const REGEX_SIZE_LIMIT: usize = 1 << 20;
 /// A compiled [`GrepQuery`]: the line matcher and the include filter.
 #[derive(Debug, Clone)]
 pub struct CompiledGrep {
+    /// Compiled in multi-line mode (see the module docs).
     regex: Regex,
+    /// True when `regex` run over a whole file finds every line that matches.
+    whole_file: bool,
     include: Option<Glob>,
 }
 
@@ -34,8 +52,10 @@ impl CompiledGrep {
         } else {
             query.pattern.clone()
         };
+        let whole_file = !["$", "\\A", "\\z", "(?"].iter().any(|s| source.contains(s));
         let regex = RegexBuilder::new(&source)
             .case_insensitive(query.ignore_case)
+            .multi_line(true)
             .size_limit(REGEX_SIZE_LIMIT)
             .dfa_size_limit(REGEX_SIZE_LIMIT)
             .build()
@@ -46,7 +66,11 @@ impl CompiledGrep {
                 ))
             })?;
         let include = query.include.as_deref().map(Glob::new).transpose()?;
-        Ok(CompiledGrep { regex, include })
+        Ok(CompiledGrep {
+            regex,
+            whole_file,
+            include,
+        })
     }
 
     /// True when a file at `relative` (to the search root) passes the include filter.
@@ -91,24 +115,94 @@ impl GrepCollector {
 
     /// Searches the file at `path` holding `bytes`; skips it when it is not text.
     pub fn search(&mut self, grep: &CompiledGrep, path: &VPath, bytes: &[u8]) {
-        if self.truncated || !is_searchable_text(bytes) {
+        // Text is valid UTF-8 with no NUL (`is_searchable_text`), validated once here.
+        if self.truncated || bytes.contains(&0) {
             return;
         }
         let Ok(text) = std::str::from_utf8(bytes) else {
             return;
         };
+        if grep.whole_file {
+            self.search_touched_lines(grep, path, text);
+        } else {
+            self.search_lines(grep, path, text, 0);
+        }
+    }
+
+    /// Matches every line of `text` (whole lines of a file, `lines_before`
+    /// lines into it); false once a match past the limit was seen.
+    fn search_lines(
+        &mut self,
+        grep: &CompiledGrep,
+        path: &VPath,
+        text: &str,
+        lines_before: usize,
+    ) -> bool {
         for (i, line) in lines(text).enumerate() {
             if grep.is_match(line) {
                 if self.matches.len() == self.limit {
                     self.truncated = true;
-                    return;
+                    return false;
                 }
                 self.matches.push(GrepMatch {
                     path: path.as_str().to_owned(),
-                    line_number: i as u64 + 1,
+                    line_number: (lines_before + i) as u64 + 1,
                     line: line.to_owned(),
                 });
             }
+        }
+        true
+    }
+
+    /// Matches only the lines that a whole-file match touches (from the line
+    /// it starts on to the line it ends on): the same matches as
+    /// [`GrepCollector::search_lines`] over all of `text`. A line that
+    /// matches on its own is always touched: the whole-file regex matches at
+    /// the same start, and a leftmost-first scan can only pass that start
+    /// inside (or at the end of) a match that touches the line.
+    fn search_touched_lines(&mut self, grep: &CompiledGrep, path: &VPath, text: &str) {
+        let bytes = text.as_bytes();
+        let is_newline = |b: &u8| *b == b'\n';
+        // Everything before `fed_to` (always a line start) is done with.
+        let mut fed_to = 0;
+        // How many lines start before `counted_to` (moves forward only).
+        let (mut counted_to, mut lines_before) = (0, 0);
+        for found in grep.regex.find_iter(text) {
+            // The first and last byte the match touches (its start, when empty).
+            let last = if found.end() > found.start() {
+                found.end() - 1
+            } else {
+                found.start()
+            };
+            if last < fed_to {
+                continue;
+            }
+            let first = found.start().max(fed_to);
+            let (Some(before), Some(after)) = (bytes.get(fed_to..first), bytes.get(last..)) else {
+                return;
+            };
+            if first >= bytes.len() {
+                return;
+            }
+            let line_start = before
+                .iter()
+                .rposition(is_newline)
+                .map_or(fed_to, |i| fed_to + i + 1);
+            let line_end = after
+                .iter()
+                .position(is_newline)
+                .map_or(bytes.len(), |i| last + i + 1);
+            lines_before += bytes
+                .get(counted_to..line_start)
+                .map_or(0, |run| run.iter().filter(|b| is_newline(b)).count());
+            counted_to = line_start;
+            let Some(touched) = text.get(line_start..line_end) else {
+                return;
+            };
+            if !self.search_lines(grep, path, touched, lines_before) {
+                return;
+            }
+            fed_to = line_end;
         }
     }
 
@@ -164,6 +258,74 @@ mod tests {
             );
         }
         assert!(CompiledGrep::new(&GrepQuery::fixed("(")).is_ok());
+    }
+
+    const PATTERNS: [&str; 20] = [
+        "a", "^a", "a b", r"\bab\b", r"\Bb", "a.b", r"a\sb", "[^a]b", "^$", "^", r"\d+", "a|^b",
+        "b\r", "(a)(b)", "x*", r"\w+ \w+", r"a\s*b", "[^x]+", r"\s", "b|a\n",
+    ];
+
+    fn query(pattern: usize, fixed: bool, ignore_case: bool) -> GrepQuery {
+        let mut query = if fixed {
+            GrepQuery::fixed(PATTERNS[pattern])
+        } else {
+            GrepQuery::regex(PATTERNS[pattern])
+        };
+        query.ignore_case = ignore_case;
+        query
+    }
+
+    /// Every line of `text` matched one by one, at most `limit` matches.
+    fn every_line(grep: &CompiledGrep, text: &str, limit: usize) -> GrepResult {
+        let mut collector = GrepCollector::new(limit);
+        collector.search_lines(grep, &VPath::root(), text, 0);
+        collector.finish()
+    }
+
+    #[test]
+    fn constructs_that_differ_over_a_whole_file_match_line_by_line() {
+        for pattern in ["a$", r"\Aa", r"a\z", "(?-m)^a", "(?s)a.b", "(?R)^a$"] {
+            let grep = CompiledGrep::new(&GrepQuery::regex(pattern)).unwrap();
+            assert!(!grep.whole_file, "{pattern}");
+        }
+        assert!(
+            !CompiledGrep::new(&GrepQuery::fixed("cost: $5"))
+                .unwrap()
+                .whole_file
+        );
+        assert!(
+            CompiledGrep::new(&GrepQuery::fixed("a.b"))
+                .unwrap()
+                .whole_file
+        );
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+
+        /// Matching only the lines a whole-file match touches finds exactly
+        /// what matching every line finds, truncation included.
+        #[test]
+        fn touched_lines_find_what_every_line_finds(
+            text in "[ab \r\n1x]{0,60}",
+            pattern in 0..PATTERNS.len(),
+            fixed: bool,
+            ignore_case: bool,
+            limit in 0usize..6,
+        ) {
+            let query = query(pattern, fixed, ignore_case);
+            let grep = CompiledGrep::new(&query).unwrap();
+            let mut collector = GrepCollector::new(limit);
+            collector.search(&grep, &VPath::root(), text.as_bytes());
+            // The reference: every line matched by the regex compiled without multi-line mode.
+            let source = if fixed { regex::escape(&query.pattern) } else { query.pattern.clone() };
+            let single_line = CompiledGrep {
+                regex: RegexBuilder::new(&source).case_insensitive(ignore_case).build().unwrap(),
+                whole_file: false,
+                include: None,
+            };
+            proptest::prop_assert_eq!(collector.finish(), every_line(&single_line, &text, limit));
+        }
     }
 
     #[test]

@@ -51,7 +51,6 @@ mod backend;
 mod errors;
 mod locks;
 mod options;
-mod prefilter;
 mod root;
 mod search;
 mod walk;

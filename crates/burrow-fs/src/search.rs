@@ -15,7 +15,6 @@ use burrow_backend::{
 use cap_std::fs::Dir;
 
 use crate::errors::{self, from_io};
-use crate::prefilter::Prefilter;
 use crate::root::{Root, file_info, rel};
 use crate::walk::Found;
 
@@ -23,12 +22,6 @@ use crate::walk::Found;
 /// next batch is twice as large, up to `MAX_BATCH`.
 const FIRST_BATCH_PER_THREAD: usize = 64;
 const MAX_BATCH: usize = 8192;
-
-/// What grep matches lines with, and which files it may skip unread by lines.
-struct Matcher {
-    grep: CompiledGrep,
-    prefilter: Option<Prefilter>,
-}
 
 /// Where a search starts.
 enum Start {
@@ -112,19 +105,13 @@ impl Root {
         under: &VPath,
         limit: usize,
     ) -> Result<GrepResult, Error> {
-        let grep = CompiledGrep::new(query)?;
-        let matcher = Matcher {
-            prefilter: Prefilter::new(query),
-            grep,
-        };
-        let grep = &matcher.grep;
+        let grep = &CompiledGrep::new(query)?;
         let mut collector = GrepCollector::new(limit);
         let dir = match self.start(under)? {
             Start::Nothing => return Ok(collector.finish()),
             Start::File => {
                 if grep.includes(under.name()) {
-                    let found =
-                        self.search_file(&matcher, under, limit.saturating_add(1), false)?;
+                    let found = self.search_file(grep, under, limit.saturating_add(1), false)?;
                     collector.extend(found);
                 }
                 return Ok(collector.finish());
@@ -138,13 +125,13 @@ impl Root {
             .filter_map(|f| VPath::parse(&f.path).ok())
             .collect();
         files.sort_unstable();
-        self.search_files(&matcher, &files, limit, collector)
+        self.search_files(grep, &files, limit, collector)
     }
 
     /// Searches `files` (in path order) in batches on the configured threads.
     fn search_files(
         &self,
-        matcher: &Matcher,
+        grep: &CompiledGrep,
         files: &[VPath],
         limit: usize,
         mut collector: GrepCollector,
@@ -158,7 +145,7 @@ impl Root {
         while start < files.len() && !collector.is_full() {
             let end = start.saturating_add(batch).min(files.len());
             let results = parallel_map(&files[start..end], threads, |path| {
-                self.search_file(matcher, path, per_file, true)
+                self.search_file(grep, path, per_file, true)
             });
             for found in results {
                 collector.extend(found?);
@@ -181,7 +168,7 @@ impl Root {
     /// (type checked before the open).
     fn search_file(
         &self,
-        matcher: &Matcher,
+        grep: &CompiledGrep,
         path: &VPath,
         limit: usize,
         found: bool,
@@ -196,11 +183,8 @@ impl Root {
             Err(e) if e.is_refusal() => return Ok(Vec::new()),
             Err(e) => return Err(e),
         };
-        if let Some(prefilter) = &matcher.prefilter {
-            return Ok(prefilter.search(&matcher.grep, path, &bytes, limit));
-        }
         let mut collector = GrepCollector::new(limit);
-        collector.search(&matcher.grep, path, &bytes);
+        collector.search(grep, path, &bytes);
         Ok(collector.finish().matches)
     }
 }
