@@ -20,7 +20,6 @@ use regex::{Regex, RegexBuilder};
 
 use crate::error::{Error, Result};
 use crate::glob::Glob;
-use crate::path::VPath;
 use crate::results::{GrepQuery, GrepResult};
 use crate::text::lines;
 
@@ -114,7 +113,11 @@ impl GrepCollector {
     }
 
     /// Searches the file at `path` holding `bytes`; skips it when it is not text.
-    pub fn search(&mut self, grep: &CompiledGrep, path: &VPath, bytes: &[u8]) {
+    ///
+    /// `path` is the file's path as the matches name it: a [`VPath`](crate::VPath), or the
+    /// string of one that a store keeps (so a scan need not re-parse each).
+    pub fn search(&mut self, grep: &CompiledGrep, path: &(impl AsRef<str> + ?Sized), bytes: &[u8]) {
+        let path = path.as_ref();
         // Text is valid UTF-8 with no NUL (`is_searchable_text`), validated once here.
         if self.truncated || bytes.contains(&0) {
             return;
@@ -134,7 +137,7 @@ impl GrepCollector {
     fn search_lines(
         &mut self,
         grep: &CompiledGrep,
-        path: &VPath,
+        path: &str,
         text: &str,
         lines_before: usize,
     ) -> bool {
@@ -145,7 +148,7 @@ impl GrepCollector {
                     return false;
                 }
                 self.matches.push(GrepMatch {
-                    path: path.as_str().to_owned(),
+                    path: path.to_owned(),
                     line_number: (lines_before + i) as u64 + 1,
                     line: line.to_owned(),
                 });
@@ -160,7 +163,7 @@ impl GrepCollector {
     /// matches on its own is always touched: the whole-file regex matches at
     /// the same start, and a leftmost-first scan can only pass that start
     /// inside (or at the end of) a match that touches the line.
-    fn search_touched_lines(&mut self, grep: &CompiledGrep, path: &VPath, text: &str) {
+    fn search_touched_lines(&mut self, grep: &CompiledGrep, path: &str, text: &str) {
         let bytes = text.as_bytes();
         let is_newline = |b: &u8| *b == b'\n';
         // Everything before `fed_to` (always a line start) is done with.
@@ -232,6 +235,7 @@ impl GrepCollector {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::path::VPath;
 
     #[test]
     fn collects_in_order_with_limit() {
@@ -278,7 +282,7 @@ mod tests {
     /// Every line of `text` matched one by one, at most `limit` matches.
     fn every_line(grep: &CompiledGrep, text: &str, limit: usize) -> GrepResult {
         let mut collector = GrepCollector::new(limit);
-        collector.search_lines(grep, &VPath::root(), text, 0);
+        collector.search_lines(grep, "/", text, 0);
         collector.finish()
     }
 

@@ -209,14 +209,12 @@ pub(crate) fn grep(
         if !grep.includes(relative) {
             continue;
         }
-        let path = VPath::parse(path)
-            .map_err(|e| Error::failure("the SQLite store holds a malformed file path", e))?;
         // Borrow the blob in place: no copy of each file's content.
         let bytes = row
             .get_ref(1)
             .and_then(|v| Ok(v.as_bytes()?))
             .map_err(sql)?;
-        collector.search(&grep, &path, bytes);
+        collector.search(&grep, path, bytes);
     }
     Ok(collector.finish())
 }

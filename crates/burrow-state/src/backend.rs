@@ -331,10 +331,7 @@ impl Backend for StateBackend {
                     if grep.includes(relative)
                         && let Some(file) = tree.file(path)
                     {
-                        let path = VPath::parse(path).map_err(|e| {
-                            Error::failure("the in-memory store holds a malformed path", e)
-                        })?;
-                        collector.search(&grep, &path, &file.bytes);
+                        collector.search(&grep, path, &file.bytes);
                     }
                 }
             }
