@@ -30,7 +30,10 @@
 //! names with "%", spaces, "..", Unicode or control characters round-trip
 //! exactly, and Unicode names keep their length. Effect records live at
 //! `{root}/.burrow-effects/{tenant}/{key}`, beside the data but outside
-//! every tenant's file space, so no listing ever shows them.
+//! every tenant's file space, so no listing ever shows them. They are kept
+//! until removed; the store's own expiry does that best (an S3 lifecycle
+//! rule expiring the prefix `{root}/.burrow-effects/` after a few days, longer
+//! than any caller retries), so this crate has no pruning call.
 //!
 //! # What it costs
 //!

@@ -9,12 +9,12 @@ use burrow_backend::{
     Listing, Result, VPath, WriteResult,
 };
 
-use crate::db::{Database, blocking};
+use crate::db::{Database, blocking, sql};
 use crate::quota::Quota;
 use crate::replay::guarded;
 use crate::store::SqliteStore;
 use crate::tree::{self, Settings};
-use crate::{query, quota};
+use crate::{queries, query, quota};
 
 /// burrow's file contract over one SQLite database file.
 ///
@@ -132,6 +132,22 @@ impl StoreBackend {
             u64::try_from(bytes).unwrap_or(0),
             u64::try_from(files).unwrap_or(0),
         ))
+    }
+
+    /// Forgets the effect records (of every tenant) made before `recorded_before`,
+    /// returning how many were removed.
+    ///
+    /// A record makes a retried mutation with the same effect key return the
+    /// first outcome instead of running again (ADR 0072); records are kept
+    /// until pruned. Prune with a margin longer than any caller retries: a
+    /// retry whose record is gone runs again. Files are not touched.
+    pub async fn prune_effects(&self, recorded_before: jiff::Timestamp) -> Result<u64> {
+        let before = recorded_before.to_string();
+        let removed = blocking(&self.db, move |db| {
+            db.write(|c| c.execute(queries::EFFECTS_PRUNE, [&before]).map_err(sql))
+        })
+        .await?;
+        Ok(u64::try_from(removed).unwrap_or(0))
     }
 
     /// Creates or replaces many files in ONE transaction: all are written, or

@@ -51,3 +51,9 @@ pub const EFFECT_GET: &str =
 /// Records an effect. Params: tenant, effect key, op, outcome, now.
 pub const EFFECT_PUT: &str =
     "INSERT INTO effects (tenant, effect_key, op, outcome, created_at) VALUES (?1, ?2, ?3, ?4, ?5)";
+
+/// Forgets the effect records made before an instant. Params: the instant
+/// (RFC 3339); the one statement whose `?1` is not a tenant, as it spans every
+/// tenant. It scans the table: it is maintenance, not part of any call.
+/// `julianday` compares instants, not strings (stamps differ in their digits).
+pub const EFFECTS_PRUNE: &str = "DELETE FROM effects WHERE julianday(created_at) < julianday(?1)";

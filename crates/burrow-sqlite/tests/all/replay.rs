@@ -177,3 +177,66 @@ async fn concurrent_calls_with_one_key_apply_once() {
     }
     assert_eq!(t.files.read_bytes(&c, &p("/n.txt")).await.unwrap(), b"nn");
 }
+
+/// Sets the time the record of `key` was made.
+fn backdate(t: &TempStore, key: &str, stamp: &str) {
+    let changed = Connection::open(t.db_path())
+        .unwrap()
+        .execute(
+            "UPDATE effects SET created_at = ?2 WHERE effect_key = ?1",
+            [key, stamp],
+        )
+        .unwrap();
+    assert_eq!(changed, 1);
+}
+
+#[tokio::test]
+async fn pruning_forgets_records_made_before_an_instant_of_every_tenant() {
+    let t = TempStore::new();
+    let (a, b) = (ctx("a"), ctx("b"));
+    for (c, key) in [
+        (&a, "old"),
+        (&b, "whole-second"),
+        (&a, "after"),
+        (&b, "new"),
+    ] {
+        t.files
+            .write(&c.with_effect_key(key), &p("/f.txt"), key)
+            .await
+            .unwrap();
+    }
+    backdate(&t, "old", "2020-01-01T00:00:00.123456789Z");
+    // Before the cut-off as an instant, after it as a string ("Z" sorts after ".").
+    backdate(&t, "whole-second", "2020-01-01T00:00:00Z");
+    backdate(&t, "after", "2020-01-01T00:00:01Z");
+    let cutoff: jiff::Timestamp = "2020-01-01T00:00:00.5Z".parse().unwrap();
+
+    assert_eq!(t.files.prune_effects(cutoff).await.unwrap(), 2);
+    assert_eq!(t.files.prune_effects(cutoff).await.unwrap(), 0);
+
+    // A pruned key runs again; a kept one still replays.
+    t.files.write(&a, &p("/f.txt"), "changed").await.unwrap();
+    t.files
+        .write(&a.with_effect_key("old"), &p("/f.txt"), "old")
+        .await
+        .unwrap();
+    assert_eq!(t.files.read_bytes(&a, &p("/f.txt")).await.unwrap(), b"old");
+    t.files.write(&a, &p("/f.txt"), "changed").await.unwrap();
+    t.files
+        .write(&a.with_effect_key("after"), &p("/f.txt"), "after")
+        .await
+        .unwrap();
+    assert_eq!(
+        t.files.read_bytes(&a, &p("/f.txt")).await.unwrap(),
+        b"changed"
+    );
+    t.files.write(&b, &p("/f.txt"), "changed").await.unwrap();
+    t.files
+        .write(&b.with_effect_key("new"), &p("/f.txt"), "new")
+        .await
+        .unwrap();
+    assert_eq!(
+        t.files.read_bytes(&b, &p("/f.txt")).await.unwrap(),
+        b"changed"
+    );
+}
