@@ -21,7 +21,7 @@ use regex::{Regex, RegexBuilder};
 use crate::error::{Error, Result};
 use crate::glob::Glob;
 use crate::results::{GrepQuery, GrepResult};
-use crate::text::lines;
+use crate::text::{lines, searchable_text};
 
 /// The longest grep pattern accepted, in bytes.
 pub const MAX_PATTERN_BYTES: usize = 1000;
@@ -118,11 +118,10 @@ impl GrepCollector {
     /// string of one that a store keeps (so a scan need not re-parse each).
     pub fn search(&mut self, grep: &CompiledGrep, path: &(impl AsRef<str> + ?Sized), bytes: &[u8]) {
         let path = path.as_ref();
-        // Text is valid UTF-8 with no NUL (`is_searchable_text`), validated once here.
-        if self.truncated || bytes.contains(&0) {
+        if self.truncated {
             return;
         }
-        let Ok(text) = std::str::from_utf8(bytes) else {
+        let Some(text) = searchable_text(bytes) else {
             return;
         };
         if grep.whole_file {

@@ -60,7 +60,15 @@ pub fn decode_text<'a>(path: &VPath, bytes: &'a [u8]) -> Result<&'a str> {
 
 /// True when `bytes` is text for grep's purposes: valid UTF-8 with no NUL.
 pub fn is_searchable_text(bytes: &[u8]) -> bool {
-    !bytes.contains(&0) && std::str::from_utf8(bytes).is_ok()
+    searchable_text(bytes).is_some()
+}
+
+/// `bytes` as text when it is text for grep's purposes ([`is_searchable_text`]).
+pub fn searchable_text(bytes: &[u8]) -> Option<&str> {
+    if bytes.contains(&0) {
+        return None;
+    }
+    std::str::from_utf8(bytes).ok()
 }
 
 /// The window of `limit` lines from `offset` of the file at `path` holding `bytes`.
