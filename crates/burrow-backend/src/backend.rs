@@ -186,6 +186,11 @@ pub trait Backend: Send + Sync {
     ///
     /// - The pattern is a Rust regex (linear time), or a literal with
     ///   `fixed_strings`; `ignore_case` folds case.
+    /// - A line matches as `rg --crlf` matches it: the pattern sees the line
+    ///   up to its "\n"; nothing in it matches "\r" or "\n"; `^` and `$` are
+    ///   line anchors, and `$` also matches before a "\r" that ends the line.
+    ///   A pattern that matches the empty string ("", `^`, `x*`) matches
+    ///   every line.
     /// - A pattern over 1000 bytes, malformed, or over the compiled-size
     ///   limit: InvalidArgument with the compiler's reason.
     /// - `include` filters file paths as `glob` does.
