@@ -138,7 +138,12 @@ pub trait Backend: Send + Sync {
     /// - Content that is not UTF-8: NotText. Missing: NotFound. A directory:
     ///   IsADirectory.
     /// - Line endings are preserved: in a CRLF file, "\n" in `old` and `new`
-    ///   matches and writes "\r\n".
+    ///   matches and writes "\r\n"; in an LF file, "\r\n" in `old` and `new`
+    ///   matches and writes "\n". A file with no line ending, or with both,
+    ///   takes `old` and `new` as given.
+    /// - An edit whose `old` and `new` are equal once their line endings are
+    ///   the file's (it would change only line endings): InvalidArgument, the
+    ///   file left byte-identical and its modified_at unchanged.
     /// - Concurrent edits of one file never lose an update.
     async fn edit(
         &self,
