@@ -108,8 +108,19 @@ impl CompiledGrep {
     }
 }
 
+/// The compiler's reason on one line: it quotes the pattern, so whitespace
+/// runs become one space and any other control character an escape.
 fn not_a_regex(reason: &str) -> Error {
     let reason = reason.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut shown = String::with_capacity(reason.len());
+    for c in reason.chars() {
+        if c.is_control() {
+            shown.extend(c.escape_default());
+        } else {
+            shown.push(c);
+        }
+    }
+    let reason = shown;
     Error::invalid_argument(format!("the grep pattern is not a valid regex: {reason}"))
 }
 
@@ -350,6 +361,11 @@ mod tests {
             );
         }
         assert!(CompiledGrep::new(&GrepQuery::fixed("(")).is_ok());
+        let message = CompiledGrep::new(&GrepQuery::regex("\u{1b}[31m(\n"))
+            .unwrap_err()
+            .message()
+            .to_owned();
+        assert!(!message.chars().any(char::is_control), "{message:?}");
     }
 
     const PATTERNS: [&str; 30] = [
