@@ -5,7 +5,7 @@
 
 use burrow_types::EditResult;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::path::VPath;
 use crate::results::LineWindow;
 
@@ -82,9 +82,12 @@ pub fn read_window(path: &VPath, bytes: &[u8], offset: usize, limit: usize) -> R
         return Ok(LineWindow::default());
     }
     if offset >= total_lines {
-        return Err(Error::invalid_argument(format!(
-            "offset {offset} is past the end of {path}, which has {total_lines} lines; use an offset below {total_lines}."
-        )));
+        return Err(Error::refusal_at(
+            ErrorKind::InvalidArgument,
+            path,
+            format!("offset {offset} is past the end of "),
+            format!(", which has {total_lines} lines; use an offset below {total_lines}."),
+        ));
     }
     let lines: Vec<String> = lines(text)
         .skip(offset)
@@ -181,20 +184,29 @@ pub fn apply_edit(
         None => (old.to_owned(), new.to_owned()),
     };
     if old == new {
-        return Err(Error::invalid_argument(format!(
-            "the old and new text differ only in line endings, and an edit writes the line endings of {path}; there is nothing to change."
-        )));
+        return Err(Error::refusal_at(
+            ErrorKind::InvalidArgument,
+            path,
+            "the old and new text differ only in line endings, and an edit writes the line endings of ",
+            "; there is nothing to change.",
+        ));
     }
     let count = text.matches(old.as_str()).count();
     if count == 0 {
-        return Err(Error::invalid_argument(format!(
-            "the text to replace was not found in {path}; read the file and copy the exact text."
-        )));
+        return Err(Error::refusal_at(
+            ErrorKind::InvalidArgument,
+            path,
+            "the text to replace was not found in ",
+            "; read the file and copy the exact text.",
+        ));
     }
     if count > 1 && !replace_all {
-        return Err(Error::invalid_argument(format!(
-            "the text to replace occurs {count} times in {path}; include more surrounding text to make it unique, or replace all."
-        )));
+        return Err(Error::refusal_at(
+            ErrorKind::InvalidArgument,
+            path,
+            format!("the text to replace occurs {count} times in "),
+            "; include more surrounding text to make it unique, or replace all.",
+        ));
     }
     let replaced = if replace_all {
         text.replace(old.as_str(), &new)
