@@ -138,7 +138,12 @@ pub trait Backend: Send + Sync {
     /// - Content that is not UTF-8: NotText. Missing: NotFound. A directory:
     ///   IsADirectory.
     /// - Line endings are preserved: in a CRLF file, "\n" in `old` and `new`
-    ///   matches and writes "\r\n".
+    ///   matches and writes "\r\n"; in an LF file, "\r\n" in `old` and `new`
+    ///   matches and writes "\n". A file with no line ending, or with both,
+    ///   takes `old` and `new` as given.
+    /// - An edit whose `old` and `new` are equal once their line endings are
+    ///   the file's (it would change only line endings): InvalidArgument, the
+    ///   file left byte-identical and its modified_at unchanged.
     /// - Concurrent edits of one file never lose an update.
     async fn edit(
         &self,
@@ -186,6 +191,11 @@ pub trait Backend: Send + Sync {
     ///
     /// - The pattern is a Rust regex (linear time), or a literal with
     ///   `fixed_strings`; `ignore_case` folds case.
+    /// - A line matches as `rg --crlf` matches it: the pattern sees the line
+    ///   up to its "\n"; nothing in it matches "\r" or "\n"; `^` and `$` are
+    ///   line anchors, and `$` also matches before a "\r" that ends the line.
+    ///   A pattern that matches the empty string ("", `^`, `x*`) matches
+    ///   every line.
     /// - A pattern over 1000 bytes, malformed, or over the compiled-size
     ///   limit: InvalidArgument with the compiler's reason.
     /// - `include` filters file paths as `glob` does.

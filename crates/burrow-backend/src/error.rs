@@ -2,6 +2,9 @@
 
 use std::fmt;
 
+use crate::path::VPath;
+use crate::shown;
+
 /// Why an operation did not succeed.
 ///
 /// Every kind but [`ErrorKind::Failure`] is a *refusal*: the model asked for
@@ -99,24 +102,69 @@ impl fmt::Display for ErrorKind {
 type Source = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// A refusal or a failure, with one clear sentence that names only virtual paths.
+///
+/// An error about one path keeps that path as a field ([`Error::path`]) and
+/// renders its message from it: `before`, the path as [`shown`] shows it,
+/// `after`. So a composite that mounted the backend re-prefixes the path
+/// ([`Error::map_path`]) instead of rewriting words in the text, and a path
+/// holding a control character is quoted wherever it appears.
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
 pub struct Error {
     kind: ErrorKind,
     message: String,
+    at: Option<Box<At>>,
     #[source]
     source: Option<Source>,
+}
+
+/// The path an error is about, and the words either side of it.
+#[derive(Debug)]
+struct At {
+    path: VPath,
+    before: String,
+    after: String,
+}
+
+impl At {
+    fn render(&self) -> String {
+        format!("{}{}{}", self.before, shown(self.path.as_str()), self.after)
+    }
 }
 
 /// The contract's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
-    /// A refusal of `kind` with a message for the model. Use [`Error::failure`] for broken storage.
+    /// A refusal of `kind` with a message for the model. Use [`Error::failure`]
+    /// for broken storage, and [`Error::refusal_at`] when the message names a path.
     pub fn refusal(kind: ErrorKind, message: impl Into<String>) -> Self {
         Self {
             kind,
             message: message.into(),
+            at: None,
+            source: None,
+        }
+    }
+
+    /// A refusal of `kind` about `path`, whose message is `before`, the path
+    /// (control characters quoted, see [`shown`]), then `after`:
+    /// `Error::refusal_at(ErrorKind::Conflict, path, "", " changed meanwhile; try again.")`.
+    pub fn refusal_at(
+        kind: ErrorKind,
+        path: &VPath,
+        before: impl Into<String>,
+        after: impl Into<String>,
+    ) -> Self {
+        let at = At {
+            path: path.clone(),
+            before: before.into(),
+            after: after.into(),
+        };
+        Self {
+            kind,
+            message: at.render(),
+            at: Some(Box::new(at)),
             source: None,
         }
     }
@@ -127,6 +175,7 @@ impl Error {
         Self {
             kind: ErrorKind::Failure,
             message: message.into(),
+            at: None,
             source: Some(source.into()),
         }
     }
@@ -136,6 +185,7 @@ impl Error {
         Self {
             kind: ErrorKind::Failure,
             message: message.into(),
+            at: None,
             source: None,
         }
     }
@@ -150,40 +200,69 @@ impl Error {
         &self.message
     }
 
+    /// The path the error is about, when it was built with one.
+    pub fn path(&self) -> Option<&VPath> {
+        self.at.as_ref().map(|at| &at.path)
+    }
+
+    /// The same error about `f(path)`, its message rendered anew; unchanged
+    /// when it names no path field. Kind and source are kept.
+    pub fn map_path(mut self, f: impl FnOnce(&VPath) -> VPath) -> Self {
+        if let Some(at) = self.at.as_mut() {
+            at.path = f(&at.path);
+            self.message = at.render();
+        }
+        self
+    }
+
     /// True for a refusal, false for a failure.
     pub fn is_refusal(&self) -> bool {
         self.kind != ErrorKind::Failure
     }
 
+    /// A refusal about `path` (a [`VPath`], or the string of one), keeping it
+    /// as the path field when it is one; otherwise the text shows it as given.
+    fn about(kind: ErrorKind, path: impl fmt::Display, after: &str) -> Self {
+        let text = path.to_string();
+        match VPath::parse(&text) {
+            Ok(parsed) if parsed.as_str() == text => Self::refusal_at(kind, &parsed, "", after),
+            _ => Self::refusal(kind, format!("{}{after}", shown(&text))),
+        }
+    }
+
     /// `path` does not exist.
     pub fn not_found(path: impl fmt::Display) -> Self {
-        Self::refusal(
+        Self::about(
             ErrorKind::NotFound,
-            format!("{path} does not exist; list its directory to see what is there."),
+            path,
+            " does not exist; list its directory to see what is there.",
         )
     }
 
     /// `path` is a directory where a file was expected.
     pub fn is_a_directory(path: impl fmt::Display) -> Self {
-        Self::refusal(
+        Self::about(
             ErrorKind::IsADirectory,
-            format!("{path} is a directory, not a file; use ls to see its entries."),
+            path,
+            " is a directory, not a file; use ls to see its entries.",
         )
     }
 
     /// `path` (or one of its parents) is a file where a directory was expected.
     pub fn not_a_directory(path: impl fmt::Display) -> Self {
-        Self::refusal(
+        Self::about(
             ErrorKind::NotADirectory,
-            format!("{path} is a file, not a directory."),
+            path,
+            " is a file, not a directory.",
         )
     }
 
     /// `path` holds bytes that are not UTF-8 text.
     pub fn not_text(path: impl fmt::Display) -> Self {
-        Self::refusal(
+        Self::about(
             ErrorKind::NotText,
-            format!("{path} is not UTF-8 text; read it as bytes instead."),
+            path,
+            " is not UTF-8 text; read it as bytes instead.",
         )
     }
 
@@ -194,9 +273,28 @@ impl Error {
 
     /// Content of `size` bytes for `path` is larger than `max`.
     pub fn too_large(path: impl fmt::Display, size: u64, max: u64) -> Self {
-        Self::refusal(
+        Self::about(
             ErrorKind::TooLarge,
-            format!("{path} is {size} bytes, more than the limit of {max} bytes."),
+            path,
+            &format!(" is {size} bytes, more than the limit of {max} bytes."),
+        )
+    }
+
+    /// Deleting the directory `path`, which still has entries: DirectoryNotEmpty.
+    pub fn directory_not_empty(path: &VPath) -> Self {
+        Self::refusal_at(
+            ErrorKind::DirectoryNotEmpty,
+            path,
+            "",
+            " is a directory that still has entries; delete them first.",
+        )
+    }
+
+    /// Deleting "/": InvalidPath.
+    pub fn root_cannot_be_deleted() -> Self {
+        Self::refusal(
+            ErrorKind::InvalidPath,
+            "the root \"/\" cannot be deleted; delete the entries inside it instead.",
         )
     }
 
@@ -206,5 +304,65 @@ impl Error {
             ErrorKind::Unsupported,
             format!("this backend does not support {what}."),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> VPath {
+        VPath::parse(s).unwrap()
+    }
+
+    #[test]
+    fn path_errors_keep_the_path_and_render_from_it() {
+        let e = Error::not_found(p("/a/b.txt"));
+        assert_eq!(e.path(), Some(&p("/a/b.txt")));
+        assert_eq!(
+            e.message(),
+            "/a/b.txt does not exist; list its directory to see what is there."
+        );
+        let e = e.map_path(|inner| inner.under_prefix(&p("/m")));
+        assert_eq!(e.kind(), ErrorKind::NotFound);
+        assert_eq!(e.path(), Some(&p("/m/a/b.txt")));
+        assert!(e.message().starts_with("/m/a/b.txt does not exist"));
+        let e = Error::refusal_at(ErrorKind::Conflict, &p("/x"), "writing ", " lost a race.")
+            .map_path(|inner| inner.under_prefix(&p("/m")));
+        assert_eq!(e.message(), "writing /m/x lost a race.");
+        assert_eq!(Error::not_found("/x").path(), Some(&p("/x")));
+    }
+
+    #[test]
+    fn errors_without_a_path_field_are_left_as_they_are() {
+        let e = Error::invalid_argument("/a is odd").map_path(|_| p("/zzz"));
+        assert_eq!(e.path(), None);
+        assert_eq!(e.message(), "/a is odd");
+        let e = Error::not_found("not a/../path");
+        assert_eq!(e.path(), None);
+        assert!(e.message().starts_with("not a/../path does not exist"));
+    }
+
+    #[test]
+    fn a_path_with_control_characters_is_quoted() {
+        let e = Error::is_a_directory(p("/a\nb"));
+        assert!(
+            e.message().starts_with("\"/a\\nb\" is a directory"),
+            "{}",
+            e.message()
+        );
+        assert!(!e.message().contains('\n'));
+        let e = Error::not_found("x\ny");
+        assert!(!e.message().contains('\n'), "{}", e.message());
+    }
+
+    #[test]
+    fn shared_delete_refusals() {
+        let e = Error::root_cannot_be_deleted();
+        assert_eq!(e.kind(), ErrorKind::InvalidPath);
+        assert!(e.message().starts_with("the root \"/\" cannot be deleted"));
+        let e = Error::directory_not_empty(&p("/d"));
+        assert_eq!(e.kind(), ErrorKind::DirectoryNotEmpty);
+        assert!(e.message().starts_with("/d is a directory"));
     }
 }

@@ -3,6 +3,7 @@
 use globset::{GlobBuilder, GlobMatcher};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::shown;
 
 /// The longest glob pattern accepted, in bytes.
 pub const MAX_GLOB_BYTES: usize = 1000;
@@ -46,7 +47,8 @@ impl Glob {
             return Err(Error::refusal(
                 ErrorKind::InvalidPath,
                 format!(
-                    "the glob pattern \"{pattern}\" climbs out of the search directory; use a pattern inside it."
+                    "the glob pattern {:#} climbs out of the search directory; use a pattern inside it.",
+                    shown(pattern)
                 ),
             ));
         }
@@ -65,7 +67,8 @@ impl Glob {
             .build()
             .map_err(|e| {
                 Error::invalid_argument(format!(
-                    "the glob pattern \"{pattern}\" is malformed: {}.",
+                    "the glob pattern {:#} is malformed: {}.",
+                    shown(pattern),
                     e.kind()
                 ))
             })?;
@@ -129,5 +132,16 @@ mod tests {
             Glob::new("").unwrap_err().kind(),
             ErrorKind::InvalidArgument
         );
+    }
+
+    #[test]
+    fn refusals_quote_control_characters() {
+        for pattern in ["../\n*", "[\nx", "a\r\n{b"] {
+            let message = Glob::new(pattern).unwrap_err().message().to_owned();
+            assert!(!message.chars().any(char::is_control), "{message:?}");
+            assert!(message.contains("\\n"), "{message}");
+        }
+        let message = Glob::new("../*").unwrap_err().message().to_owned();
+        assert!(message.contains("\"../*\""), "{message}");
     }
 }

@@ -1,27 +1,48 @@
 //! Grep over a buffer: the one regex dialect, the include filter, and a bounded collector.
 //!
+//! # What a pattern matches
+//!
+//! A pattern is matched against each line the way `rg --crlf` matches it
+//! (ripgrep is the reference, checked by `tests/all/ripgrep.rs`). It sees the
+//! line up to its "\n", a "\r" before that included; nothing in the pattern
+//! can match a "\r" or a "\n" (they are removed from every class, `.` and
+//! `\s` included, and a literal holding one matches nothing); `$` matches at
+//! the line's end or before a "\r" that ends it; `^` and `$` are always line
+//! anchors, whatever the flags; `\A` and `\z` are the line's start and end.
+//! The line reported is `read`'s (a "\r" before "\n" dropped).
+//!
+//! # The whole-file pass
+//!
 //! The collector does not split a whole file into lines to match each one.
-//! The query's regex is compiled in multi-line mode, which on a single line
-//! means exactly what it means without it, and run over the whole file:
-//! it matches wherever the per-line regex matches some line, at the same
-//! start. A line is a substring of the file, and every assertion means the
-//! same at a line's edges as at the same positions of the file (`^` after a
-//! "\n" or at the start; `\b` and `\B` see "\n" or "\r" there, which are
-//! not word characters, as they see nothing at a line's edge). So only the
-//! lines a whole-file match touches are split and matched, and a file with
-//! no match is never split. Where that does not hold, every line is matched:
-//! `$` (a line's end may sit before "\r\n", where multi-line `$` does not
-//! match), `\A` and `\z` (start and end of the haystack), and inline flags
-//! `(?..)` that could turn multi-line mode off. The check is textual and
-//! conservative.
+//! The line regex is compiled in multi-line mode, which on a single line
+//! means exactly what it means without it, and run over the whole file: it
+//! matches wherever the line regex matches some line, at the same start. A
+//! line (up to its "\n") is a substring of the file, and every line anchor
+//! and word boundary means the same at a line's edges as at the same
+//! positions of the file (`^` after a "\n" or at the start, `$` before one or
+//! at the end; `\b` and `\B` see "\n", not a word character, as they see
+//! nothing at a line's edge). So only the lines a whole-file match touches
+//! are split and matched, and a file with no match is never split.
+//!
+//! Whether that holds is decided from the compiled pattern's properties, never
+//! from its text. Every line is matched when the pattern can match the empty
+//! string (a whole-file scan skips an empty match where the previous match
+//! ended, which can be a line's start), or uses `\A` or `\z` (the file's
+//! start and end, not a line's).
 
 use burrow_types::GrepMatch;
 use regex::{Regex, RegexBuilder};
+use regex_syntax::hir::{
+    Class, ClassBytes, ClassBytesRange, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look,
+    Repetition,
+};
 
 use crate::error::{Error, Result};
 use crate::glob::Glob;
 use crate::results::{GrepQuery, GrepResult};
-use crate::text::{lines, searchable_text};
+#[cfg(doc)]
+use crate::text::lines;
+use crate::text::searchable_text;
 
 /// The longest grep pattern accepted, in bytes.
 pub const MAX_PATTERN_BYTES: usize = 1000;
@@ -51,19 +72,23 @@ impl CompiledGrep {
         } else {
             query.pattern.clone()
         };
-        let whole_file = !["$", "\\A", "\\z", "(?"].iter().any(|s| source.contains(s));
-        let regex = RegexBuilder::new(&source)
+        let hir = regex_syntax::ParserBuilder::new()
             .case_insensitive(query.ignore_case)
             .multi_line(true)
+            .build()
+            .parse(&source)
+            .map_err(|e| not_a_regex(&e.to_string()))?;
+        let hir = within_a_line(hir);
+        let properties = hir.properties();
+        let looks = properties.look_set();
+        let whole_file = properties.minimum_len().is_none_or(|n| n > 0)
+            && !looks.contains(Look::Start)
+            && !looks.contains(Look::End);
+        let regex = RegexBuilder::new(&hir.to_string())
             .size_limit(REGEX_SIZE_LIMIT)
             .dfa_size_limit(REGEX_SIZE_LIMIT)
             .build()
-            .map_err(|e| {
-                Error::invalid_argument(format!(
-                    "the grep pattern is not a valid regex: {}",
-                    one_line(&e.to_string())
-                ))
-            })?;
+            .map_err(|e| not_a_regex(&e.to_string()))?;
         let include = query.include.as_deref().map(Glob::new).transpose()?;
         Ok(CompiledGrep {
             regex,
@@ -77,14 +102,89 @@ impl CompiledGrep {
         self.include.as_ref().is_none_or(|g| g.is_match(relative))
     }
 
-    /// True when `line` matches.
+    /// True when `line` matches: a line up to its "\n", a "\r" before that kept.
     pub fn is_match(&self, line: &str) -> bool {
         self.regex.is_match(line)
     }
 }
 
-fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+/// The compiler's reason on one line: it quotes the pattern, so whitespace
+/// runs become one space and any other control character an escape.
+fn not_a_regex(reason: &str) -> Error {
+    let reason = reason.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut shown = String::with_capacity(reason.len());
+    for c in reason.chars() {
+        if c.is_control() {
+            shown.extend(c.escape_default());
+        } else {
+            shown.push(c);
+        }
+    }
+    let reason = shown;
+    Error::invalid_argument(format!("the grep pattern is not a valid regex: {reason}"))
+}
+
+/// `hir` as it matches within one line (see the module docs): no "\r" or
+/// "\n" in any class or literal, `$` also before a line's final "\r", and
+/// the CRLF flavours of `^` and `$` the same as the plain ones.
+fn within_a_line(hir: Hir) -> Hir {
+    match hir.into_kind() {
+        HirKind::Empty => Hir::empty(),
+        HirKind::Literal(literal) => {
+            if literal.0.iter().any(|b| matches!(b, b'\r' | b'\n')) {
+                Hir::fail()
+            } else {
+                Hir::literal(literal.0)
+            }
+        }
+        HirKind::Class(Class::Unicode(mut class)) => {
+            class.difference(&ClassUnicode::new([
+                ClassUnicodeRange::new('\n', '\n'),
+                ClassUnicodeRange::new('\r', '\r'),
+            ]));
+            Hir::class(Class::Unicode(class))
+        }
+        HirKind::Class(Class::Bytes(mut class)) => {
+            class.difference(&ClassBytes::new([
+                ClassBytesRange::new(b'\n', b'\n'),
+                ClassBytesRange::new(b'\r', b'\r'),
+            ]));
+            Hir::class(Class::Bytes(class))
+        }
+        HirKind::Look(Look::EndLF | Look::EndCRLF) => Hir::concat(vec![
+            Hir::repetition(Repetition {
+                min: 0,
+                max: Some(1),
+                greedy: false,
+                sub: Box::new(Hir::literal(*b"\r")),
+            }),
+            Hir::look(Look::EndLF),
+        ]),
+        HirKind::Look(Look::StartCRLF) => Hir::look(Look::StartLF),
+        HirKind::Look(look) => Hir::look(look),
+        HirKind::Repetition(mut repetition) => {
+            repetition.sub = Box::new(within_a_line(*repetition.sub));
+            Hir::repetition(repetition)
+        }
+        HirKind::Capture(mut capture) => {
+            capture.sub = Box::new(within_a_line(*capture.sub));
+            Hir::capture(capture)
+        }
+        HirKind::Concat(subs) => Hir::concat(subs.into_iter().map(within_a_line).collect()),
+        HirKind::Alternation(subs) => {
+            Hir::alternation(subs.into_iter().map(within_a_line).collect())
+        }
+    }
+}
+
+/// The lines of `text` as [`lines`] splits them, each twice: as matched (up
+/// to its "\n", a "\r" before it kept) and as shown (as `read` returns it).
+fn raw_lines(text: &str) -> impl Iterator<Item = (&str, &str)> {
+    text.split_inclusive('\n')
+        .map(|piece| match piece.strip_suffix('\n') {
+            Some(raw) => (raw, raw.strip_suffix('\r').unwrap_or(raw)),
+            None => (piece, piece),
+        })
 }
 
 /// Gathers grep matches file by file, in the order files are offered, up to a limit.
@@ -140,8 +240,8 @@ impl GrepCollector {
         text: &str,
         lines_before: usize,
     ) -> bool {
-        for (i, line) in lines(text).enumerate() {
-            if grep.is_match(line) {
+        for (i, (raw, line)) in raw_lines(text).enumerate() {
+            if grep.is_match(raw) {
                 if self.matches.len() == self.limit {
                     self.truncated = true;
                     return false;
@@ -261,11 +361,17 @@ mod tests {
             );
         }
         assert!(CompiledGrep::new(&GrepQuery::fixed("(")).is_ok());
+        let message = CompiledGrep::new(&GrepQuery::regex("\u{1b}[31m(\n"))
+            .unwrap_err()
+            .message()
+            .to_owned();
+        assert!(!message.chars().any(char::is_control), "{message:?}");
     }
 
-    const PATTERNS: [&str; 20] = [
+    const PATTERNS: [&str; 30] = [
         "a", "^a", "a b", r"\bab\b", r"\Bb", "a.b", r"a\sb", "[^a]b", "^$", "^", r"\d+", "a|^b",
-        "b\r", "(a)(b)", "x*", r"\w+ \w+", r"a\s*b", "[^x]+", r"\s", "b|a\n",
+        "b\r", "(a)(b)", "x*", r"\w+ \w+", r"a\s*b", "[^x]+", r"\s", "b|a\n", "^[^#]*", r"\s*",
+        "a|", "(?m)^$", "[^a]*", "b$", r"a$\b", r"\s+$", "(?R)^b", r"\b",
     ];
 
     fn query(pattern: usize, fixed: bool, ignore_case: bool) -> GrepQuery {
@@ -286,21 +392,69 @@ mod tests {
     }
 
     #[test]
-    fn constructs_that_differ_over_a_whole_file_match_line_by_line() {
-        for pattern in ["a$", r"\Aa", r"a\z", "(?-m)^a", "(?s)a.b", "(?R)^a$"] {
+    fn the_whole_file_pass_is_decided_from_the_compiled_pattern() {
+        let line_by_line = [
+            r"\Aa", r"a\z", "(?-m)^a", "x*", "^", "", "a|", r"\s*", "^[^#]*", r"\b", "(?m)^$",
+        ];
+        for pattern in line_by_line {
             let grep = CompiledGrep::new(&GrepQuery::regex(pattern)).unwrap();
             assert!(!grep.whole_file, "{pattern}");
         }
-        assert!(
-            !CompiledGrep::new(&GrepQuery::fixed("cost: $5"))
-                .unwrap()
-                .whole_file
-        );
-        assert!(
-            CompiledGrep::new(&GrepQuery::fixed("a.b"))
-                .unwrap()
-                .whole_file
-        );
+        for pattern in ["a$", "(?R)^a$", "(?s)a.b", "a.b", r"\bx", "a|b"] {
+            let grep = CompiledGrep::new(&GrepQuery::regex(pattern)).unwrap();
+            assert!(grep.whole_file, "{pattern}");
+        }
+        for fixed in ["cost: $5", "a.b", "(?", "^"] {
+            assert!(
+                CompiledGrep::new(&GrepQuery::fixed(fixed))
+                    .unwrap()
+                    .whole_file,
+                "{fixed}"
+            );
+        }
+    }
+
+    /// The observed bug: an empty match right where a match ended was skipped.
+    #[test]
+    fn empty_matching_patterns_find_every_line() {
+        for pattern in ["^[^#]*", r"\s*", "x*", "a|", "^"] {
+            let grep = CompiledGrep::new(&GrepQuery::regex(pattern)).unwrap();
+            let mut collector = GrepCollector::new(10);
+            collector.search(&grep, &VPath::root(), b"a\n#b\nc\n \n\nd");
+            let lines: Vec<u64> = collector
+                .finish()
+                .matches
+                .iter()
+                .map(|m| m.line_number)
+                .collect();
+            assert_eq!(lines, [1, 2, 3, 4, 5, 6], "{pattern}");
+        }
+    }
+
+    #[test]
+    fn a_carriage_return_is_never_matched_and_dollar_sees_past_it() {
+        let found = |pattern: &str, text: &[u8]| -> Vec<(u64, String)> {
+            let grep = CompiledGrep::new(&GrepQuery::regex(pattern)).unwrap();
+            let mut collector = GrepCollector::new(10);
+            collector.search(&grep, &VPath::root(), text);
+            let result = collector.finish();
+            result
+                .matches
+                .into_iter()
+                .map(|m| (m.line_number, m.line))
+                .collect()
+        };
+        let text = b"a\rb\nx\r\n\r\ny\r";
+        assert_eq!(found("a.b", text), []);
+        assert_eq!(found(r"a\sb", text), []);
+        assert_eq!(found("^b", text), []);
+        assert_eq!(found("b$", text), [(1, "a\rb".to_owned())]);
+        assert_eq!(found("x$", text), [(2, "x".to_owned())]);
+        assert_eq!(found("^$", text), [(3, String::new())]);
+        assert_eq!(found("y$", text), [(4, "y\r".to_owned())]);
+        assert_eq!(found("y\r", text), []);
+        assert_eq!(found(r"\w$", b"x\r\r\n"), []);
+        assert_eq!(found("x$", b"x\r\r"), []);
     }
 
     proptest::proptest! {
@@ -310,7 +464,7 @@ mod tests {
         /// what matching every line finds, truncation included.
         #[test]
         fn touched_lines_find_what_every_line_finds(
-            text in "[ab \r\n1x]{0,60}",
+            text in "[ab \r\n1x#]{0,60}",
             pattern in 0..PATTERNS.len(),
             fixed: bool,
             ignore_case: bool,
@@ -320,14 +474,8 @@ mod tests {
             let grep = CompiledGrep::new(&query).unwrap();
             let mut collector = GrepCollector::new(limit);
             collector.search(&grep, &VPath::root(), text.as_bytes());
-            // The reference: every line matched by the regex compiled without multi-line mode.
-            let source = if fixed { regex::escape(&query.pattern) } else { query.pattern.clone() };
-            let single_line = CompiledGrep {
-                regex: RegexBuilder::new(&source).case_insensitive(ignore_case).build().unwrap(),
-                whole_file: false,
-                include: None,
-            };
-            proptest::prop_assert_eq!(collector.finish(), every_line(&single_line, &text, limit));
+            // The reference: every line matched one by one.
+            proptest::prop_assert_eq!(collector.finish(), every_line(&grep, &text, limit));
         }
     }
 

@@ -27,7 +27,9 @@ pub mod text;
 pub use backend::{
     Backend, DEFAULT_EXEC_OUTPUT_CAP, DEFAULT_EXEC_TIMEOUT, Sandbox, TIMEOUT_EXIT_CODE,
 };
-pub use burrow_types::{EditResult, ExecuteResponse, FileInfo, GrepMatch, WriteResult};
+pub use burrow_types::{
+    EditResult, ExecuteResponse, FileInfo, GrepMatch, Shown, WriteResult, shown,
+};
 pub use caps::{Capabilities, DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_RESULTS, Limits};
 pub use context::{DEFAULT_TENANT, FileContext, LockKey};
 pub use error::{Error, ErrorKind, Result};

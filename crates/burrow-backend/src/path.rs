@@ -178,13 +178,9 @@ impl VPath {
     }
 }
 
-/// A refusal for `input`, showing at most 100 printable characters of it.
+/// A refusal for `input`, showing at most 100 characters of it, control characters escaped.
 fn invalid(input: &str, why: &str) -> Error {
-    let shown: String = input
-        .chars()
-        .take(100)
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect();
+    let cut: String = input.chars().take(100).collect();
     let ellipsis = if input.chars().count() > 100 {
         "..."
     } else {
@@ -192,7 +188,10 @@ fn invalid(input: &str, why: &str) -> Error {
     };
     Error::refusal(
         ErrorKind::InvalidPath,
-        format!("the path \"{shown}{ellipsis}\" {why}; use a path inside the workspace."),
+        format!(
+            "the path {:#}{ellipsis} {why}; use a path inside the workspace.",
+            crate::shown(&cut)
+        ),
     )
 }
 
@@ -267,6 +266,8 @@ mod tests {
             VPath::parse(&long).unwrap_err().kind(),
             ErrorKind::InvalidPath
         );
+        let message = VPath::parse("a\n\0").unwrap_err().message().to_owned();
+        assert!(message.contains(r#""a\n\u{0}""#), "{message}");
         let deep = "ab/".repeat(1400);
         assert_eq!(
             VPath::parse(&deep).unwrap_err().kind(),

@@ -5,7 +5,7 @@
 
 use burrow_types::EditResult;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::path::VPath;
 use crate::results::LineWindow;
 
@@ -82,9 +82,12 @@ pub fn read_window(path: &VPath, bytes: &[u8], offset: usize, limit: usize) -> R
         return Ok(LineWindow::default());
     }
     if offset >= total_lines {
-        return Err(Error::invalid_argument(format!(
-            "offset {offset} is past the end of {path}, which has {total_lines} lines; use an offset below {total_lines}."
-        )));
+        return Err(Error::refusal_at(
+            ErrorKind::InvalidArgument,
+            path,
+            format!("offset {offset} is past the end of "),
+            format!(", which has {total_lines} lines; use an offset below {total_lines}."),
+        ));
     }
     let lines: Vec<String> = lines(text)
         .skip(offset)
@@ -117,29 +120,56 @@ pub fn check_edit_args(old: &str, new: &str) -> Result<()> {
 
 /// True when `text` uses CRLF line endings: it holds "\r\n" and no bare "\n".
 pub fn is_crlf(text: &str) -> bool {
+    line_ending(text) == Some(LineEnding::Crlf)
+}
+
+/// The one line ending a text uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineEnding {
+    /// Every line ends with "\n" alone.
+    Lf,
+    /// Every line ends with "\r\n".
+    Crlf,
+}
+
+/// The line ending `text` uses: `None` when it has none, or both.
+pub fn line_ending(text: &str) -> Option<LineEnding> {
     let bytes = text.as_bytes();
-    let mut saw_crlf = false;
+    let (mut crlf, mut lf) = (false, false);
     for (i, &b) in bytes.iter().enumerate() {
         if b == b'\n' {
             if i > 0 && bytes[i - 1] == b'\r' {
-                saw_crlf = true;
+                crlf = true;
             } else {
-                return false;
+                lf = true;
             }
         }
     }
-    saw_crlf
+    match (crlf, lf) {
+        (true, false) => Some(LineEnding::Crlf),
+        (false, true) => Some(LineEnding::Lf),
+        _ => None,
+    }
 }
 
-/// `s` with every line ending written as "\r\n".
-fn to_crlf(s: &str) -> String {
-    s.replace("\r\n", "\n").replace('\n', "\r\n")
+/// `s` with every line ending ("\r\n" or "\n") written as `ending`.
+pub fn with_line_ending(s: &str, ending: LineEnding) -> String {
+    let lf = s.replace("\r\n", "\n");
+    match ending {
+        LineEnding::Lf => lf,
+        LineEnding::Crlf => lf.replace('\n', "\r\n"),
+    }
 }
 
 /// Applies `edit`'s contract to `bytes`, returning the new content and the count.
 ///
-/// In a CRLF file (see [`is_crlf`]) the line endings of `old` and `new` are
-/// written as "\r\n" before matching, so an edit never mixes line endings.
+/// An edit never mixes line endings: in a file that uses one (see
+/// [`line_ending`]), every line ending of `old` and `new` is written as the
+/// file's before matching, so "\n" in `old` matches "\r\n" in a CRLF file
+/// and "\r\n" in `new` writes "\n" in an LF file. A file with no line
+/// ending, or with both, takes `old` and `new` as given. An edit whose `old`
+/// and `new` are equal once so written changes nothing and is refused with
+/// InvalidArgument.
 pub fn apply_edit(
     path: &VPath,
     bytes: &[u8],
@@ -149,21 +179,34 @@ pub fn apply_edit(
 ) -> Result<(Vec<u8>, usize)> {
     check_edit_args(old, new)?;
     let text = decode_text(path, bytes)?;
-    let (old, new) = if is_crlf(text) {
-        (to_crlf(old), to_crlf(new))
-    } else {
-        (old.to_owned(), new.to_owned())
+    let (old, new) = match line_ending(text) {
+        Some(ending) => (with_line_ending(old, ending), with_line_ending(new, ending)),
+        None => (old.to_owned(), new.to_owned()),
     };
+    if old == new {
+        return Err(Error::refusal_at(
+            ErrorKind::InvalidArgument,
+            path,
+            "the old and new text differ only in line endings, and an edit writes the line endings of ",
+            "; there is nothing to change.",
+        ));
+    }
     let count = text.matches(old.as_str()).count();
     if count == 0 {
-        return Err(Error::invalid_argument(format!(
-            "the text to replace was not found in {path}; read the file and copy the exact text."
-        )));
+        return Err(Error::refusal_at(
+            ErrorKind::InvalidArgument,
+            path,
+            "the text to replace was not found in ",
+            "; read the file and copy the exact text.",
+        ));
     }
     if count > 1 && !replace_all {
-        return Err(Error::invalid_argument(format!(
-            "the text to replace occurs {count} times in {path}; include more surrounding text to make it unique, or replace all."
-        )));
+        return Err(Error::refusal_at(
+            ErrorKind::InvalidArgument,
+            path,
+            format!("the text to replace occurs {count} times in "),
+            "; include more surrounding text to make it unique, or replace all.",
+        ));
     }
     let replaced = if replace_all {
         text.replace(old.as_str(), &new)
@@ -216,6 +259,38 @@ mod tests {
         let (out, n) = apply_edit(&p(), b"a\r\nb\r\nc\r\n", "a\nb", "x\ny\nz", false).unwrap();
         assert_eq!(n, 1);
         assert_eq!(out, b"x\r\ny\r\nz\r\nc\r\n");
+    }
+
+    #[test]
+    fn lf_edit_writes_lf() {
+        let (out, _) = apply_edit(&p(), b"hello\nworld\n", "hello", "goodbye\r\n", false).unwrap();
+        assert_eq!(out, b"goodbye\n\nworld\n");
+        let (out, _) = apply_edit(&p(), b"a\nb\n", "a\r\nb", "x\r\ny", false).unwrap();
+        assert_eq!(out, b"x\ny\n");
+    }
+
+    #[test]
+    fn edits_that_only_change_line_endings_are_refused() {
+        for (content, old, new) in [
+            (&b"a\r\nb\r\n"[..], "a\r\nb", "a\nb"),
+            (b"a\r\nb\r\n", "a\nb", "a\r\nb"),
+            (b"a\nb\n", "a\nb", "a\r\nb"),
+        ] {
+            let err = apply_edit(&p(), content, old, new, false).unwrap_err();
+            assert_eq!(err.kind(), crate::ErrorKind::InvalidArgument, "{old:?}");
+            assert!(err.message().contains("line endings"), "{}", err.message());
+        }
+    }
+
+    #[test]
+    fn files_without_one_line_ending_take_the_edit_as_given() {
+        assert_eq!(line_ending("abc"), None);
+        assert_eq!(line_ending("a\r\nb\n"), None);
+        assert_eq!(line_ending("a\rb"), None);
+        let (out, _) = apply_edit(&p(), b"hello", "hello", "a\r\nb", false).unwrap();
+        assert_eq!(out, b"a\r\nb");
+        let (out, _) = apply_edit(&p(), b"x\r\ny\nz", "x\r\ny", "q\nr", false).unwrap();
+        assert_eq!(out, b"q\nr\nz");
     }
 
     #[test]

@@ -18,13 +18,22 @@ pub(crate) fn reprefix(prefix: &VPath, inner: &str) -> String {
 
 /// A mounted backend's error with the paths its message names re-prefixed.
 ///
-/// Only refusals are rewritten (they carry no source, so nothing is lost by
-/// rebuilding them); a failure passes through unchanged. The paths rewritten
-/// are the one the call was about (`inner`) and its ancestors, wherever they
-/// stand as whole words: "/notes.md does not exist" from a mount at
-/// "/memories" becomes "/memories/notes.md does not exist".
+/// An error built with a path field ([`Error::path`]) has that field
+/// re-prefixed and its message rendered from it, refusal or failure, source
+/// kept. Only for an error without one is the text rewritten, as a fallback,
+/// and only for refusals (they carry no source, so nothing is lost by
+/// rebuilding them); a failure without a path field passes through unchanged.
+/// The paths the fallback rewrites are the one the call was about (`inner`)
+/// and its ancestors, wherever they stand as whole words: "/notes.md does not
+/// exist" from a mount at "/memories" becomes "/memories/notes.md does not exist".
 pub(crate) fn error(err: Error, prefix: &VPath, inner: &VPath) -> Error {
-    if !err.is_refusal() || prefix.is_root() {
+    if prefix.is_root() {
+        return err;
+    }
+    if err.path().is_some() {
+        return err.map_path(|path| path.under_prefix(prefix));
+    }
+    if !err.is_refusal() {
         return err;
     }
     let ancestors = inner.ancestors();
@@ -187,6 +196,29 @@ mod tests {
         assert_eq!(e.message(), "\"/ab\" and /a.txt differ from /m/a");
         let f = error(Error::failure_msg("/a broke"), &p("/m"), &p("/a"));
         assert_eq!(f.message(), "/a broke");
+    }
+
+    #[test]
+    fn a_path_field_is_reprefixed_whatever_the_words() {
+        // A path the text rewrite cannot find (not the call's path nor an
+        // ancestor, and quoted because of its newline) is still re-prefixed.
+        let odd = p("/x\ny");
+        let e = error(
+            Error::refusal_at(ErrorKind::Conflict, &odd, "someone else changed ", "."),
+            &p("/m"),
+            &p("/a"),
+        );
+        assert_eq!(e.path(), Some(&p("/m/x\ny")));
+        assert_eq!(e.message(), "someone else changed \"/m/x\\ny\".");
+        let source = std::io::Error::other("disk");
+        let f = error(
+            Error::failure("could not read /a", source).map_path(|q| q.clone()),
+            &p("/m"),
+            &p("/a"),
+        );
+        assert_eq!(f.message(), "could not read /a");
+        let e = error(Error::not_found(p("/a")), &p("/m"), &p("/a"));
+        assert!(e.message().starts_with("/m/a does not exist"));
     }
 
     #[test]

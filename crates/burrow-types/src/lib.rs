@@ -32,6 +32,7 @@ pub mod filedata;
 mod harness;
 mod hooks;
 mod runtime_config;
+mod shown;
 mod skill;
 mod team;
 mod todo;
@@ -44,10 +45,12 @@ pub use agent::{
 pub use file::{EditResult, ExecuteResponse, FileInfo, GrepMatch, WriteResult};
 pub use filedata::{
     FileData, FileDataError, FilesDocument, files_document_to_json, parse_files_document,
+    try_files_document_to_json,
 };
 pub use harness::{Checkpoint, ContextFile, MemoryFile, OutputStyle};
 pub use hooks::{DEFAULT_HOOK_TIMEOUT_SECS, Hook, HookEvent};
 pub use runtime_config::{DEFAULT_WORK_DIR, PackageManager, RuntimeConfig};
+pub use shown::{Shown, shown};
 pub use skill::{Skill, SkillDirectory, SkillFrontmatter};
 pub use team::{DEFAULT_TEAM_MEMBER_MODEL, SharedTodoItem, TeamMember, TeamMessage};
 pub use todo::{Todo, TodoStatus};

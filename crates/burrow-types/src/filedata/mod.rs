@@ -45,6 +45,7 @@ use base64::engine::general_purpose::STANDARD;
 use serde::{Deserialize, Serialize};
 
 use self::json::Value;
+use crate::shown::shown;
 
 /// The only `encoding` value defined: `content` is one base64 entry.
 pub const BASE64_ENCODING: &str = "base64";
@@ -148,18 +149,52 @@ pub fn parse_files_document(json: &str) -> Result<FilesDocument, FileDataError> 
     for (raw_path, entry) in members {
         let path = String::from_utf8(raw_path)
             .map_err(|_| shape("a path in the document is not valid UTF-8"))?;
+        if path.contains('\0') {
+            return Err(shape(format!(
+                "the path {} holds a NUL, which no file name can",
+                shown(&path)
+            )));
+        }
         let data = entry_from_value(&path, &entry)?;
         doc.insert(path, data);
     }
     Ok(doc)
 }
 
-/// Writes `doc` as compact, strict UTF-8 JSON that PostgreSQL `jsonb` accepts.
+/// Writes `doc` as compact, strict UTF-8 JSON that PostgreSQL `jsonb` accepts,
+/// refusing a document that holds a NUL outside file content.
 ///
 /// No lone surrogates can appear (Rust strings have none). A text entry whose
 /// lines hold a NUL (possible only for a hand-built `FileData`) is written in
-/// base64 form, so content never produces `\u0000`. Paths and timestamps are
-/// written as given: a burrow path never holds NUL (`VPath` refuses it).
+/// base64 form, so content never produces `\u0000`. A NUL in a path, a
+/// timestamp or an `encoding` cannot be written losslessly in any form `jsonb`
+/// takes: [`FileDataError::Nul`] names the entry. [`parse_files_document`]
+/// refuses those too, so every document it returns writes back unchanged;
+/// a burrow path never holds NUL (`VPath` refuses it).
+pub fn try_files_document_to_json(doc: &FilesDocument) -> Result<String, FileDataError> {
+    for (path, data) in doc {
+        let fields = [
+            ("path", path.as_str()),
+            ("created_at", &data.created_at),
+            ("modified_at", &data.modified_at),
+            ("encoding", data.encoding.as_deref().unwrap_or("")),
+        ];
+        if let Some((field, _)) = fields.iter().find(|(_, value)| value.contains('\0')) {
+            return Err(FileDataError::Nul {
+                path: path.clone(),
+                field,
+            });
+        }
+    }
+    Ok(files_document_to_json(doc))
+}
+
+/// Writes `doc` as compact, strict UTF-8 JSON that PostgreSQL `jsonb` accepts.
+///
+/// As [`try_files_document_to_json`], but never fails: a NUL outside file
+/// content (only a hand-built document can hold one) is written as U+FFFD, so
+/// the output never holds `\u0000` either. Prefer the `try_` form where a
+/// hand-built document can reach it.
 pub fn files_document_to_json(doc: &FilesDocument) -> String {
     let mut out = String::with_capacity(64 * doc.len() + 2);
     out.push('{');
@@ -213,8 +248,17 @@ pub enum FileDataError {
         /// The value found.
         encoding: String,
     },
+    /// A document to write holds a NUL outside file content (a path, a
+    /// timestamp or an `encoding`), which no JSON that `jsonb` takes can hold.
+    #[error("the file {} cannot be written to a files document: its {field} holds a NUL, which PostgreSQL jsonb refuses", shown(.path))]
+    Nul {
+        /// The entry's path.
+        path: String,
+        /// Which member holds the NUL: "path", "created_at", "modified_at" or "encoding".
+        field: &'static str,
+    },
     /// One entry of a document could not be decoded.
-    #[error("the file {path} in the files document cannot be decoded: {error}")]
+    #[error("the file {} in the files document cannot be decoded: {error}", shown(.path))]
     Entry {
         /// The entry's path.
         path: String,
@@ -231,20 +275,23 @@ fn shape(reason: impl Into<String>) -> FileDataError {
 
 /// One document entry, decoded and put in canonical form.
 fn entry_from_value(path: &str, entry: &Value) -> Result<FileData, FileDataError> {
+    let shown_path = shown(path);
     if !matches!(entry, Value::Object(_)) {
         return Err(shape(format!(
-            "the entry {path} is {} rather than an object",
+            "the entry {shown_path} is {} rather than an object",
             entry.kind()
         )));
     }
     let Some(Value::Array(items)) = entry.get("content") else {
-        return Err(shape(format!("the entry {path} has no \"content\" list")));
+        return Err(shape(format!(
+            "the entry {shown_path} has no \"content\" list"
+        )));
     };
     let mut lines = Vec::with_capacity(items.len());
     for item in items {
         let Value::Str(line) = item else {
             return Err(shape(format!(
-                "the entry {path} has {} in its \"content\" list",
+                "the entry {shown_path} has {} in its \"content\" list",
                 item.kind()
             )));
         };
@@ -272,7 +319,7 @@ fn entry_from_value(path: &str, entry: &Value) -> Result<FileData, FileDataError
         }
         Some(other) => {
             return Err(shape(format!(
-                "the entry {path} has {} as its \"encoding\"",
+                "the entry {shown_path} has {} as its \"encoding\"",
                 other.kind()
             )));
         }
@@ -281,7 +328,11 @@ fn entry_from_value(path: &str, entry: &Value) -> Result<FileData, FileDataError
 }
 
 fn timestamp(path: &str, entry: &Value, key: &str) -> Result<String, FileDataError> {
+    let path = shown(path);
     match entry.get(key) {
+        Some(Value::Str(raw)) if raw.contains(&0) => {
+            Err(shape(format!("the entry {path} has a {key} holding a NUL")))
+        }
         Some(Value::Str(raw)) => String::from_utf8(raw.clone())
             .map_err(|_| shape(format!("the entry {path} has a {key} that is not UTF-8"))),
         _ => Err(shape(format!("the entry {path} has no {key} string"))),
@@ -308,7 +359,8 @@ fn write_entry(out: &mut String, data: &FileData) {
 }
 
 /// A JSON string literal: UTF-8 kept as is, quotes, backslashes and control
-/// characters escaped.
+/// characters escaped, and a NUL (which `jsonb` refuses even escaped) written
+/// as U+FFFD. Content never holds one here: such content is written as base64.
 fn write_json_string(out: &mut String, text: &str) {
     out.push('"');
     let mut rest = text;
@@ -323,6 +375,7 @@ fn write_json_string(out: &mut String, text: &str) {
             '\t' => out.push_str("\\t"),
             '\u{8}' => out.push_str("\\b"),
             '\u{c}' => out.push_str("\\f"),
+            '\0' => out.push('\u{fffd}'),
             other => {
                 let _ = write!(out, "\\u{:04x}", u32::from(other));
             }

@@ -141,3 +141,54 @@ fn legacy_pairs_and_escaped_bytes_mix() {
     assert_eq!(doc["/m"].to_bytes().ok(), Some(want));
     assert_eq!(doc["/m"].encoding.as_deref(), Some("base64"));
 }
+
+#[test]
+fn a_nul_in_a_path_or_a_timestamp_is_refused_on_reading() {
+    for json in [
+        format!(r#"{{"/a\u0000b": {{"content": ["x"], {TIMES}}}}}"#),
+        r#"{"/a": {"content": ["x"], "created_at": "c\u0000", "modified_at": "m"}}"#.to_owned(),
+        r#"{"/a": {"content": ["x"], "created_at": "c", "modified_at": "\u0000"}}"#.to_owned(),
+    ] {
+        let error = error_of(&json);
+        assert!(matches!(error, FileDataError::Shape { .. }), "{error:?}");
+        assert!(error.to_string().contains("NUL"), "{error}");
+        assert!(!error.to_string().contains('\0'), "{error:?}");
+    }
+}
+
+#[test]
+fn errors_show_a_path_with_control_characters_quoted() {
+    let error = error_of(r#"{"/a\nb": {"content": ["x"], "created_at": 1, "modified_at": "m"}}"#);
+    let message = error.to_string();
+    assert!(message.contains(r#""/a\nb""#), "{message}");
+    assert!(!message.contains('\n'), "{message:?}");
+}
+
+#[test]
+fn a_hand_built_document_never_writes_a_nul() {
+    use burrow_types::{FilesDocument, files_document_to_json, try_files_document_to_json};
+    let entry = |created: &str, encoding: Option<&str>| FileData {
+        content: vec!["x".to_owned()],
+        created_at: created.to_owned(),
+        modified_at: "m".to_owned(),
+        encoding: encoding.map(str::to_owned),
+    };
+    let cases = [
+        ("/a\0b", entry("c", None), "path"),
+        ("/a", entry("c\0", None), "created_at"),
+        ("/a", entry("c", Some("base\0")), "encoding"),
+    ];
+    for (path, data, field) in cases {
+        let doc = FilesDocument::from([(path.to_owned(), data)]);
+        match try_files_document_to_json(&doc) {
+            Err(FileDataError::Nul { field: f, .. }) => assert_eq!(f, field),
+            other => panic!("{path:?} {field}: {other:?}"),
+        }
+        let json = files_document_to_json(&doc);
+        assert!(!json.contains("\\u0000") && !json.contains('\0'), "{json}");
+        assert!(
+            serde_json::from_str::<serde_json::Value>(&json).is_ok(),
+            "{json}"
+        );
+    }
+}

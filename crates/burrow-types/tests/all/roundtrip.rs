@@ -64,6 +64,27 @@ proptest! {
         prop_assert_eq!(back, doc);
     }
 
+    /// Whatever a document holds where its keys and timestamps are, what
+    /// burrow reads it writes back unchanged, and what it writes has no NUL.
+    #[test]
+    fn any_document_read_writes_back_with_no_nul(
+        key in "/[a\u{0}\n]{0,4}",
+        created in "[0-9\u{0}]{0,3}",
+    ) {
+        let json = serde_json::json!({ key.clone(): {
+            "content": ["x"], "created_at": created, "modified_at": "m"
+        } }).to_string();
+        match parse_files_document(&json) {
+            Ok(doc) => {
+                let written = burrow_types::try_files_document_to_json(&doc)
+                    .map_err(|e| TestCaseError::fail(e.to_string()))?;
+                prop_assert!(!written.contains("\\u0000"));
+                prop_assert_eq!(parse_files_document(&written).ok(), Some(doc));
+            }
+            Err(error) => prop_assert!(key.contains('\0') || created.contains('\0'), "{}", error),
+        }
+    }
+
     #[test]
     fn legacy_python_encoding_decodes_to_the_same_bytes(bytes in any_bytes()) {
         let legacy = python_legacy_document("/f", &bytes);
