@@ -62,10 +62,14 @@ const ONE_WORKSPACE: &str = "*";
 /// # Concurrency
 ///
 /// Mutations of one path are serialised within the process (by every
-/// `FsBackend` on the same folder) with a per-path async mutex, so concurrent
-/// edits never lose an update. Another process writing the same folder can
-/// still race an edit (read-modify-write), so the capabilities say
-/// `conditional_writes: false`.
+/// `FsBackend` on the same folder) with a per-path async mutex, and across
+/// processes with an exclusive advisory lock (`flock`) on the directory that
+/// holds the file, taken inside the blocking work for the whole
+/// read-modify-write (ADR 0064). Both are held until the blocking work ends,
+/// even when the caller's future is dropped, so concurrent edits, from tasks
+/// or from processes, never lose an update (`conditional_writes: true`). The
+/// lock creates no file. A program that writes the folder without burrow
+/// does not take the lock and can still race an edit.
 ///
 /// # One folder, one workspace
 ///
@@ -132,6 +136,12 @@ impl FsBackend {
         Self::open_with(root, options)
     }
 
+    /// The key of this backend's root in the lock registry (for tests).
+    #[cfg(test)]
+    pub(crate) fn root_id(&self) -> &str {
+        &self.root_id
+    }
+
     /// The options this backend was opened with.
     pub fn options(&self) -> &FsOptions {
         &self.root.options
@@ -148,6 +158,24 @@ impl FsBackend {
             .await
             .map_err(|e| Error::failure("a file operation did not complete", e))?
     }
+
+    /// Runs the mutation `f` on the blocking pool while holding `path`'s
+    /// in-process lock, which is moved into the blocking work: dropping the
+    /// returned future (a cancelled call) does not release the lock while the
+    /// write goes on, so the next mutation of the path waits for it to end.
+    async fn mutate<T, F>(&self, path: &VPath, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Root) -> Result<T> + Send + 'static,
+    {
+        let guard = lock_path(&self.root_id, path).await;
+        self.blocking(move |root| {
+            let result = f(root);
+            drop(guard);
+            result
+        })
+        .await
+    }
 }
 
 #[async_trait]
@@ -157,6 +185,7 @@ impl Backend for FsBackend {
             .with_empty_dirs(true)
             .with_modified_at(true)
             .with_symlinks(true)
+            .with_conditional_writes(true)
             .with_limits(self.root.options.limits())
     }
 
@@ -207,9 +236,9 @@ impl Backend for FsBackend {
         bytes: &[u8],
     ) -> Result<WriteResult> {
         text::check_size(path, bytes.len() as u64, self.root.options.max_file_size)?;
-        let _guard = lock_path(&self.root_id, path).await;
-        let (path, bytes) = (path.clone(), bytes.to_vec());
-        self.blocking(move |root| {
+        let (vpath, bytes) = (path.clone(), bytes.to_vec());
+        self.mutate(path, move |root| {
+            let path = vpath;
             root.write(&path, &bytes)?;
             Ok(WriteResult::written(path.as_str()))
         })
@@ -225,9 +254,9 @@ impl Backend for FsBackend {
         replace_all: bool,
     ) -> Result<EditResult> {
         text::check_edit_args(old, new)?;
-        let _guard = lock_path(&self.root_id, path).await;
-        let (path, old, new) = (path.clone(), old.to_owned(), new.to_owned());
-        self.blocking(move |root| {
+        let (vpath, old, new) = (path.clone(), old.to_owned(), new.to_owned());
+        self.mutate(path, move |root| {
+            let path = vpath;
             let count = root.edit(&path, &old, &new, replace_all)?;
             Ok(text::edit_result(&path, count))
         })
@@ -235,9 +264,8 @@ impl Backend for FsBackend {
     }
 
     async fn delete(&self, _ctx: &FileContext, path: &VPath) -> Result<()> {
-        let _guard = lock_path(&self.root_id, path).await;
-        let path = path.clone();
-        self.blocking(move |root| root.delete(&path)).await
+        let vpath = path.clone();
+        self.mutate(path, move |root| root.delete(&vpath)).await
     }
 
     async fn glob(

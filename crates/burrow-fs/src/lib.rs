@@ -37,7 +37,8 @@
 //! - Mount points. A file system mounted beneath the root is beneath the root.
 //! - Another process with access to the host moving a directory out of the
 //!   root while a handle to it is held, or changing files under the backend
-//!   (edits are serialised only within this process; see the capabilities).
+//!   without burrow (burrow processes serialise their edits with an advisory
+//!   lock on the directory; other programs do not take it).
 //! - Resource use: a very large tree is walked in full by glob and grep.
 //!
 //! Everything else that decides what an operation *means* (lines, CRLF edits,
@@ -48,13 +49,18 @@
 //! symlinks, special files, limits) under headings.
 
 mod backend;
+#[cfg(test)]
+mod cancel_tests;
 mod errors;
+#[cfg(test)]
+mod hook;
 mod locks;
 mod options;
 mod root;
 mod search;
 mod walk;
 mod write;
+mod xlock;
 
 pub use backend::FsBackend;
 pub use options::{FsOptions, TEMP_PREFIX};

@@ -9,8 +9,8 @@
 //! the last one out, so the registry never grows with the number of paths
 //! ever written.
 //!
-//! Other processes are not covered: the backend reports `conditional_writes:
-//! false` for that reason.
+//! Other processes are covered by a second lock taken inside the blocking
+//! work: an advisory lock on the file's directory (`xlock`, ADR 0064).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -69,6 +69,15 @@ impl Drop for PathGuard {
 pub(crate) fn live_entries(root_id: &str) -> usize {
     let map = registry().lock().unwrap_or_else(PoisonError::into_inner);
     map.keys().filter(|(r, _)| &**r == root_id).count()
+}
+
+/// How many callers hold or wait for the mutex of `path` under `root_id` (for tests).
+#[cfg(test)]
+pub(crate) fn holders_and_waiters(root_id: &str, path: &VPath) -> usize {
+    let map = registry().lock().unwrap_or_else(PoisonError::into_inner);
+    map.iter()
+        .find(|((r, p), _)| &**r == root_id && p == path)
+        .map_or(0, |(_, m)| Arc::strong_count(m) - 1)
 }
 
 #[cfg(test)]

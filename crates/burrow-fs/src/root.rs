@@ -209,14 +209,15 @@ impl Root {
             ));
         }
         errors::check_reserved(path)?;
-        let meta = self
-            .dir
-            .symlink_metadata(rel(path))
+        let locked = self.lock_dir_of(path, rel(path), "delete")?;
+        let (dir, name) = (&locked.dir, locked.name.as_os_str());
+        let meta = dir
+            .symlink_metadata(name)
             .map_err(|e| from_io(e, path, "delete"))?;
         let removed = if meta.is_dir() {
-            self.dir.remove_dir(rel(path))
+            dir.remove_dir(name)
         } else {
-            self.dir.remove_file(rel(path))
+            dir.remove_file(name)
         };
         removed.map_err(|e| match e.kind() {
             io::ErrorKind::DirectoryNotEmpty => errors::not_empty(path),

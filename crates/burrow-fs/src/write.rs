@@ -31,7 +31,8 @@ impl Root {
         text::check_size(path, bytes.len() as u64, self.options.max_file_size)?;
         self.ensure_parents(path)?;
         let target = self.write_target(path)?;
-        self.replace(path, &target, bytes)
+        let dir = self.lock_dir_of(path, &target, "write")?;
+        self.replace(path, &dir, bytes)
     }
 
     /// Replaces `old` by `new` in the text file at `path`; returns the count.
@@ -46,11 +47,19 @@ impl Root {
     ) -> Result<usize, Error> {
         text::check_edit_args(old, new)?;
         errors::check_reserved(path)?;
+        // The file the edit replaces decides which directory is locked; a
+        // path that cannot be read is refused as a read would refuse it.
+        let target = match self.write_target(path) {
+            Ok(target) => target,
+            Err(e) => return Err(self.read_all(path).err().unwrap_or(e)),
+        };
+        let dir = self.lock_dir_of(path, &target, "write")?;
         let bytes = self.read_all(path)?;
         let (edited, count) = text::apply_edit(path, &bytes, old, new, replace_all)?;
         text::check_size(path, edited.len() as u64, self.options.max_file_size)?;
-        let target = self.write_target(path)?;
-        self.replace(path, &target, &edited)?;
+        #[cfg(test)]
+        crate::hook::after_edit_read(path);
+        self.replace(path, &dir, &edited)?;
         Ok(count)
     }
 
@@ -147,9 +156,15 @@ impl Root {
         ))
     }
 
-    /// Writes `bytes` to a temporary file beside `target` and renames it over `target`.
-    fn replace(&self, path: &VPath, target: &Path, bytes: &[u8]) -> Result<(), Error> {
-        let fail = |e: io::Error| from_io(e, path, "write");
+    /// Opens the directory holding the root-relative `target` and locks it
+    /// across processes (see [`LockedDir`]) for the caller's read-modify-write.
+    pub(crate) fn lock_dir_of(
+        &self,
+        path: &VPath,
+        target: &Path,
+        what: &str,
+    ) -> Result<LockedDir, Error> {
+        let fail = |e: io::Error| from_io(e, path, what);
         let parent_rel = match target.parent() {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
@@ -157,24 +172,46 @@ impl Root {
         let Some(name) = target.file_name() else {
             return Err(Error::is_a_directory(path));
         };
-        let parent = self.dir.open_dir(parent_rel).map_err(fail)?;
+        let dir = self.dir.open_dir(parent_rel).map_err(fail)?;
+        let lock = crate::xlock::lock_dir(&dir).map_err(fail)?;
+        Ok(LockedDir {
+            dir,
+            name: name.to_owned(),
+            _lock: lock,
+        })
+    }
+
+    /// Writes `bytes` to a temporary file in the locked directory and renames
+    /// it over the target there.
+    fn replace(&self, path: &VPath, locked: &LockedDir, bytes: &[u8]) -> Result<(), Error> {
+        let fail = |e: io::Error| from_io(e, path, "write");
+        let (parent, name) = (&locked.dir, locked.name.as_os_str());
         let permissions = parent
             .symlink_metadata(name)
             .ok()
             .filter(|m| m.is_file())
             .map(|m| m.permissions());
-        let (temp, file) = create_temp(&parent).map_err(fail)?;
+        let (temp, file) = create_temp(parent).map_err(fail)?;
         let staged = fill(file, bytes, permissions, self.options.fsync)
-            .and_then(|()| parent.rename(&temp, &parent, name));
+            .and_then(|()| parent.rename(&temp, parent, name));
         if let Err(e) = staged {
             let _ = parent.remove_file(&temp);
             return Err(fail(e));
         }
         if self.options.fsync {
-            sync_dir(&parent).map_err(fail)?;
+            sync_dir(parent).map_err(fail)?;
         }
         Ok(())
     }
+}
+
+/// A directory handle, the name of the entry a mutation changes in it, and
+/// the cross-process lock on the directory, held until this is dropped.
+#[derive(Debug)]
+pub(crate) struct LockedDir {
+    pub(crate) dir: Dir,
+    pub(crate) name: std::ffi::OsString,
+    _lock: crate::xlock::DirLock,
 }
 
 /// True when `a` and `b` describe the same file.

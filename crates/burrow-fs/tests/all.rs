@@ -8,6 +8,7 @@ mod all {
     mod conformance;
     mod crash;
     mod escapes;
+    mod processes;
     mod race;
     mod semantics;
     mod support;

@@ -312,11 +312,16 @@ impl Backend for StateBackend {
     ) -> Result<GrepResult> {
         let grep = CompiledGrep::new(query)?;
         let mut collector = GrepCollector::new(self.shared.limits.results(limit));
+        // Files past the max size (a document loaded with `from_files` may
+        // hold some) are skipped, as on every backend: never searched.
+        let max = self.shared.limits.max_file_size;
+        let searchable = |file: &FileEntry| file.bytes.len() as u64 <= max;
         let tree = self.read_tree();
         match tree.kind(under.as_str()) {
             Kind::Missing => {}
             Kind::File => {
                 if let Some(file) = tree.file(under.as_str())
+                    && searchable(file)
                     && grep.includes(under.name())
                 {
                     collector.search(&grep, under, &file.bytes);
@@ -330,6 +335,7 @@ impl Backend for StateBackend {
                     }
                     if grep.includes(relative)
                         && let Some(file) = tree.file(path)
+                        && searchable(file)
                     {
                         collector.search(&grep, path, &file.bytes);
                     }

@@ -32,7 +32,8 @@ impl StateBackend {
     /// is not an already-normalised absolute path (so "a.txt", "/a/../b" and
     /// "/" are refused), when a path is both a file and the ancestor of
     /// another, or when an entry's content does not decode. Files larger than
-    /// the max file size load, and reading them is then refused as TooLarge.
+    /// the max file size load; reading them is then refused as TooLarge and
+    /// grep skips them, as every backend does.
     pub fn from_files(doc: FilesDocument) -> Result<StateBackend> {
         Self::from_files_with_limits(doc, Limits::default())
     }

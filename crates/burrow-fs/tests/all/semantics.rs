@@ -256,7 +256,9 @@ async fn empty_directories_are_real_and_times_are_rfc3339() {
     assert!(!w.host("empty").exists());
     let caps = b.capabilities();
     assert!(caps.empty_dirs && caps.modified_at && caps.symlinks);
-    assert!(!caps.tenants && !caps.effect_keys && !caps.conditional_writes && !caps.exec);
+    assert!(!caps.tenants && !caps.effect_keys && !caps.exec);
+    // Edits from several processes serialise on the directory lock (ADR 0064).
+    assert!(caps.conditional_writes);
 }
 
 #[tokio::test]

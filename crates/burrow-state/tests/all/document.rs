@@ -139,3 +139,43 @@ fn documents_that_cannot_be_a_workspace_are_failures() {
         0
     );
 }
+
+#[tokio::test]
+async fn over_size_files_from_a_document_are_refused_by_reads_and_skipped_by_grep() {
+    use burrow_backend::{GrepQuery, Limits};
+    let mut doc = FilesDocument::new();
+    doc.insert(
+        "/big.txt".to_owned(),
+        text(
+            &["needle in a big file", "more"],
+            "2020-01-01T00:00:00Z",
+            "2020-01-01T00:00:00Z",
+        ),
+    );
+    doc.insert(
+        "/small.txt".to_owned(),
+        text(&["needle"], "2020-01-01T00:00:00Z", "2020-01-01T00:00:00Z"),
+    );
+    let limits = Limits {
+        max_file_size: 10,
+        ..Limits::default()
+    };
+    let b = StateBackend::from_files_with_limits(doc, limits).unwrap();
+    let ctx = FileContext::default();
+    let err = b.read(&ctx, &p("/big.txt"), 0, 10).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::TooLarge);
+    let err = b.read_bytes(&ctx, &p("/big.txt")).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::TooLarge);
+    let found = b
+        .grep(&ctx, &GrepQuery::fixed("needle"), &p("/"), 10)
+        .await
+        .unwrap();
+    let paths: Vec<&str> = found.matches.iter().map(|m| m.path.as_str()).collect();
+    assert_eq!(paths, ["/small.txt"], "grep searched an over-size file");
+    // Grep of the over-size file itself finds nothing either.
+    let found = b
+        .grep(&ctx, &GrepQuery::fixed("needle"), &p("/big.txt"), 10)
+        .await
+        .unwrap();
+    assert!(found.matches.is_empty());
+}
