@@ -109,6 +109,12 @@ async fn tools_are_listed_with_their_schemas_and_hints() {
     assert_eq!(read["inputSchema"]["required"], json!(["file_path"]));
     assert_eq!(read["annotations"]["readOnlyHint"], true);
     assert_eq!(tools[3]["annotations"]["destructiveHint"], true);
+    // ls, glob and grep may save a large result: not read-only, not destructive.
+    for i in [0, 4, 5] {
+        let hints = &tools[i]["annotations"];
+        assert_eq!(hints["readOnlyHint"], false, "{}", tools[i]);
+        assert_eq!(hints["destructiveHint"], false, "{}", tools[i]);
+    }
     client.finish().await;
 }
 
