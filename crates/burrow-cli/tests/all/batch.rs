@@ -184,3 +184,46 @@ fn an_empty_batch_prints_nothing_and_succeeds() {
     assert!(run.stdout.is_empty());
     assert!(!ws.state.exists());
 }
+
+#[test]
+fn a_printed_result_survives_a_killed_batch() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+    let ws = Workspace::new();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_burrow"))
+        .args(["--backend", &ws.spec(), "batch"])
+        .current_dir(ws.dir())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut answers = Vec::new();
+    for i in 0..3 {
+        writeln!(
+            stdin,
+            "{{\"op\": \"write\", \"path\": \"/kept{i}.txt\", \"content\": \"kept {i}\"}}"
+        )
+        .unwrap();
+        stdin.flush().unwrap();
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        answers.push(line);
+    }
+    // Killed before its input ends: no save at the end can happen.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    for (i, answer) in answers.iter().enumerate() {
+        assert_eq!(
+            serde_json::from_str::<Value>(answer).unwrap()["path"],
+            format!("/kept{i}.txt")
+        );
+        assert_eq!(
+            ws.run(&["cat", &format!("/kept{i}.txt")]).stdout,
+            format!("kept {i}").as_bytes(),
+            "a reported write was lost"
+        );
+    }
+}
