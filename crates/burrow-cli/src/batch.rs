@@ -55,28 +55,39 @@ pub async fn run<R: Read>(
     let mut raw = Vec::new();
     let mut number = 0usize;
     let mut at_end = false;
+    // The longest line: room for the largest file escaped as JSON text
+    // (up to 6 bytes a byte), plus the rest of the line.
+    let max_file =
+        usize::try_from(opened.backend.capabilities().limits.max_file_size).unwrap_or(usize::MAX);
+    let max_line = max_file.saturating_mul(6).saturating_add(1 << 20);
     while !at_end {
         let mut group: Vec<Answer> = Vec::new();
         opened.begin();
         loop {
-            raw.clear();
-            match input.read_until(b'\n', &mut raw) {
-                Ok(0) => {
+            let too_long = match read_line(input, &mut raw, max_line) {
+                Ok(None) => {
                     at_end = true;
                     break;
                 }
-                Ok(_) => {}
+                Ok(Some(whole)) => !whole,
                 Err(e) => {
                     writeln!(err, "burrow: cannot read stdin: {e}")?;
                     worst = worst.max(Exit::Failed);
                     at_end = true;
                     break;
                 }
-            }
+            };
             number += 1;
             let line = trim_line_end(&raw);
-            if !line.iter().all(u8::is_ascii_whitespace) {
-                let result = match parse(line, number) {
+            if too_long || !line.iter().all(u8::is_ascii_whitespace) {
+                let parsed = if too_long {
+                    Err(Error::invalid_argument(format!(
+                        "line {number}: longer than {max_line} bytes (it was skipped, never read whole)."
+                    )))
+                } else {
+                    parse(line, number)
+                };
+                let result = match parsed {
                     Ok(op) => op.run(opened.backend.as_ref(), ctx).await,
                     Err(e) => Err(e),
                 };
@@ -122,6 +133,43 @@ fn parse(line: &[u8], number: usize) -> Result<Op, Error> {
         .map_err(|_| Error::invalid_argument(format!("line {number}: not UTF-8 text.")))?;
     Op::from_json_line(text)
         .map_err(|e| Error::invalid_argument(format!("line {number}: {}", e.message())))
+}
+
+/// Reads one line into `raw` (cleared first) without holding more than
+/// `max` bytes of it: `Some(true)` a line, `Some(false)` a longer one,
+/// skipped to its end, `None` the end of input.
+fn read_line<R: Read>(
+    input: &mut BufReader<R>,
+    raw: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<Option<bool>> {
+    raw.clear();
+    let mut skipping = false;
+    let mut seen = false;
+    loop {
+        let available = match input.fill_buf() {
+            Ok(available) => available,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if available.is_empty() {
+            return Ok(seen.then_some(!skipping));
+        }
+        seen = true;
+        let newline = available.iter().position(|b| *b == b'\n');
+        let take = newline.map_or(available.len(), |i| i + 1);
+        if !skipping && raw.len().saturating_add(take) > max.saturating_add(2) {
+            skipping = true;
+            raw.clear();
+        }
+        if !skipping {
+            raw.extend_from_slice(&available[..take]);
+        }
+        input.consume(take);
+        if newline.is_some() {
+            return Ok(Some(!skipping));
+        }
+    }
 }
 
 /// `raw` without its "\n" or "\r\n".

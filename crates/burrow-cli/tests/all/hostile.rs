@@ -161,6 +161,19 @@ const CASES: &[Case] = &[
         never: &["internally tagged", "enum Line"],
     },
     Case {
+        what: "a batch line longer than any operation needs is skipped, not held",
+        args: &["batch"],
+        input: Input::Built(|| {
+            let mut input = vec![b'a'; 62 << 20];
+            input.extend_from_slice(b"\n{\"op\": \"ls\"}\n");
+            input
+        }),
+        code: 1,
+        out: &["line 1: longer than", "\"entries\":["],
+        err: &[],
+        never: &[],
+    },
+    Case {
         what: "null means absent in a batch line: under",
         args: &["batch"],
         input: Input::Bytes(
