@@ -37,7 +37,8 @@ const AFTER_HELP: &str = "\
 SPEC:
   memory:            a fresh in-memory workspace, gone when burrow exits (the default)
   state:FILE.json    a FileData JSON document; a missing file is an empty workspace,
-                     created on the first write; written back atomically after a change
+                     created on the first write; written back atomically after a change,
+                     under a lock on FILE.json.lock (several processes may share it)
   fs:DIR             a folder on this machine, created when missing; files are plain files
   sqlite:FILE.db     a SQLite database, created when missing; --tenant picks whose files
   s3://BUCKET/PREFIX keys beneath PREFIX in an S3 bucket; endpoint, region and credentials
