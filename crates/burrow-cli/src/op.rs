@@ -353,6 +353,9 @@ fn kind_of(value: &Value) -> &'static str {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
         Value::Number(n) if n.as_i64().is_some_and(|n| n < 0) => "a negative number",
+        Value::Number(n) if n.as_f64().is_some_and(|f| f.fract() == 0.0) && n.is_f64() => {
+            "a number too large"
+        }
         Value::Number(n) if n.is_f64() => "a fraction",
         Value::Number(_) => "a number",
         Value::String(_) => "a string",

@@ -96,7 +96,7 @@ impl Toolset {
         let end = window.offset + lines.len();
         let footer = (end < window.total_lines).then(|| {
             let capped = if lines.len() < window.lines.len() {
-                format!(" (output capped at {budget} characters)")
+                format!(", output capped at {budget} characters")
             } else {
                 String::new()
             };
