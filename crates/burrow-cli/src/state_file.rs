@@ -9,7 +9,8 @@
 //!   the old document or the new one, never half of either, and no
 //!   temporary file is left behind on success.
 //! - **Several processes** (docs/adr/0041): every change runs
-//!   load-apply-save under an exclusive `flock` of `FILE.json.lock`, a file
+//!   load-apply-save under an exclusive `flock` of `FILE.json.lock` (a
+//!   hashed `.burrow-HASH.lock` when that name would be too long), a file
 //!   beside the document that is never renamed or removed (locking the
 //!   document itself would lock an inode the next save renames away). Under
 //!   the lock the document is read again, and reloaded when another process
@@ -82,11 +83,9 @@ impl StateFile {
     fn load(path: &Path) -> Result<StateFile> {
         let disk = read_disk(path)?;
         let backend = parse(path, disk.as_deref())?;
-        let mut lock_name = path.file_name().unwrap_or_default().to_owned();
-        lock_name.push(".lock");
         Ok(StateFile {
             path: path.to_owned(),
-            lock_path: path.with_file_name(lock_name),
+            lock_path: lock_path(path),
             scope: format!("state-file:{}", path.display()),
             inner: Mutex::new(Inner {
                 saved: backend.files(),
@@ -317,6 +316,26 @@ impl Backend for StateFile {
     ) -> Result<GrepResult> {
         self.for_read()?.grep(ctx, query, under, limit).await
     }
+}
+
+/// The lock file of the document `path`: `NAME.lock` beside it, or, when
+/// that name would pass the usual 255-byte limit, `.burrow-HASH.lock` (a
+/// hash of the name that every burrow computes alike).
+fn lock_path(path: &Path) -> PathBuf {
+    let name = path.file_name().unwrap_or_default();
+    if name.len() + ".lock".len() <= 255 {
+        let mut lock_name = name.to_owned();
+        lock_name.push(".lock");
+        return path.with_file_name(lock_name);
+    }
+    // FNV-1a over the name's bytes: the same in every process and version.
+    let hash = name
+        .as_encoded_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+        });
+    path.with_file_name(format!(".burrow-{hash:016x}.lock"))
 }
 
 /// The bytes of the document at `path`; `None` when there is no file.

@@ -202,3 +202,26 @@ fn without_backend_the_default_is_a_fresh_memory_workspace() {
     );
     run.assert_json_error(1, "not_found");
 }
+
+#[test]
+fn a_state_file_with_a_255_byte_name_still_takes_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = format!("{}.json", "n".repeat(250));
+    let spec = format!("state:{name}");
+    super::support::burrow_in(dir.path(), &["--backend", &spec, "write", "/a.txt"], b"x")
+        .assert_code(0);
+    let run = super::support::burrow_in(dir.path(), &["--backend", &spec, "cat", "/a.txt"], b"");
+    assert_eq!(run.stdout, b"x");
+    // The lock file got a short hashed name beside the document.
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(
+        names[0].starts_with(".burrow-") && names[0].ends_with(".lock"),
+        "{names:?}"
+    );
+    assert_eq!(names[1], name);
+}
