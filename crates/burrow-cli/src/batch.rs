@@ -7,15 +7,21 @@
 //!   `invalid_argument` error line naming its line number; the batch goes
 //!   on. So does it after a refused or failed operation.
 //! - Blank lines are skipped and yield no output line.
-//! - Output is flushed after every line, so a program can drive burrow as a
-//!   co-process, one request and one answer at a time.
-//! - When any operation changed the workspace, it is saved once at the end
-//!   (e.g. the state file is written back); a failed save is reported on
-//!   stderr and makes the exit code 2.
+//! - Output is flushed after every group, so a program can drive burrow as
+//!   a co-process, one request and one answer at a time.
+//! - Lines are run in groups: a group is a line and every complete line
+//!   already waiting behind it in the input buffer (at most
+//!   [`MAX_GROUP`]), so a pipe full of lines is saved in few writes while a
+//!   co-process that waits for each answer gets each one at once. The
+//!   group's changes are saved (a `state:` file written back, under its
+//!   lock) **before** any of its result lines is printed: a printed success
+//!   is durable, and a killed batch loses only lines it never answered. A
+//!   failed save turns the group's success lines of mutations into failure
+//!   lines and makes the exit code 2.
 //! - Exit code: the worst outcome seen: 0 all succeeded, 1 some line was
-//!   refused, 2 some line failed (or the save, or reading stdin, did).
+//!   refused, 2 some line failed (or a save, or reading stdin, did).
 
-use std::io::{BufRead, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 
 use burrow::{Error, FileContext};
 
@@ -23,58 +29,100 @@ use crate::op::Op;
 use crate::output::{Exit, error_json, error_text};
 use crate::spec::Opened;
 
+/// The size of the input buffer: what one group can hold.
+pub const INPUT_BUFFER: usize = 1 << 16;
+
+/// Most lines in one group.
+pub const MAX_GROUP: usize = 1000;
+
+/// One answered line of a group, waiting for the group's save.
+struct Answer {
+    json: String,
+    /// A successful mutation: not durable until the group is saved.
+    mutation: bool,
+}
+
 /// Runs every line of `input` against `opened`, printing results to `out`
 /// and notes to `err`.
-pub async fn run(
+pub async fn run<R: Read>(
     opened: &Opened,
     ctx: &FileContext,
-    input: &mut dyn BufRead,
+    input: &mut BufReader<R>,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> std::io::Result<Exit> {
     let mut worst = Exit::Success;
-    let mut mutated = false;
     let mut raw = Vec::new();
     let mut number = 0usize;
-    loop {
-        raw.clear();
-        match input.read_until(b'\n', &mut raw) {
-            Ok(0) => break,
-            Ok(_) => {}
-            Err(e) => {
-                writeln!(err, "burrow: cannot read stdin: {e}")?;
-                worst = worst.max(Exit::Failed);
+    let mut at_end = false;
+    // The longest line: room for the largest file escaped as JSON text
+    // (up to 6 bytes a byte), plus the rest of the line.
+    let max_file =
+        usize::try_from(opened.backend.capabilities().limits.max_file_size).unwrap_or(usize::MAX);
+    let max_line = max_file.saturating_mul(6).saturating_add(1 << 20);
+    while !at_end {
+        let mut group: Vec<Answer> = Vec::new();
+        opened.begin();
+        loop {
+            let too_long = match read_line(input, &mut raw, max_line) {
+                Ok(None) => {
+                    at_end = true;
+                    break;
+                }
+                Ok(Some(whole)) => !whole,
+                Err(e) => {
+                    writeln!(err, "burrow: cannot read stdin: {e}")?;
+                    worst = worst.max(Exit::Failed);
+                    at_end = true;
+                    break;
+                }
+            };
+            number += 1;
+            let line = trim_line_end(&raw);
+            if too_long || !line.iter().all(u8::is_ascii_whitespace) {
+                let parsed = if too_long {
+                    Err(Error::invalid_argument(format!(
+                        "line {number}: longer than {max_line} bytes (it was skipped, never read whole)."
+                    )))
+                } else {
+                    parse(line, number)
+                };
+                let result = match parsed {
+                    Ok(op) => op.run(opened.backend.as_ref(), ctx).await,
+                    Err(e) => Err(e),
+                };
+                group.push(match result {
+                    Ok(output) => Answer {
+                        json: output.to_json(),
+                        mutation: output.is_mutation(),
+                    },
+                    Err(e) => {
+                        worst = worst.max(Exit::of(&e));
+                        Answer {
+                            json: error_json(&e),
+                            mutation: false,
+                        }
+                    }
+                });
+            }
+            // Go on only with a whole line that is already here: never wait
+            // for input while answers are held back.
+            if group.len() >= MAX_GROUP || !input.buffer().contains(&b'\n') {
                 break;
             }
         }
-        number += 1;
-        let line = trim_line_end(&raw);
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
+        if let Err(e) = opened.finish() {
+            writeln!(err, "{}", error_text(&e))?;
+            worst = worst.max(Exit::Failed);
+            let failed = error_json(&e);
+            for answer in group.iter_mut().filter(|a| a.mutation) {
+                answer.json.clone_from(&failed);
+            }
         }
-        let result = match parse(line, number) {
-            Ok(op) => op.run(opened.backend.as_ref(), ctx).await,
-            Err(e) => Err(e),
-        };
-        let value = match result {
-            Ok(output) => {
-                mutated |= output.is_mutation();
-                if let Some(note) = output.note(true) {
-                    writeln!(err, "burrow: note: line {number}: {note}")?;
-                }
-                output.to_json()
-            }
-            Err(e) => {
-                worst = worst.max(Exit::of(&e));
-                error_json(&e)
-            }
-        };
-        writeln!(out, "{value}")?;
+        for answer in &group {
+            writeln!(out, "{}", answer.json)?;
+        }
         out.flush()?;
-    }
-    if mutated && let Err(e) = opened.save() {
-        writeln!(err, "{}", error_text(&e))?;
-        worst = worst.max(Exit::Failed);
     }
     Ok(worst)
 }
@@ -85,6 +133,43 @@ fn parse(line: &[u8], number: usize) -> Result<Op, Error> {
         .map_err(|_| Error::invalid_argument(format!("line {number}: not UTF-8 text.")))?;
     Op::from_json_line(text)
         .map_err(|e| Error::invalid_argument(format!("line {number}: {}", e.message())))
+}
+
+/// Reads one line into `raw` (cleared first) without holding more than
+/// `max` bytes of it: `Some(true)` a line, `Some(false)` a longer one,
+/// skipped to its end, `None` the end of input.
+fn read_line<R: Read>(
+    input: &mut BufReader<R>,
+    raw: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<Option<bool>> {
+    raw.clear();
+    let mut skipping = false;
+    let mut seen = false;
+    loop {
+        let available = match input.fill_buf() {
+            Ok(available) => available,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if available.is_empty() {
+            return Ok(seen.then_some(!skipping));
+        }
+        seen = true;
+        let newline = available.iter().position(|b| *b == b'\n');
+        let take = newline.map_or(available.len(), |i| i + 1);
+        if !skipping && raw.len().saturating_add(take) > max.saturating_add(2) {
+            skipping = true;
+            raw.clear();
+        }
+        if !skipping {
+            raw.extend_from_slice(&available[..take]);
+        }
+        input.consume(take);
+        if newline.is_some() {
+            return Ok(Some(!skipping));
+        }
+    }
 }
 
 /// `raw` without its "\n" or "\r\n".

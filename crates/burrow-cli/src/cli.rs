@@ -37,7 +37,8 @@ const AFTER_HELP: &str = "\
 SPEC:
   memory:            a fresh in-memory workspace, gone when burrow exits (the default)
   state:FILE.json    a FileData JSON document; a missing file is an empty workspace,
-                     created on the first write; written back atomically after a change
+                     created on the first write; written back atomically after a change,
+                     under a lock on FILE.json.lock (several processes may share it)
   fs:DIR             a folder on this machine, created when missing; files are plain files
   sqlite:FILE.db     a SQLite database, created when missing; --tenant picks whose files
   s3://BUCKET/PREFIX keys beneath PREFIX in an S3 bucket; endpoint, region and credentials
@@ -48,8 +49,13 @@ SPEC:
                      the default backend is the plain SPEC or /=SPEC (memory: if none)
 
 Human output: ls prints `KIND SIZE MODIFIED PATH` lines, read prints numbered lines,
-grep prints `path:line:text`, glob prints one path a line. A truncated ls, glob, grep or
-read says so on stderr (`burrow: note: ...`), in --json mode too.";
+grep prints `path:line:text`, glob prints one path a line; a path holding a control
+character is printed quoted and escaped (\"/a\\nb\"). A truncated ls, glob, grep or read
+says so on stderr (`burrow: note: ...`).
+
+--json: ls prints {\"entries\": [FileInfo...], \"truncated\": bool}, glob {\"paths\":
+[...], \"truncated\": bool}, grep {\"matches\": [GrepMatch...], \"truncated\": bool}, read
+{\"lines\": [...], \"offset\": N, \"total_lines\": N, \"truncated\": bool}.";
 
 const BATCH_HELP: &str = "\
 Run JSON lines from stdin, one operation each; print one JSON result line each, in order.
@@ -66,8 +72,10 @@ Each line is an object naming the op and the subcommand's arguments and options:
    \"fixed\": false, \"ignore_case\": false, \"limit\": 1000}
   {\"op\": \"exec\", \"command\": \"make test\", \"timeout\": 30}
 Each output line is what --json prints for that operation, or {\"error\": {\"kind\", \"message\"}}.
-A bad line yields one error line and the batch goes on; blank lines are skipped. Changes are
-saved once at the end. Exit code: 0 all succeeded, 1 some line was refused, 2 some line failed.";
+A bad line yields one error line and the batch goes on; blank lines are skipped; a null field
+counts as absent. The lines already waiting on stdin run as a group whose changes are saved
+before its results are printed: a printed result is durable. Exit code: 0 all succeeded, 1 some
+line was refused, 2 some line failed.";
 
 #[cfg(feature = "mcp")]
 const MCP_HELP: &str = "\
@@ -171,7 +179,7 @@ pub enum Command {
         /// The shell command.
         #[arg(allow_hyphen_values = true)]
         command: String,
-        /// Kill the command after this many seconds (default: the backend's, 120).
+        /// Kill the command after this many seconds, 1 to 604800 (default: the backend's, 120).
         #[arg(long, value_name = "S")]
         timeout: Option<u64>,
     },

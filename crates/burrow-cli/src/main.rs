@@ -28,6 +28,7 @@
 
 mod batch;
 mod cli;
+mod display;
 #[cfg(feature = "mcp")]
 mod mcp;
 #[cfg(feature = "composite")]
@@ -104,25 +105,28 @@ async fn run_on(cli: Cli, opened: spec::Opened) -> io::Result<Exit> {
     if let cli::Command::Mcp = cli.command {
         return mcp::run(opened, ctx).await;
     }
-    let op = match Op::from_command(cli.command) {
+    let max_input = opened.backend.capabilities().limits.max_file_size;
+    let op = match Op::from_command(cli.command, max_input) {
         Ok(Some(op)) => op,
         Ok(None) => {
-            let stdin = io::stdin();
-            let mut input = stdin.lock();
+            let mut input = io::BufReader::with_capacity(batch::INPUT_BUFFER, io::stdin());
             let mut out = io::stdout().lock();
             let mut err = io::stderr().lock();
             return batch::run(&opened, &ctx, &mut input, &mut out, &mut err).await;
         }
         Err(e) => return report(&e, json),
     };
-    let output = match op.run(opened.backend.as_ref(), &ctx).await {
+    // One operation is a group of one: its change is saved (under the
+    // state file's lock) before its result is printed, so a printed success
+    // is durable.
+    opened.begin();
+    let outcome = op.run(opened.backend.as_ref(), &ctx).await;
+    let saved = opened.finish();
+    let output = match outcome {
         Ok(output) => output,
         Err(e) => return report(&e, json),
     };
-    // Save before printing: success is only claimed once it is durable.
-    if output.is_mutation()
-        && let Err(e) = opened.save()
-    {
+    if let Err(e) = saved {
         return report(&e, json);
     }
     let mut out = io::BufWriter::new(io::stdout().lock());

@@ -52,7 +52,7 @@ pub async fn run(opened: Opened, ctx: FileContext) -> io::Result<Exit> {
             served = &mut server => break served,
             Some(answer) = pending.recv() => {
                 // The caller may have gone (a cancelled request): nothing to tell.
-                let _ = answer.send(opened.save());
+                let _ = answer.send(opened.finish());
             }
         }
     };

@@ -7,7 +7,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use burrow::{Backend, Error, FileContext, GrepQuery, Result, VPath};
-use serde::Deserialize;
+use serde_json::Value;
 
 use crate::cli::Command;
 use crate::output::Output;
@@ -74,8 +74,11 @@ impl Op {
     /// The operation a subcommand asks for, reading `write`'s bytes from its
     /// FILE or stdin. `None` for `batch`, which is not one operation.
     ///
+    /// `write` reads at most `max_input` bytes and one more: longer input
+    /// is refused as TooLarge without being read whole (the backend would
+    /// refuse it anyway), so memory stays bounded even for /dev/zero.
     /// An unreadable FILE is a failure (exit 2): the input broke, not the contract.
-    pub fn from_command(command: Command) -> Result<Option<Op>> {
+    pub fn from_command(command: Command, max_input: u64) -> Result<Option<Op>> {
         let op = match command {
             Command::Ls { path, limit } => Op::Ls { path, limit },
             Command::Read {
@@ -90,7 +93,7 @@ impl Op {
             Command::Cat { path } => Op::Cat { path },
             Command::Write { path, file } => Op::Write {
                 path,
-                content: read_input(file.as_deref())?,
+                content: read_input(file.as_deref(), max_input)?,
             },
             Command::Edit {
                 path,
@@ -144,9 +147,7 @@ impl Op {
     /// The operation one batch line asks for; a line that does not parse is
     /// an InvalidArgument refusal naming what is wrong.
     pub fn from_json_line(line: &str) -> Result<Op> {
-        let line: Line = serde_json::from_str(line)
-            .map_err(|e| Error::invalid_argument(format!("not a batch operation: {e}.")))?;
-        line.into_op()
+        parse_line(line)
     }
 
     /// Runs the operation on `backend` as `ctx`.
@@ -222,188 +223,282 @@ impl Op {
                 Output::Grepped { result, limit }
             }
             Op::Exec { command, timeout } => {
+                let timeout = check_timeout(timeout)?;
                 let Some(sandbox) = backend.as_sandbox() else {
                     return Err(Error::unsupported(
                         "running commands; exec needs a sandbox backend such as docker:IMAGE",
                     ));
                 };
-                let timeout = timeout.map(Duration::from_secs);
                 Output::Executed(sandbox.execute(ctx, &command, timeout).await?)
             }
         })
     }
 }
 
-/// The bytes for `write`: from the host file `file`, or stdin for `-` or none.
-fn read_input(file: Option<&Path>) -> Result<Vec<u8>> {
-    let mut bytes = Vec::new();
+/// The bytes for `write`: from the host file `file`, or stdin for `-` or
+/// none; at most `max` bytes, or a TooLarge refusal.
+fn read_input(file: Option<&Path>, max: u64) -> Result<Vec<u8>> {
     match file {
-        None => read_stdin(&mut bytes)?,
-        Some(path) if path.as_os_str() == "-" => read_stdin(&mut bytes)?,
-        Some(path) => {
-            bytes = std::fs::read(path)
-                .map_err(|e| Error::failure(format!("cannot read {}: {e}", path.display()), e))?;
+        None => read_bounded(std::io::stdin().lock(), max, "stdin"),
+        Some(path) if path.as_os_str() == "-" => {
+            read_bounded(std::io::stdin().lock(), max, "stdin")
         }
+        Some(path) => {
+            let shown = path.display();
+            let file = std::fs::File::open(path)
+                .map_err(|e| Error::failure(format!("cannot read {shown}: {e}"), e))?;
+            read_bounded(file, max, &shown.to_string())
+        }
+    }
+}
+
+/// All of `input` when it holds at most `max` bytes; reads `max + 1` bytes
+/// at most, so an endless input is refused rather than held.
+fn read_bounded(input: impl Read, max: u64, name: &str) -> Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    input
+        .take(max.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::failure(format!("cannot read {name}: {e}"), e))?;
+    if bytes.len() as u64 > max {
+        return Err(Error::refusal(
+            burrow::ErrorKind::TooLarge,
+            format!(
+                "the input ({name}) is larger than the largest file this backend takes ({max} bytes); nothing was written."
+            ),
+        ));
     }
     Ok(bytes)
 }
 
-fn read_stdin(into: &mut Vec<u8>) -> Result<()> {
-    std::io::stdin()
-        .lock()
-        .read_to_end(into)
-        .map(drop)
-        .map_err(|e| Error::failure(format!("cannot read stdin: {e}"), e))
+/// The ops a batch line can name, for messages.
+const OPS: &str = "ls, read, cat, write, edit, rm, glob, grep, exec";
+
+/// The fields of one batch line, taken one by one with their types checked,
+/// so a refusal names the op and the field at fault. `null` counts as absent.
+struct Fields {
+    op: String,
+    map: serde_json::Map<String, Value>,
+    allowed: &'static [&'static str],
 }
 
-/// One line of `burrow batch`, as JSON: the subcommands' argument and
-/// option names as fields (DESIGN.md §7), with `replace_all` for `--all`
-/// and `content` / `content_b64` for `write`'s bytes.
-#[derive(Debug, Deserialize)]
-#[serde(tag = "op", rename_all = "lowercase", deny_unknown_fields)]
-enum Line {
-    Ls {
-        #[serde(default = "root")]
-        path: String,
-        #[serde(default = "list_limit")]
-        limit: usize,
-    },
-    Read {
-        path: String,
-        #[serde(default)]
-        offset: usize,
-        #[serde(default = "read_limit")]
-        limit: usize,
-    },
-    Cat {
-        path: String,
-    },
-    Write {
-        path: String,
-        #[serde(default)]
-        content: Option<String>,
-        #[serde(default)]
-        content_b64: Option<String>,
-    },
-    Edit {
-        path: String,
-        old: String,
-        new: String,
-        #[serde(default, alias = "all")]
-        replace_all: bool,
-    },
-    Rm {
-        path: String,
-    },
-    Glob {
-        pattern: String,
-        #[serde(default = "root")]
-        under: String,
-        #[serde(default = "list_limit")]
-        limit: usize,
-    },
-    Grep {
-        pattern: String,
-        #[serde(default = "root")]
-        under: String,
-        #[serde(default)]
-        include: Option<String>,
-        #[serde(default)]
-        fixed: bool,
-        #[serde(default)]
-        ignore_case: bool,
-        #[serde(default = "match_limit")]
-        limit: usize,
-    },
-    Exec {
-        command: String,
-        #[serde(default)]
-        timeout: Option<u64>,
-    },
+impl Fields {
+    fn take(&mut self, name: &str) -> Option<Value> {
+        match self.map.remove(name) {
+            None | Some(Value::Null) => None,
+            Some(value) => Some(value),
+        }
+    }
+
+    fn wrong(&self, name: &str, wanted: &str, got: &Value) -> Error {
+        Error::invalid_argument(format!(
+            "{}: the field `{name}` must be {wanted}, not {}.",
+            self.op,
+            kind_of(got)
+        ))
+    }
+
+    fn string(&mut self, name: &str) -> Result<Option<String>> {
+        match self.take(name) {
+            None => Ok(None),
+            Some(Value::String(text)) => Ok(Some(text)),
+            Some(other) => Err(self.wrong(name, "a string", &other)),
+        }
+    }
+
+    fn needed(&mut self, name: &str) -> Result<String> {
+        self.string(name)?.ok_or_else(|| {
+            Error::invalid_argument(format!("{} needs the field `{name}` (a string).", self.op))
+        })
+    }
+
+    fn number(&mut self, name: &str) -> Result<Option<u64>> {
+        match self.take(name) {
+            None => Ok(None),
+            Some(Value::Number(n)) if n.as_u64().is_some() => Ok(n.as_u64()),
+            Some(other) => Err(self.wrong(name, "a whole number of at least 0", &other)),
+        }
+    }
+
+    fn count(&mut self, name: &str, default: usize) -> Result<usize> {
+        // A count beyond usize means "as many as there are".
+        Ok(self
+            .number(name)?
+            .map_or(default, |n| usize::try_from(n).unwrap_or(usize::MAX)))
+    }
+
+    fn flag(&mut self, name: &str) -> Result<bool> {
+        match self.take(name) {
+            None => Ok(false),
+            Some(Value::Bool(b)) => Ok(b),
+            Some(other) => Err(self.wrong(name, "true or false", &other)),
+        }
+    }
+
+    /// Refuses any field left over.
+    fn done(self) -> Result<()> {
+        match self.map.keys().next() {
+            None => Ok(()),
+            Some(extra) => Err(Error::invalid_argument(format!(
+                "{} has no field `{extra}`; its fields are: {}.",
+                self.op,
+                self.allowed.join(", ")
+            ))),
+        }
+    }
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(n) if n.as_i64().is_some_and(|n| n < 0) => "a negative number",
+        Value::Number(n) if n.as_f64().is_some_and(|f| f.fract() == 0.0) && n.is_f64() => {
+            "a number too large"
+        }
+        Value::Number(n) if n.is_f64() => "a fraction",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The op one batch line (a JSON object) names, with its fields: the
+/// subcommands' argument and option names (DESIGN.md §7), `replace_all`
+/// (or `all`) for `--all`, and `content` / `content_b64` for `write`'s bytes.
+fn parse_line(line: &str) -> Result<Op> {
+    let value: Value = serde_json::from_str(line)
+        .map_err(|e| Error::invalid_argument(format!("not a JSON value ({e}).")))?;
+    let Value::Object(mut map) = value else {
+        return Err(Error::invalid_argument(format!(
+            "a batch line must be a JSON object with an \"op\", not {}.",
+            kind_of(&value)
+        )));
+    };
+    let op = match map.remove("op") {
+        Some(Value::String(op)) => op,
+        None | Some(Value::Null) => {
+            return Err(Error::invalid_argument(format!(
+                "a batch line needs \"op\": one of {OPS}."
+            )));
+        }
+        Some(other) => {
+            return Err(Error::invalid_argument(format!(
+                "\"op\" must be a string (one of {OPS}), not {}.",
+                kind_of(&other)
+            )));
+        }
+    };
+    let allowed: &'static [&'static str] = match op.as_str() {
+        "ls" => &["path", "limit"],
+        "read" => &["path", "offset", "limit"],
+        "cat" | "rm" => &["path"],
+        "write" => &["path", "content", "content_b64"],
+        "edit" => &["path", "old", "new", "replace_all"],
+        "glob" => &["pattern", "under", "limit"],
+        "grep" => &[
+            "pattern",
+            "under",
+            "include",
+            "fixed",
+            "ignore_case",
+            "limit",
+        ],
+        "exec" => &["command", "timeout"],
+        _ => {
+            let shown: String = op.chars().take(100).collect();
+            return Err(Error::invalid_argument(format!(
+                "unknown op {shown:?}; the ops are {OPS}."
+            )));
+        }
+    };
+    let mut f = Fields { op, map, allowed };
+    let op = match f.op.as_str() {
+        "ls" => Op::Ls {
+            path: f.string("path")?.unwrap_or_else(root),
+            limit: f.count("limit", DEFAULT_LIST_LIMIT)?,
+        },
+        "read" => Op::Read {
+            path: f.needed("path")?,
+            offset: f.count("offset", 0)?,
+            limit: f.count("limit", DEFAULT_READ_LIMIT)?,
+        },
+        "cat" => Op::Cat {
+            path: f.needed("path")?,
+        },
+        "rm" => Op::Rm {
+            path: f.needed("path")?,
+        },
+        "write" => {
+            let path = f.needed("path")?;
+            let content = match (f.string("content")?, f.string("content_b64")?) {
+                (Some(text), None) => text.into_bytes(),
+                (None, Some(b64)) => BASE64.decode(b64.as_bytes()).map_err(|e| {
+                    Error::invalid_argument(format!(
+                        "write: content_b64 is not valid base64 ({e})."
+                    ))
+                })?,
+                _ => {
+                    return Err(Error::invalid_argument(
+                        "write needs exactly one of content (text) or content_b64 (bytes).",
+                    ));
+                }
+            };
+            Op::Write { path, content }
+        }
+        "edit" => {
+            let path = f.needed("path")?;
+            let old = f.needed("old")?;
+            let new = f.needed("new")?;
+            let replace_all = f.flag("replace_all")? | f.flag("all")?;
+            Op::Edit {
+                path,
+                old,
+                new,
+                replace_all,
+            }
+        }
+        "glob" => Op::Glob {
+            pattern: f.needed("pattern")?,
+            under: f.string("under")?.unwrap_or_else(root),
+            limit: f.count("limit", DEFAULT_LIST_LIMIT)?,
+        },
+        "grep" => Op::Grep {
+            pattern: f.needed("pattern")?,
+            under: f.string("under")?.unwrap_or_else(root),
+            include: f.string("include")?,
+            fixed: f.flag("fixed")?,
+            ignore_case: f.flag("ignore_case")?,
+            limit: f.count("limit", DEFAULT_MATCH_LIMIT)?,
+        },
+        _ => Op::Exec {
+            command: f.needed("command")?,
+            timeout: f.number("timeout")?,
+        },
+    };
+    f.done()?;
+    Ok(op)
 }
 
 fn root() -> String {
     "/".to_owned()
 }
-fn list_limit() -> usize {
-    DEFAULT_LIST_LIMIT
-}
-fn read_limit() -> usize {
-    DEFAULT_READ_LIMIT
-}
-fn match_limit() -> usize {
-    DEFAULT_MATCH_LIMIT
-}
 
-impl Line {
-    fn into_op(self) -> Result<Op> {
-        Ok(match self {
-            Line::Ls { path, limit } => Op::Ls { path, limit },
-            Line::Read {
-                path,
-                offset,
-                limit,
-            } => Op::Read {
-                path,
-                offset,
-                limit,
-            },
-            Line::Cat { path } => Op::Cat { path },
-            Line::Write {
-                path,
-                content,
-                content_b64,
-            } => {
-                let content = match (content, content_b64) {
-                    (Some(text), None) => text.into_bytes(),
-                    (None, Some(b64)) => BASE64.decode(b64.as_bytes()).map_err(|e| {
-                        Error::invalid_argument(format!("content_b64 is not valid base64 ({e})."))
-                    })?,
-                    _ => {
-                        return Err(Error::invalid_argument(
-                            "write needs exactly one of content (text) or content_b64 (bytes).",
-                        ));
-                    }
-                };
-                Op::Write { path, content }
-            }
-            Line::Edit {
-                path,
-                old,
-                new,
-                replace_all,
-            } => Op::Edit {
-                path,
-                old,
-                new,
-                replace_all,
-            },
-            Line::Rm { path } => Op::Rm { path },
-            Line::Glob {
-                pattern,
-                under,
-                limit,
-            } => Op::Glob {
-                pattern,
-                under,
-                limit,
-            },
-            Line::Grep {
-                pattern,
-                under,
-                include,
-                fixed,
-                ignore_case,
-                limit,
-            } => Op::Grep {
-                pattern,
-                under,
-                include,
-                fixed,
-                ignore_case,
-                limit,
-            },
-            Line::Exec { command, timeout } => Op::Exec { command, timeout },
-        })
+/// Refuses a timeout of 0 (a command that may not run at all) and one too
+/// large to add to a clock (one rule for the CLI, batch and MCP).
+pub fn check_timeout(timeout: Option<u64>) -> Result<Option<Duration>> {
+    match timeout {
+        None => Ok(None),
+        Some(0) => Err(Error::invalid_argument(
+            "the timeout must be at least 1 second; leave it out for the default of 120 seconds.",
+        )),
+        Some(s) if s > MAX_TIMEOUT_SECS => Err(Error::invalid_argument(format!(
+            "the timeout must be at most {MAX_TIMEOUT_SECS} seconds (7 days)."
+        ))),
+        Some(s) => Ok(Some(Duration::from_secs(s))),
     }
 }
+
+/// The longest `exec` timeout: 7 days.
+pub const MAX_TIMEOUT_SECS: u64 = 7 * 24 * 60 * 60;

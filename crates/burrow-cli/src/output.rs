@@ -5,8 +5,11 @@ use std::process::ExitCode;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use burrow::types::{EditResult, ExecuteResponse, FileInfo, WriteResult};
+use burrow::types::{EditResult, ExecuteResponse, FileInfo, GrepMatch, WriteResult};
 use burrow::{Error, GlobResult, GrepResult, LineWindow, Listing};
+use serde::Serialize;
+
+use crate::display;
 use serde_json::json;
 
 /// The result of one successful operation.
@@ -32,11 +35,15 @@ impl Output {
         )
     }
 
-    /// The `--json` form: burrow-types JSON, lists for ls, glob and grep,
-    /// with fields in the types' declaration order.
+    /// The `--json` form: burrow-types JSON with fields in the types'
+    /// declaration order; `ls`, `glob` and `grep` wrap their list in an
+    /// object that also says whether it was truncated (DESIGN.md §7).
     pub fn to_json(&self) -> String {
         let text = match self {
-            Output::Listing { listing, .. } => serde_json::to_string(&listing.entries),
+            Output::Listing { listing, .. } => serde_json::to_string(&Entries {
+                entries: &listing.entries,
+                truncated: listing.truncated,
+            }),
             Output::Window(window) => serde_json::to_string(window),
             Output::Bytes(bytes) => {
                 serde_json::to_string(&json!({ "content_b64": BASE64.encode(bytes) }))
@@ -44,8 +51,14 @@ impl Output {
             Output::Written { result, .. } => serde_json::to_string(result),
             Output::Edited(result) => serde_json::to_string(result),
             Output::Removed(path) => serde_json::to_string(&json!({ "path": path })),
-            Output::Globbed { result, .. } => serde_json::to_string(&result.files),
-            Output::Grepped { result, .. } => serde_json::to_string(&result.matches),
+            Output::Globbed { result, .. } => serde_json::to_string(&Paths {
+                paths: result.files.iter().map(|f| f.path.as_str()).collect(),
+                truncated: result.truncated,
+            }),
+            Output::Grepped { result, .. } => serde_json::to_string(&Matches {
+                matches: &result.matches,
+                truncated: result.truncated,
+            }),
             Output::Executed(response) => serde_json::to_string(response),
         };
         // Plain data with string keys: serialising cannot fail.
@@ -54,10 +67,13 @@ impl Output {
         })
     }
 
-    /// What stderr should say beside the result, if anything: truncation of
-    /// a list (in every mode, since a JSON list has no room for it), and in
-    /// human mode a truncated read and a command's exit code.
+    /// What stderr should say beside the result, in human mode only (the
+    /// JSON forms carry `truncated` themselves): a truncated list or read,
+    /// and a command's exit code.
     pub fn note(&self, json: bool) -> Option<String> {
+        if json {
+            return None;
+        }
         match self {
             Output::Listing { listing, limit } if listing.truncated => Some(format!(
                 "truncated: more entries exist than the {} shown (limit {limit}).",
@@ -71,7 +87,7 @@ impl Output {
                 "truncated: more lines match than the {} shown (limit {limit}).",
                 result.matches.len()
             )),
-            Output::Window(w) if w.truncated && !json => {
+            Output::Window(w) if w.truncated => {
                 let end = w.offset + w.lines.len();
                 Some(format!(
                     "truncated: lines {}-{end} of {} shown; pass --offset {end} to read on.",
@@ -79,7 +95,7 @@ impl Output {
                     w.total_lines
                 ))
             }
-            Output::Executed(r) if !json => match (r.exit_code, r.truncated) {
+            Output::Executed(r) => match (r.exit_code, r.truncated) {
                 (Some(code), true) if code != 0 => Some(format!(
                     "the command exited with code {code}; its output was cut at the cap."
                 )),
@@ -105,32 +121,59 @@ impl Output {
             }
             Output::Bytes(bytes) => out.write_all(bytes),
             Output::Written { result, bytes } => {
-                let path = result.path.as_deref().unwrap_or("?");
+                let path = display::name(result.path.as_deref().unwrap_or("?"));
                 let unit = if *bytes == 1 { "byte" } else { "bytes" };
                 writeln!(out, "wrote {path} ({bytes} {unit})")
             }
             Output::Edited(result) => {
-                let path = result.path.as_deref().unwrap_or("?");
+                let path = display::name(result.path.as_deref().unwrap_or("?"));
                 let n = result.occurrences.unwrap_or(0);
                 let noun = if n == 1 { "occurrence" } else { "occurrences" };
                 writeln!(out, "edited {path} ({n} {noun} replaced)")
             }
-            Output::Removed(path) => writeln!(out, "removed {path}"),
+            Output::Removed(path) => writeln!(out, "removed {}", display::name(path)),
             Output::Globbed { result, .. } => {
                 for f in &result.files {
-                    writeln!(out, "{}", f.path)?;
+                    writeln!(out, "{}", display::name(&f.path))?;
                 }
                 Ok(())
             }
             Output::Grepped { result, .. } => {
                 for m in &result.matches {
-                    writeln!(out, "{}:{}:{}", m.path, m.line_number, m.line)?;
+                    writeln!(
+                        out,
+                        "{}:{}:{}",
+                        display::name(&m.path),
+                        m.line_number,
+                        m.line
+                    )?;
                 }
                 Ok(())
             }
             Output::Executed(r) => out.write_all(r.output.as_bytes()),
         }
     }
+}
+
+/// `ls --json`: the entries and whether more exist.
+#[derive(Serialize)]
+struct Entries<'a> {
+    entries: &'a [FileInfo],
+    truncated: bool,
+}
+
+/// `glob --json`: the matching paths and whether more match.
+#[derive(Serialize)]
+struct Paths<'a> {
+    paths: Vec<&'a str>,
+    truncated: bool,
+}
+
+/// `grep --json`: the matching lines and whether more match.
+#[derive(Serialize)]
+struct Matches<'a> {
+    matches: &'a [GrepMatch],
+    truncated: bool,
 }
 
 /// `ls -l`-ish lines: `KIND SIZE MODIFIED PATH`, kind `d` or `-`, a
@@ -155,7 +198,7 @@ fn write_long_listing(out: &mut dyn Write, entries: &[FileInfo]) -> io::Result<(
             out,
             "{kind} {:>size_width$} {time:<time_width$} {}{slash}",
             size(e),
-            e.path
+            display::name(&e.path)
         )?;
     }
     Ok(())
@@ -168,7 +211,12 @@ pub fn error_json(error: &Error) -> String {
 
 /// The human form of a refusal or failure, for stderr. A failure also shows
 /// its cause: on the command line the person reading it owns the storage.
+/// Control characters (of a path named in the message) are escaped.
 pub fn error_text(error: &Error) -> String {
+    display::sentence(&raw_error_text(error)).into_owned()
+}
+
+fn raw_error_text(error: &Error) -> String {
     let mut text = format!("burrow: {}", error.message());
     if !error.is_refusal() {
         let mut source = std::error::Error::source(error);

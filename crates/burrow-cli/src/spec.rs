@@ -260,10 +260,14 @@ impl Closer {
     }
 }
 
-/// Writes a backend's state back to where it came from (e.g. a state file).
+/// Writes a backend's state back to where it came from (e.g. a state file),
+/// a group of operations at a time.
 pub trait Saver {
-    /// Persists the current state.
-    fn save(&self) -> Result<()>;
+    /// Starts a group: the operations until [`Saver::finish`] are saved together.
+    fn begin(&self);
+    /// Persists what the group changed and ends it. Must be called, whatever
+    /// happened, before any result of the group is printed.
+    fn finish(&self) -> Result<()>;
 }
 
 impl Opened {
@@ -286,9 +290,25 @@ impl Opened {
         }
     }
 
-    /// Persists every change made through [`Opened::backend`].
-    pub fn save(&self) -> Result<()> {
-        self.savers.iter().try_for_each(|s| s.save())
+    /// Starts a group of operations whose changes are saved together by
+    /// [`Opened::finish`] (a `state:` file is locked from the group's first
+    /// change until then).
+    pub fn begin(&self) {
+        self.savers.iter().for_each(|s| s.begin());
+    }
+
+    /// Persists every change the group made through [`Opened::backend`] and
+    /// ends the group. Every part is saved; the first error is returned.
+    pub fn finish(&self) -> Result<()> {
+        let mut outcome = Ok(());
+        for saver in &self.savers {
+            if let Err(e) = saver.finish()
+                && outcome.is_ok()
+            {
+                outcome = Err(e);
+            }
+        }
+        outcome
     }
 
     /// Takes over what `part` must save, and returns its backend (to mount

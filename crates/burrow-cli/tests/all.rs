@@ -11,11 +11,14 @@ mod all {
     mod commands;
     #[cfg(all(feature = "composite", feature = "fs", feature = "sqlite"))]
     mod composite;
+    mod concurrency;
     #[cfg(all(feature = "docker", feature = "composite", feature = "sqlite"))]
     mod docker;
     mod exit_codes;
     #[cfg(feature = "fs")]
     mod fs;
+    #[cfg(feature = "mcp")]
+    mod hostile;
     mod json;
     #[cfg(feature = "mcp")]
     mod mcp;

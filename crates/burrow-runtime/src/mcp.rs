@@ -11,6 +11,9 @@
 //!   JSON-RPC error `-32603` whose message starts with "storage failure:",
 //!   also written to stderr with its cause chain for the operator
 //!   (docs/adr/0112).
+//! - Lines are read by [`framing::FramedTransport`], which answers every
+//!   line rmcp would drop (not JSON, too long, not JSON-RPC: -32700 or
+//!   -32600) and a `tools/call` whose params do not fit (-32602).
 
 use std::error::Error as _;
 use std::sync::Arc;
@@ -27,6 +30,10 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::tools::{ToolSpec, Toolset};
+
+pub mod framing;
+
+pub use framing::{FramedTransport, MAX_LINE_BYTES};
 
 const INSTRUCTIONS: &str = "These tools work on the files of one burrow workspace. Paths are absolute and start \
 at \"/\". Read a file with read_file before you edit it or write over it. Results that are too large are saved \
@@ -61,7 +68,10 @@ fn to_mcp_tool(spec: ToolSpec) -> Tool {
         Value::Object(map) => map,
         _ => JsonObject::new(),
     };
-    let read_only = matches!(spec.name.as_str(), "ls" | "read_file" | "glob" | "grep");
+    // Only read_file never writes: ls, glob and grep save a result too
+    // large to return under /.burrow/large_results/ (docs/adr/0110), so
+    // they are not read-only, though they change no file of the agent's.
+    let read_only = spec.name == "read_file";
     let annotations = ToolAnnotations::new()
         .read_only(read_only)
         .destructive(matches!(
@@ -139,7 +149,7 @@ where
     W: AsyncWrite + Send + Unpin + 'static,
 {
     let running = McpServer::new(toolset)
-        .serve((reader, writer))
+        .serve(FramedTransport::new(reader, writer))
         .await
         .map_err(|e| Error::failure("the MCP session could not start", e))?;
     running

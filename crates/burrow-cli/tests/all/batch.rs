@@ -135,19 +135,18 @@ fn a_batch_line_prints_what_json_prints() {
 }
 
 #[test]
-fn truncation_notes_name_the_line_on_stderr() {
+fn truncation_is_on_stdout_not_stderr() {
     let ws = Workspace::new();
     ws.put("/a", "x");
     ws.put("/b", "x");
     let input = "{\"op\": \"ls\"}\n{\"op\": \"ls\", \"limit\": 1}\n";
     let run = ws.run_with_stdin(&["batch"], input.as_bytes());
     run.assert_code(0);
-    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
-    assert!(
-        run.stderr.starts_with("burrow: note: line 2: truncated"),
-        "{}",
-        run.stderr
-    );
+    let lines = json_lines(&run.out());
+    assert_eq!(lines[0]["truncated"], false);
+    assert_eq!(lines[1]["truncated"], true);
+    assert_eq!(lines[1]["entries"].as_array().unwrap().len(), 1);
+    assert!(run.stderr.is_empty(), "{}", run.stderr);
 }
 
 #[test]
@@ -160,7 +159,7 @@ fn a_line_that_is_not_utf8_is_one_error_line() {
     assert_eq!(lines.len(), 2);
     assert_eq!(lines[0]["error"]["kind"], "invalid_argument");
     assert_eq!(lines[0]["error"]["message"], "line 1: not UTF-8 text.");
-    assert_eq!(lines[1], json!([]));
+    assert_eq!(lines[1], json!({"entries": [], "truncated": false}));
 }
 
 #[test]
@@ -174,7 +173,7 @@ fn successful_mutations_are_saved_once_refusals_save_nothing() {
     ws.run_with_stdin(&["batch"], mixed.as_bytes())
         .assert_code(1);
     assert_eq!(ws.run(&["cat", "/kept.txt"]).stdout, b"kept");
-    assert_eq!(ws.dir_entries(), ["state.json"]);
+    assert_eq!(ws.dir_entries(), ["state.json", "state.json.lock"]);
 }
 
 #[test]
@@ -184,4 +183,47 @@ fn an_empty_batch_prints_nothing_and_succeeds() {
     run.assert_code(0);
     assert!(run.stdout.is_empty());
     assert!(!ws.state.exists());
+}
+
+#[test]
+fn a_printed_result_survives_a_killed_batch() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+    let ws = Workspace::new();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_burrow"))
+        .args(["--backend", &ws.spec(), "batch"])
+        .current_dir(ws.dir())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut answers = Vec::new();
+    for i in 0..3 {
+        writeln!(
+            stdin,
+            "{{\"op\": \"write\", \"path\": \"/kept{i}.txt\", \"content\": \"kept {i}\"}}"
+        )
+        .unwrap();
+        stdin.flush().unwrap();
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        answers.push(line);
+    }
+    // Killed before its input ends: no save at the end can happen.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    for (i, answer) in answers.iter().enumerate() {
+        assert_eq!(
+            serde_json::from_str::<Value>(answer).unwrap()["path"],
+            format!("/kept{i}.txt")
+        );
+        assert_eq!(
+            ws.run(&["cat", &format!("/kept{i}.txt")]).stdout,
+            format!("kept {i}").as_bytes(),
+            "a reported write was lost"
+        );
+    }
 }

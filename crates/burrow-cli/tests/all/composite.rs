@@ -73,7 +73,7 @@ fn ls_of_the_root_lists_the_mount_points() {
         paths(&listing),
         ["/README.md", "/memories", "/scratch", "/src"]
     );
-    for entry in listing.as_array().unwrap() {
+    for entry in listing["entries"].as_array().unwrap() {
         let is_dir = entry["path"] != "/README.md";
         assert_eq!(entry["is_dir"], is_dir, "{entry}");
     }
@@ -110,11 +110,11 @@ fn grep_and_glob_search_across_mounts() {
         .collect();
     assert_eq!(
         lines[1],
-        json!([
+        json!({"matches": [
             {"path": "/memories/facts.md", "line_number": 1, "line": "a needle in sqlite"},
             {"path": "/scratch/s.md", "line_number": 1, "line": "needle in memory"},
             {"path": "/todo.md", "line_number": 1, "line": "find the needle"},
-        ])
+        ], "truncated": false})
     );
     assert_eq!(
         paths(&lines[2]),

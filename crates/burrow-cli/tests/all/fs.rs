@@ -37,8 +37,8 @@ fn files_put_on_disk_are_seen_by_every_read_command() {
 
     assert_eq!(on.ls("/"), ["/docs", "/notes.txt"]);
     let listing = on.json_ok(&["ls", "/"]);
-    assert_eq!(listing[0]["is_dir"], true);
-    assert_eq!(listing[1]["size"], 14);
+    assert_eq!(listing["entries"][0]["is_dir"], true);
+    assert_eq!(listing["entries"][1]["size"], 14);
 
     let window = on.json_ok(&["read", "/notes.txt", "--offset", "1", "--limit", "1"]);
     assert_eq!(window["lines"], json!(["two"]));
@@ -55,10 +55,10 @@ fn files_put_on_disk_are_seen_by_every_read_command() {
     let grep = on.json_ok(&["grep", "^t", "--include", "*.txt"]);
     assert_eq!(
         grep,
-        json!([
+        json!({"matches": [
             {"path": "/notes.txt", "line_number": 2, "line": "two"},
             {"path": "/notes.txt", "line_number": 3, "line": "three"},
-        ])
+        ], "truncated": false})
     );
     assert_eq!(
         on.run(&["grep", "READ", "-i", "--under", "/docs"]).out(),
@@ -121,7 +121,7 @@ fn batch_runs_every_operation_on_the_folder() {
     assert_eq!(lines[3]["lines"], json!(["def f():", "    return 1"]));
     assert_eq!(lines[4], json!({"content_b64": "AAEC"}));
     assert_eq!(paths(&lines[5]), ["/a.py"]);
-    assert_eq!(lines[6][0]["line"], "def f():");
+    assert_eq!(lines[6]["matches"][0]["line"], "def f():");
     assert_eq!(paths(&lines[8]), ["/a.py"]);
     assert_eq!(
         std::fs::read_to_string(on.path("ws/a.py")).unwrap(),

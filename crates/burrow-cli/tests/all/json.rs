@@ -7,7 +7,7 @@ use serde_json::json;
 use super::support::{Workspace, mask_times};
 
 #[test]
-fn ls_prints_a_list_of_file_info() {
+fn ls_prints_entries_and_truncated() {
     let ws = Workspace::new();
     ws.put("/dir/inner.txt", "abc");
     ws.put("/top.txt", "hello");
@@ -15,27 +15,51 @@ fn ls_prints_a_list_of_file_info() {
     mask_times(&mut value);
     assert_eq!(
         value,
-        json!([
+        json!({"entries": [
             {"name": "dir", "path": "/dir", "is_dir": true, "size": null},
             {"name": "top.txt", "path": "/top.txt", "is_dir": false, "size": 5, "modified_at": "<time>"},
-        ])
+        ], "truncated": false})
     );
 }
 
 #[test]
-fn ls_truncation_keeps_the_list_and_notes_on_stderr() {
+fn truncation_is_on_stdout_for_ls_glob_and_grep() {
     let ws = Workspace::new();
     for name in ["/a", "/b", "/c"] {
         ws.put(name, "x");
     }
-    let run = ws.run(&["--json", "ls", "--limit", "2"]);
-    run.assert_code(0);
-    let value = run.json();
-    assert_eq!(value.as_array().unwrap().len(), 2);
-    assert!(
-        run.stderr.starts_with("burrow: note: truncated"),
-        "{}",
-        run.stderr
+    let cases: [(&[&str], &str); 3] = [
+        (&["ls", "--limit", "2"], "entries"),
+        (&["glob", "*", "--limit", "2"], "paths"),
+        (&["grep", "x", "--limit", "2"], "matches"),
+    ];
+    for (args, list) in cases {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        let run = ws.run(&all);
+        run.assert_code(0);
+        let value = run.json();
+        assert_eq!(value["truncated"], true, "{args:?}: {value}");
+        assert_eq!(
+            value[list].as_array().unwrap().len(),
+            2,
+            "{args:?}: {value}"
+        );
+        // stdout says it all: no note.
+        assert!(run.stderr.is_empty(), "{args:?}: {}", run.stderr);
+        // Human mode keeps the note.
+        let human = ws.run(args);
+        human.assert_code(0);
+        assert!(
+            human.stderr.starts_with("burrow: note: truncated"),
+            "{args:?}: {}",
+            human.stderr
+        );
+    }
+    let whole = ws.json_ok(&["glob", "*", "--limit", "3"]);
+    assert_eq!(
+        whole,
+        json!({"paths": ["/a", "/b", "/c"], "truncated": false})
     );
 }
 
@@ -99,35 +123,35 @@ fn cat_prints_content_b64() {
 }
 
 #[test]
-fn glob_prints_a_list_of_file_info() {
+fn glob_prints_paths_and_truncated() {
     let ws = Workspace::new();
     ws.put("/x/one.md", "1");
     ws.put("/two.md", "22");
     ws.put("/three.txt", "333");
-    let mut value = ws.json_ok(&["glob", "**/*.md"]);
-    mask_times(&mut value);
+    let run = ws.run(&["--json", "glob", "**/*.md"]);
+    run.assert_code(0);
     // Sorted by path: "/two.md" < "/x/one.md".
     assert_eq!(
-        value,
-        json!([
-            {"name": "two.md", "path": "/two.md", "is_dir": false, "size": 2, "modified_at": "<time>"},
-            {"name": "one.md", "path": "/x/one.md", "is_dir": false, "size": 1, "modified_at": "<time>"},
-        ])
+        run.out(),
+        "{\"paths\":[\"/two.md\",\"/x/one.md\"],\"truncated\":false}\n"
     );
 }
 
 #[test]
-fn grep_prints_a_list_of_grep_match() {
+fn grep_prints_matches_and_truncated() {
     let ws = Workspace::new();
     ws.put("/g.txt", "no\nyes here\nno\nyes again\n");
     assert_eq!(
         ws.json_ok(&["grep", "^yes"]),
-        json!([
+        json!({"matches": [
             {"path": "/g.txt", "line_number": 2, "line": "yes here"},
             {"path": "/g.txt", "line_number": 4, "line": "yes again"},
-        ])
+        ], "truncated": false})
     );
-    assert_eq!(ws.json_ok(&["grep", "nothing matches this"]), json!([]));
+    assert_eq!(
+        ws.json_ok(&["grep", "nothing matches this"]),
+        json!({"matches": [], "truncated": false})
+    );
 }
 
 #[test]

@@ -135,5 +135,5 @@ fn an_mcp_client_works_in_a_state_file_workspace() {
     assert_eq!(notes.out(), "# Notes\ngamma\nbeta\n");
     assert_eq!(ws.run(&["cat", "/seed.txt"]).out(), "seed\n");
     let listing = ws.json_ok(&["ls", "/"]);
-    assert_eq!(listing.as_array().unwrap().len(), 2, "{listing}");
+    assert_eq!(listing["entries"].as_array().unwrap().len(), 2, "{listing}");
 }

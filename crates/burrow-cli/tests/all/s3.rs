@@ -75,7 +75,7 @@ fn every_command_works_on_a_bucket_prefix() {
     );
     assert_eq!(
         on.json_ok(&["grep", "fn \\w+"]),
-        json!([{"path": "/src/main.rs", "line_number": 1, "line": "fn main() {}"}])
+        json!({"matches": [{"path": "/src/main.rs", "line_number": 1, "line": "fn main() {}"}], "truncated": false})
     );
     assert_eq!(paths(&on.json_ok(&["glob", "**/*.rs"])), ["/src/main.rs"]);
     on.run(&["rm", "/src/main.rs"]).assert_code(0);

@@ -113,10 +113,22 @@ impl On {
     }
 }
 
-/// The `path` field of every object of a JSON list.
-pub fn paths(list: &Value) -> Vec<String> {
-    list.as_array()
-        .unwrap()
+/// The paths of an `ls --json` (`entries`), `glob --json` (`paths`) or
+/// `grep --json` (`matches`) result, in order.
+pub fn paths(result: &Value) -> Vec<String> {
+    if let Some(paths) = result.get("paths") {
+        return paths
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p.as_str().unwrap().to_owned())
+            .collect();
+    }
+    result
+        .get("entries")
+        .or_else(|| result.get("matches"))
+        .and_then(Value::as_array)
+        .unwrap_or_else(|| panic!("not an ls, glob or grep result: {result}"))
         .iter()
         .map(|e| e["path"].as_str().unwrap().to_owned())
         .collect()

@@ -32,7 +32,7 @@ fn every_command_persists_in_the_database_file() {
     assert_eq!(run.out(), "edited /src/lib.rs (1 occurrence replaced)\n");
     assert_eq!(
         on.json_ok(&["grep", "fn", "--fixed"]),
-        json!([{"path": "/src/lib.rs", "line_number": 1, "line": "pub fn g() {}"}])
+        json!({"matches": [{"path": "/src/lib.rs", "line_number": 1, "line": "pub fn g() {}"}], "truncated": false})
     );
     assert_eq!(paths(&on.json_ok(&["glob", "**/*.rs"])), ["/src/lib.rs"]);
     on.run(&["rm", "/blob.bin"]).assert_code(0);
@@ -55,8 +55,14 @@ fn two_tenants_in_one_file_never_see_each_other() {
     assert!(bob.ls("/").is_empty());
     bob.run(&["--json", "read", "/notes.md"])
         .assert_json_error(1, "not_found");
-    assert_eq!(bob.json_ok(&["grep", "secret"]), json!([]));
-    assert_eq!(bob.json_ok(&["glob", "**"]), json!([]));
+    assert_eq!(
+        bob.json_ok(&["grep", "secret"]),
+        json!({"matches": [], "truncated": false})
+    );
+    assert_eq!(
+        bob.json_ok(&["glob", "**"]),
+        json!({"paths": [], "truncated": false})
+    );
     bob.run(&["--json", "rm", "/notes.md"])
         .assert_json_error(1, "not_found");
 
@@ -95,10 +101,10 @@ fn batch_on_a_tenant_and_concurrent_processes() {
     }
     let t = on.as_tenant("t");
     let files = t.json_ok(&["glob", "**/*.txt"]);
-    assert_eq!(files.as_array().unwrap().len(), 100);
+    assert_eq!(files["paths"].as_array().unwrap().len(), 100);
     assert_eq!(t.cat("/p3/f24.txt"), b"3-24\n");
     assert_eq!(
-        t.json_ok(&["grep", "^2-1", "--under", "/p2"])
+        t.json_ok(&["grep", "^2-1", "--under", "/p2"])["matches"]
             .as_array()
             .unwrap()
             .len(),

@@ -15,8 +15,14 @@ fn fixture(name: &str) -> std::path::PathBuf {
 #[test]
 fn a_missing_file_is_an_empty_workspace_created_by_the_first_write() {
     let ws = Workspace::new();
-    assert_eq!(ws.json_ok(&["ls"]), json!([]));
-    assert_eq!(ws.json_ok(&["glob", "*"]), json!([]));
+    assert_eq!(
+        ws.json_ok(&["ls"]),
+        json!({"entries": [], "truncated": false})
+    );
+    assert_eq!(
+        ws.json_ok(&["glob", "*"]),
+        json!({"paths": [], "truncated": false})
+    );
     ws.run(&["read", "/a.txt"]).assert_code(1);
     assert!(!ws.state.exists(), "reads and refusals create nothing");
     ws.put("/a.txt", "hello\nworld\n");
@@ -60,7 +66,8 @@ fn saving_leaves_no_temporary_file_behind() {
             .assert_code(0);
     }
     ws.run(&["rm", "/f0.txt"]).assert_code(0);
-    assert_eq!(ws.dir_entries(), ["state.json"]);
+    // The lock file stays beside the document (docs/adr/0041).
+    assert_eq!(ws.dir_entries(), ["state.json", "state.json.lock"]);
     let doc: Value = serde_json::from_slice(&std::fs::read(&ws.state).unwrap()).unwrap();
     assert_eq!(doc.as_object().unwrap().len(), 4);
 }
@@ -138,7 +145,7 @@ fn a_python_written_document_loads_byte_for_byte() {
     );
     let mut listing = ws.json_ok(&["ls", "/"]);
     mask_times(&mut listing);
-    assert_eq!(listing.as_array().unwrap().len(), 4, "{listing}");
+    assert_eq!(listing["entries"].as_array().unwrap().len(), 4, "{listing}");
 }
 
 /// (fixture name, what the failure message must mention).
@@ -187,11 +194,34 @@ fn without_backend_the_default_is_a_fresh_memory_workspace() {
     assert!(ws.dir_entries().is_empty(), "{:?}", ws.dir_entries());
     let run = burrow_in(ws.dir(), &["--json", "ls"], b"");
     run.assert_code(0);
-    assert_eq!(run.json(), json!([]));
+    assert_eq!(run.json(), json!({"entries": [], "truncated": false}));
     let run = burrow_in(
         ws.dir(),
         &["--backend", "memory:", "--json", "cat", "/a.txt"],
         b"",
     );
     run.assert_json_error(1, "not_found");
+}
+
+#[test]
+fn a_state_file_with_a_255_byte_name_still_takes_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = format!("{}.json", "n".repeat(250));
+    let spec = format!("state:{name}");
+    super::support::burrow_in(dir.path(), &["--backend", &spec, "write", "/a.txt"], b"x")
+        .assert_code(0);
+    let run = super::support::burrow_in(dir.path(), &["--backend", &spec, "cat", "/a.txt"], b"");
+    assert_eq!(run.stdout, b"x");
+    // The lock file got a short hashed name beside the document.
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(
+        names[0].starts_with(".burrow-") && names[0].ends_with(".lock"),
+        "{names:?}"
+    );
+    assert_eq!(names[1], name);
 }

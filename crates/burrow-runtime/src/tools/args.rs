@@ -8,15 +8,16 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// Lines `read_file` returns when no `limit` is given.
+/// Lines `read_file` returns when no `limit` is given (the default of
+/// [`super::ToolConfig::read_limit`]).
 pub const DEFAULT_READ_LIMIT: usize = 2000;
+
+/// The longest `execute` timeout, in seconds (7 days): a larger one could
+/// not be added to a clock.
+pub const MAX_TIMEOUT_SECS: u64 = 7 * 24 * 60 * 60;
 
 fn root() -> String {
     "/".to_owned()
-}
-
-fn default_read_limit() -> usize {
-    DEFAULT_READ_LIMIT
 }
 
 /// Arguments of `ls`.
@@ -38,9 +39,9 @@ pub struct ReadFileArgs {
     #[serde(default)]
     pub offset: usize,
     /// At most this many lines (default 2000).
-    #[serde(default = "default_read_limit")]
-    #[schemars(range(min = 1))]
-    pub limit: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1), extend("default" = DEFAULT_READ_LIMIT))]
+    pub limit: Option<usize>,
 }
 
 /// Arguments of `write_file`.
@@ -124,8 +125,8 @@ pub struct GrepArgs {
 pub struct ExecuteArgs {
     /// The shell command, run with `sh -c` in the workspace directory.
     pub command: String,
-    /// Kill the command after this many seconds (default 120). A killed command exits with code 124.
+    /// Kill the command after this many seconds (default 120, at most 604800). A killed command exits with code 124.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1))]
+    #[schemars(range(min = 1, max = 604800))]
     pub timeout: Option<u64>,
 }

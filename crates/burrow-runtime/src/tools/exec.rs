@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use burrow_backend::{Error, Result, TIMEOUT_EXIT_CODE};
 
-use super::args::ExecuteArgs;
+use super::args::{ExecuteArgs, MAX_TIMEOUT_SECS};
 use super::{Outcome, Toolset};
 
 impl Toolset {
@@ -12,10 +12,18 @@ impl Toolset {
         let Some(sandbox) = self.backend.as_sandbox() else {
             return Err(Error::unsupported("running commands"));
         };
-        if args.timeout == Some(0) {
-            return Err(Error::invalid_argument(
-                "the timeout must be at least 1 second; leave it out for the default of 120 seconds.",
-            ));
+        match args.timeout {
+            Some(0) => {
+                return Err(Error::invalid_argument(
+                    "the timeout must be at least 1 second; leave it out for the default of 120 seconds.",
+                ));
+            }
+            Some(s) if s > MAX_TIMEOUT_SECS => {
+                return Err(Error::invalid_argument(format!(
+                    "the timeout must be at most {MAX_TIMEOUT_SECS} seconds (7 days)."
+                )));
+            }
+            _ => {}
         }
         let response = sandbox
             .execute(

@@ -40,10 +40,12 @@ impl Toolset {
 
     pub(crate) async fn read_file(&self, args: ReadFileArgs) -> Result<Outcome> {
         let path = VPath::parse(&args.file_path)?;
-        if args.limit == 0 {
-            return Err(Error::invalid_argument(
-                "the limit must be at least 1; leave it out to read up to 2000 lines.",
-            ));
+        let limit = args.limit.unwrap_or(self.config.read_limit);
+        if limit == 0 {
+            return Err(Error::invalid_argument(format!(
+                "the limit must be at least 1; leave it out to read up to {} lines.",
+                self.config.read_limit
+            )));
         }
         let bytes = match self.backend.read_bytes(&self.ctx, &path).await {
             Ok(bytes) => bytes,
@@ -55,7 +57,7 @@ impl Toolset {
             }
         };
         let fingerprint = Fingerprint::of(&bytes);
-        let window = match read_window(&path, &bytes, args.offset, args.limit) {
+        let window = match read_window(&path, &bytes, args.offset, limit) {
             Ok(window) => window,
             Err(e) if e.kind() == ErrorKind::NotText => {
                 // The agent has seen what the file is, so it may replace it knowingly.
@@ -94,7 +96,7 @@ impl Toolset {
         let end = window.offset + lines.len();
         let footer = (end < window.total_lines).then(|| {
             let capped = if lines.len() < window.lines.len() {
-                format!(" (output capped at {budget} characters)")
+                format!(", output capped at {budget} characters")
             } else {
                 String::new()
             };

@@ -34,8 +34,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 pub use args::{
-    DEFAULT_READ_LIMIT, EditFileArgs, ExecuteArgs, GlobArgs, GrepArgs, LsArgs, OutputMode,
-    ReadFileArgs, WriteFileArgs,
+    DEFAULT_READ_LIMIT, EditFileArgs, ExecuteArgs, GlobArgs, GrepArgs, LsArgs, MAX_TIMEOUT_SECS,
+    OutputMode, ReadFileArgs, WriteFileArgs,
 };
 pub use session::{Fingerprint, LedgerCheck, ReadLedger, ToolSession};
 
@@ -64,7 +64,10 @@ pub struct ToolConfig {
     /// so a capped list can say how many more there are (10,000).
     pub count_limit: usize,
     /// The directory large results are saved in ([`LARGE_RESULTS_DIR`]).
+    /// `glob` and `grep` leave its files out unless they search inside it.
     pub large_results_dir: VPath,
+    /// Most large results kept there: saving one more deletes the oldest (20).
+    pub max_large_results: usize,
 }
 
 impl Default for ToolConfig {
@@ -78,6 +81,7 @@ impl Default for ToolConfig {
             max_grep_lines: 200,
             count_limit: 10_000,
             large_results_dir: VPath::parse(LARGE_RESULTS_DIR).unwrap_or_else(|_| VPath::root()),
+            max_large_results: 20,
         }
     }
 }

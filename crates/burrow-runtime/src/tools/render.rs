@@ -27,7 +27,7 @@ pub fn numbered(number: usize, line: &str) -> String {
 /// The sentence that follows a capped list, or `None` when nothing was left out.
 ///
 /// `hidden` items were found but not shown; `more_exist` says the backend
-/// stopped counting, so there may be more than `hidden`.
+/// stopped counting with more left, so at least `hidden + 1` are not shown.
 /// `noun` is (singular, plural).
 pub fn more_sentence(
     hidden: usize,
@@ -40,9 +40,11 @@ pub fn more_sentence(
         (0, false) => None,
         (0, true) => Some(format!("(More {many} exist but are not shown; {hint}.)")),
         (1, false) => Some(format!("(1 more {one} is not shown; {hint}.)")),
-        (1, true) => Some(format!("(At least 1 more {one} is not shown; {hint}.)")),
         (n, false) => Some(format!("({n} more {many} are not shown; {hint}.)")),
-        (n, true) => Some(format!("(At least {n} more {many} are not shown; {hint}.)")),
+        (n, true) => Some(format!(
+            "(At least {} more {many} are not shown; {hint}.)",
+            n.saturating_add(1)
+        )),
     }
 }
 

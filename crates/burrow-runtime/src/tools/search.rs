@@ -12,7 +12,7 @@ const NARROW_GREP: &str = "narrow the search with path, glob or a more specific 
 impl Toolset {
     pub(crate) async fn glob(&self, args: GlobArgs) -> Result<Outcome> {
         let under = VPath::parse(&args.path)?;
-        let found = self
+        let mut found = self
             .backend
             .glob(
                 &self.ctx,
@@ -21,6 +21,7 @@ impl Toolset {
                 self.config.count_limit.max(1),
             )
             .await?;
+        found.files.retain(|f| !self.hides(&under, &f.path));
         if found.files.is_empty() {
             return Ok(Outcome::read(format!(
                 "No files match \"{}\" under {under}.",
@@ -49,10 +50,11 @@ impl Toolset {
             ignore_case: args.ignore_case,
             include: args.glob.clone(),
         };
-        let found = self
+        let mut found = self
             .backend
             .grep(&self.ctx, &query, &under, self.config.count_limit.max(1))
             .await?;
+        found.matches.retain(|m| !self.hides(&under, &m.path));
         if found.matches.is_empty() {
             let filter = match &args.glob {
                 Some(g) => format!(" in files matching \"{g}\""),
@@ -110,22 +112,42 @@ impl Toolset {
             }
             OutputMode::Count => {
                 let shown = counts.len().min(cap);
+                let last = counts.len() - 1;
+                // The backend stopped counting inside the last file: its
+                // tally is a lower bound, and says so.
                 let lines = counts[..shown]
                     .iter()
-                    .map(|(p, n)| format!("{p}:{n}"))
+                    .enumerate()
+                    .map(|(i, (p, n))| {
+                        if found.truncated && i == last {
+                            format!("{p}:at least {n}")
+                        } else {
+                            format!("{p}:{n}")
+                        }
+                    })
                     .collect();
                 let at_least = if found.truncated { "at least " } else { "" };
                 let total = format!(
-                    "{at_least}{} in {}",
+                    "{at_least}{} in {at_least}{}",
                     plural(found.matches.len(), "matching line", "matching lines"),
                     plural(counts.len(), "file", "files")
                 );
-                let footer = match more_sentence(
-                    counts.len() - shown,
-                    found.truncated,
-                    ("file", "files"),
-                    NARROW_GREP,
-                ) {
+                let hidden = counts.len() - shown;
+                // Where counting stopped, the rest may lie in the last file
+                // or in files not reached: say only what is known.
+                let more = match (hidden, found.truncated) {
+                    (0, false) => None,
+                    (0, true) => Some(format!(
+                        "(Counting stopped after {}; there may be more; {NARROW_GREP}.)",
+                        plural(found.matches.len(), "matching line", "matching lines")
+                    )),
+                    (n, false) => more_sentence(n, false, ("file", "files"), NARROW_GREP),
+                    (n, true) => Some(format!(
+                        "(At least {} not shown; {NARROW_GREP}.)",
+                        plural(n, "more file is", "more files are")
+                    )),
+                };
+                let footer = match more {
                     Some(more) => format!("Total: {total}. {more}"),
                     None => format!("Total: {total}."),
                 };

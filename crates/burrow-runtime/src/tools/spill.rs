@@ -1,6 +1,6 @@
 //! Large results: saved to a file in the backend and replaced by a preview and the file's path.
 
-use burrow_backend::Result;
+use burrow_backend::{Result, VPath};
 
 use super::Toolset;
 use super::render::plural;
@@ -36,12 +36,15 @@ impl Toolset {
         );
         let shown = plural(shown_lines, "line is", "lines are");
         let (note, written) = match self.backend.write(&self.ctx, &path, &text).await {
-            Ok(_) => (
-                format!(
-                    "[This result was too large to return ({size}; the limit is {threshold} characters). The first {shown} shown above. The full result was saved to {path}: read it with read_file (using offset and limit) or search it with grep.]"
-                ),
-                true,
-            ),
+            Ok(_) => {
+                self.prune_large_results(&path).await?;
+                (
+                    format!(
+                        "[This result was too large to return ({size}; the limit is {threshold} characters). The first {shown} shown above. The full result was saved to {path}: read it with read_file (using offset and limit) or search it with grep.]"
+                    ),
+                    true,
+                )
+            }
             Err(e) if e.is_refusal() => (
                 format!(
                     "[This result was too large to return ({size}; the limit is {threshold} characters). The first {shown} shown above. The full result could not be saved ({}); narrow the request to see the rest.]",
@@ -52,6 +55,53 @@ impl Toolset {
             Err(e) => return Err(e),
         };
         Ok((format!("{preview}\n...\n\n{note}"), written))
+    }
+
+    /// Deletes the oldest saved results beyond
+    /// [`super::ToolConfig::max_large_results`], never `keep` (the one just
+    /// saved). A refusal (a file already gone) is ignored.
+    async fn prune_large_results(&self, keep: &VPath) -> Result<()> {
+        let dir = &self.config.large_results_dir;
+        let max = self.config.max_large_results.max(1);
+        let listing = match self.backend.ls(&self.ctx, dir, max * 4 + 16).await {
+            Ok(listing) => listing,
+            Err(e) if e.is_refusal() => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        let mut files: Vec<_> = listing
+            .entries
+            .into_iter()
+            .filter(|e| !e.is_dir && e.path != keep.as_str())
+            .collect();
+        if files.len() < max {
+            return Ok(());
+        }
+        // Oldest first; RFC 3339 times of one clock sort as text.
+        files.sort_by(|a, b| a.modified_at.cmp(&b.modified_at).then(a.path.cmp(&b.path)));
+        let excess = files.len() + 1 - max;
+        for file in &files[..excess] {
+            let Ok(path) = VPath::parse(&file.path) else {
+                continue;
+            };
+            match self.backend.delete(&self.ctx, &path).await {
+                Ok(()) => {}
+                Err(e) if e.is_refusal() => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// True when `path` is a saved large result and `under` (where the
+    /// agent searches) is not inside the directory they are saved in: such
+    /// files are left out of `glob` and `grep`.
+    pub(crate) fn hides(&self, under: &VPath, path: &str) -> bool {
+        let dir = self.config.large_results_dir.as_str();
+        let inside = |p: &str| {
+            p.strip_prefix(dir)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        };
+        dir != "/" && inside(path) && !inside(under.as_str())
     }
 }
 

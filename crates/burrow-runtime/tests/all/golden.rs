@@ -292,6 +292,10 @@ fn cases() -> Vec<Case> {
                 call("execute", json!({"command": "sleep", "timeout": 5})),
                 call("execute", json!({"command": "flood 3"})),
                 call("execute", json!({"command": "echo x", "timeout": 0})),
+                call(
+                    "execute",
+                    json!({"command": "echo x", "timeout": 18446744073709551615u64}),
+                ),
             ],
         )
         .sandbox(),

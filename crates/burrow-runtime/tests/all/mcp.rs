@@ -109,6 +109,12 @@ async fn tools_are_listed_with_their_schemas_and_hints() {
     assert_eq!(read["inputSchema"]["required"], json!(["file_path"]));
     assert_eq!(read["annotations"]["readOnlyHint"], true);
     assert_eq!(tools[3]["annotations"]["destructiveHint"], true);
+    // ls, glob and grep may save a large result: not read-only, not destructive.
+    for i in [0, 4, 5] {
+        let hints = &tools[i]["annotations"];
+        assert_eq!(hints["readOnlyHint"], false, "{}", tools[i]);
+        assert_eq!(hints["destructiveHint"], false, "{}", tools[i]);
+    }
     client.finish().await;
 }
 
@@ -170,4 +176,110 @@ async fn a_failure_is_a_protocol_error() {
     let again = client.call("read_file", json!({})).await;
     assert_eq!(again["result"]["isError"], true, "{again}");
     client.finish().await;
+}
+
+/// The next line from the server, as JSON.
+async fn next_answer(client: &mut Client) -> Value {
+    let line = client
+        .from_server
+        .next_line()
+        .await
+        .unwrap()
+        .expect("the server hung up");
+    serde_json::from_str(&line).unwrap()
+}
+
+#[tokio::test]
+async fn every_bad_line_gets_an_answer_and_the_session_goes_on() {
+    let backend = Arc::new(state_with(&[]).await);
+    let mut client = Client::start(backend).await;
+    let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
+    let cases: Vec<(String, Value, i64)> = vec![
+        ("not json".into(), Value::Null, -32700),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping"}{"jsonrpc":"2.0","id":2,"method":"ping"}"#
+                .into(),
+            Value::Null,
+            -32700,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1e400,"method":"ping"}"#.into(),
+            Value::Null,
+            -32700,
+        ),
+        (deep, Value::Null, -32700),
+        ("[]".into(), Value::Null, -32600),
+        (
+            r#"{"jsonrpc":"2.0","id":41,"method":"tools/call"}"#.into(),
+            json!(41),
+            -32602,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":["ls"]}}"#.into(),
+            json!("s"),
+            -32602,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":43,"method":"tools/call","params":{"name":"ls","arguments":"/"}}"#
+                .into(),
+            json!(43),
+            -32602,
+        ),
+    ];
+    for (line, id, code) in cases {
+        client
+            .to_server
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+        let answer = next_answer(&mut client).await;
+        let shown: String = line.chars().take(80).collect();
+        assert_eq!(answer["id"], id, "{shown}: {answer}");
+        assert_eq!(answer["error"]["code"], code, "{shown}: {answer}");
+        assert!(answer["error"]["message"].as_str().unwrap().len() > 10);
+    }
+    // The session is still up.
+    let listed = client.call("ls", json!({})).await;
+    assert_eq!(listed["result"]["isError"], false, "{listed}");
+    client.finish().await;
+}
+
+#[tokio::test]
+async fn a_line_over_the_limit_is_skipped_with_an_error_never_held() {
+    let (mut to_server, server_in) = tokio::io::duplex(1 << 16);
+    let (server_out, from_server) = tokio::io::duplex(1 << 16);
+    let transport = mcp::FramedTransport::new(server_in, server_out).with_max_line(1000);
+    let backend: Arc<dyn Backend> = Arc::new(state_with(&[]).await);
+    let server = tokio::spawn(async move {
+        use rmcp::ServiceExt;
+        let running = mcp::McpServer::new(toolset(backend))
+            .serve(transport)
+            .await
+            .unwrap();
+        running.waiting().await.unwrap();
+    });
+    let mut lines = BufReader::new(from_server).lines();
+    to_server.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}\n").await.unwrap();
+    let init: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(init["id"], 0);
+    let long = format!("{{\"pad\":\"{}\"}}\n", "x".repeat(5000));
+    to_server.write_all(long.as_bytes()).await.unwrap();
+    let answer: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(answer["error"]["code"], -32700, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("longer than 1000 bytes"),
+        "{answer}"
+    );
+    // The next line is read as usual.
+    to_server
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n")
+        .await
+        .unwrap();
+    let pong: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(pong["id"], 2, "{pong}");
+    drop(to_server);
+    server.await.unwrap();
 }

@@ -176,7 +176,8 @@ async fn defaults_in_the_schema_are_the_types_defaults() {
     let read = schema(&specs, "read_file");
     assert_eq!(read["properties"]["limit"]["default"], 2000);
     let parsed: ReadFileArgs = serde_json::from_value(json!({"file_path": "/a"})).unwrap();
-    assert_eq!((parsed.offset, parsed.limit), (0, 2000));
+    // No limit: the toolset's `ToolConfig::read_limit` applies (2000 by default).
+    assert_eq!((parsed.offset, parsed.limit), (0, None));
     let grep: GrepArgs = serde_json::from_value(json!({"pattern": "x"})).unwrap();
     assert_eq!(grep.path, "/");
     assert_eq!(schema(&specs, "grep")["properties"]["path"]["default"], "/");

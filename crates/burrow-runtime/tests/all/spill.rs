@@ -130,3 +130,91 @@ async fn read_file_pages_instead_of_saving() {
     assert_eq!(next, shown);
     assert!(backend.ls(&ctx(), &p("/.burrow"), 10).await.is_err());
 }
+
+#[tokio::test]
+async fn saved_results_stay_out_of_later_searches() {
+    let lines: String = (1..=100).map(|i| format!("match {i}\n")).collect();
+    let backend = Arc::new(state_with(&[("/big.txt", lines.as_bytes())]).await);
+    let tools = toolset_with(backend.clone(), small(200, 50));
+    let text = ok(
+        &tools,
+        "grep",
+        json!({"pattern": "match", "output_mode": "content"}),
+    )
+    .await;
+    let path = spill_path(&text);
+    // The saved file holds "match" on every line, yet a later search of the
+    // workspace finds only the agent's own file.
+    let files = ok(&tools, "grep", json!({"pattern": "match 7$"})).await;
+    assert_eq!(files, "/big.txt");
+    let found = ok(&tools, "glob", json!({"pattern": "*.txt"})).await;
+    assert_eq!(found, "/big.txt");
+    // Searching inside the directory, or the file itself, still finds it.
+    let inside = ok(
+        &tools,
+        "glob",
+        json!({"pattern": "*.txt", "path": "/.burrow/large_results"}),
+    )
+    .await;
+    assert_eq!(inside, path);
+    let hit = ok(&tools, "grep", json!({"pattern": "match 7$", "path": path})).await;
+    assert_eq!(hit, path);
+}
+
+#[tokio::test]
+async fn only_the_newest_saved_results_stay() {
+    let backend = Arc::new(state_with(&[]).await);
+    let mut config = small(100, 20);
+    config.max_large_results = 3;
+    let tools = toolset_with(backend.clone(), config);
+    let mut saved = Vec::new();
+    for n in 0..6 {
+        let lines: String = (0..40).map(|i| format!("{n} line {i}\n")).collect();
+        backend
+            .write(&ctx(), &p(&format!("/f{n}.txt")), &lines)
+            .await
+            .unwrap();
+        let text = ok(
+            &tools,
+            "grep",
+            json!({"pattern": "line", "output_mode": "content", "path": format!("/f{n}.txt")}),
+        )
+        .await;
+        saved.push(spill_path(&text));
+    }
+    let listing = backend
+        .ls(&ctx(), &p("/.burrow/large_results"), 100)
+        .await
+        .unwrap();
+    let kept: Vec<&str> = listing.entries.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(kept.len(), 3, "{kept:?}");
+    // The last one saved is always kept.
+    assert!(kept.contains(&saved[5].as_str()), "{kept:?}");
+}
+
+#[tokio::test]
+async fn read_file_uses_the_configured_read_limit() {
+    let lines: String = (1..=50).map(|i| format!("line {i}\n")).collect();
+    let backend = Arc::new(state_with(&[("/a.txt", lines.as_bytes())]).await);
+    let mut config = ToolConfig::default();
+    config.read_limit = 5;
+    let tools = toolset_with(backend, config);
+    let text = ok(&tools, "read_file", json!({"file_path": "/a.txt"})).await;
+    assert_eq!(
+        text.lines().filter(|l| l.contains('\t')).count(),
+        5,
+        "{text}"
+    );
+    assert!(text.contains("offset=5"), "{text}");
+    let more = ok(
+        &tools,
+        "read_file",
+        json!({"file_path": "/a.txt", "limit": 7}),
+    )
+    .await;
+    assert_eq!(
+        more.lines().filter(|l| l.contains('\t')).count(),
+        7,
+        "{more}"
+    );
+}
