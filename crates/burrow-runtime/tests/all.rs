@@ -6,6 +6,7 @@ mod all {
     mod guard;
     #[cfg(feature = "mcp")]
     mod mcp;
+    mod model;
     mod schema;
     mod spill;
     mod support;
