@@ -77,9 +77,7 @@ impl Part {
         match self {
             Part::S3 => "an S3-compatible server on 127.0.0.1 (moto, from PyPI)",
             Part::Docker => "a Docker engine with the busybox test image",
-            Part::DockerPython => {
-                "a Docker engine with the python3 test image (built with debootstrap)"
-            }
+            Part::DockerPython => "a Docker engine with the python3 test image (built with debootstrap)",
             Part::PythonInterop => "Python 3 with pip and the pinned pydantic-ai-backend package",
             Part::McpClient => "Python 3 with pip and the official MCP SDK (`mcp`)",
             Part::Ripgrep => "ripgrep (`rg`, Debian's package)",
