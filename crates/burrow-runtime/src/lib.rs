@@ -33,6 +33,7 @@
 
 pub mod message;
 pub mod model;
+pub mod tool;
 pub mod tools;
 
 #[cfg(feature = "mcp")]

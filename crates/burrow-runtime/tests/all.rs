@@ -10,5 +10,6 @@ mod all {
     mod schema;
     mod spill;
     mod support;
+    mod tool;
     mod toolset;
 }
