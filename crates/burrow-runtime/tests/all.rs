@@ -2,6 +2,7 @@
 
 #[cfg(test)]
 mod all {
+    mod agent;
     mod golden;
     mod guard;
     #[cfg(feature = "mcp")]
