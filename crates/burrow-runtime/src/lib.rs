@@ -31,6 +31,11 @@
 //!   `rmcp` SDK) that offers a [`tools::Toolset`] to any MCP client. Costs:
 //!   rmcp and tokio's `io-std`.
 
+pub mod agent;
+pub mod hooks;
+pub mod message;
+pub mod model;
+pub mod tool;
 pub mod tools;
 
 #[cfg(feature = "mcp")]

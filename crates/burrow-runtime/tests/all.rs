@@ -2,12 +2,15 @@
 
 #[cfg(test)]
 mod all {
+    mod agent;
     mod golden;
     mod guard;
     #[cfg(feature = "mcp")]
     mod mcp;
+    mod model;
     mod schema;
     mod spill;
     mod support;
+    mod tool;
     mod toolset;
 }

@@ -1,0 +1,341 @@
+//! The batch executor: the tool calls of one answer run concurrently, except where their lock keys meet; one result per call, in call order.
+//!
+//! Phases, for a batch of calls:
+//! 1. Each call is checked (a known tool, arguments that are an object and
+//!    fit the schema); a call that fails a check gets a result the model
+//!    can act on and does not run.
+//! 2. The `PreToolUse` hooks of every call run concurrently; a hook may deny
+//!    the call or replace its arguments. Lock keys are taken from the final
+//!    arguments.
+//! 3. Each call waits for the earlier calls its keys meet (the workspace key
+//!    meets every key), then runs; a panic is caught and is a failure of that
+//!    call. Cancellation turns every call still waiting or running into a
+//!    "cancelled" result.
+//! 4. The results come back in call order once the whole batch has ended.
+
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use burrow_backend::LockKey;
+use futures::FutureExt;
+use futures::future::{Shared, join_all};
+use serde_json::Value;
+
+use super::cancel::CancelToken;
+use crate::hooks::{Decision, HookContext, Hooks};
+use crate::message::{ToolCall, ToolResult};
+use crate::tool::{CallContext, Tool, ToolOutput, ToolRegistry, WORKSPACE_LOCK};
+
+/// What a batch produced.
+#[derive(Debug, Default)]
+pub(crate) struct BatchOutcome {
+    /// One per call, in call order.
+    pub results: Vec<ToolResult>,
+    /// The first failure (a tool's `Err` or panic), which ends the run.
+    pub failure: Option<String>,
+    /// A hook failure whose policy ends the run.
+    pub hook_failure: Option<String>,
+    /// A hook asked to stop the run (`continue: false`).
+    pub stop: Option<String>,
+    /// A call waits for approval (`ask`).
+    pub paused: Option<String>,
+    /// The batch was cancelled.
+    pub cancelled: bool,
+}
+
+/// Why a call ended as it did, before it becomes a result.
+enum Ended {
+    Output(ToolOutput),
+    Failed(String),
+    Cancelled,
+}
+
+struct Prepared<'a> {
+    call: &'a ToolCall,
+    tool: Option<&'a Arc<dyn Tool>>,
+    /// The result when the call does not run.
+    early: Option<ToolOutput>,
+    arguments: Value,
+    context: Vec<String>,
+    locks: Vec<LockKey>,
+}
+
+pub(crate) const CANCELLED: &str = "The call was cancelled before it finished: the run was stopped. Its effects, if any, may be partial; check before calling it again.";
+
+fn check<'a>(tools: &'a ToolRegistry, call: &'a ToolCall) -> Prepared<'a> {
+    let mut prepared = Prepared {
+        call,
+        tool: None,
+        early: None,
+        arguments: Value::Null,
+        context: Vec::new(),
+        locks: Vec::new(),
+    };
+    let Some(tool) = tools.get(&call.name) else {
+        prepared.early = Some(ToolOutput::refused(tools.unknown_tool(&call.name)));
+        return prepared;
+    };
+    prepared.tool = Some(tool);
+    let arguments = match &call.arguments {
+        Value::Null => Value::Object(serde_json::Map::new()),
+        Value::Object(_) => call.arguments.clone(),
+        Value::String(raw) => {
+            prepared.early = Some(ToolOutput::refused(format!(
+                "The arguments for {} are not valid JSON ({}); send them again as one JSON object that fits the tool's input schema.",
+                call.name,
+                preview(raw)
+            )));
+            return prepared;
+        }
+        _ => {
+            prepared.early = Some(ToolOutput::refused(format!(
+                "The arguments for {} must be a JSON object of named arguments; check the tool's input schema and call it again.",
+                call.name
+            )));
+            return prepared;
+        }
+    };
+    if let Err(why) = tool.validate(&arguments) {
+        prepared.early = Some(ToolOutput::refused(why));
+        return prepared;
+    }
+    prepared.arguments = arguments;
+    prepared
+}
+
+fn preview(raw: &str) -> String {
+    let cut: String = raw.chars().take(80).collect();
+    if cut.len() < raw.len() {
+        format!("{cut}...")
+    } else {
+        cut
+    }
+}
+
+/// Appends hook context to a result, so the model reads it with the result
+/// (every provider requires tool results right after their calls).
+fn with_context(mut text: String, context: &[String]) -> String {
+    for c in context {
+        if !text.is_empty() {
+            text.push_str("\n\n");
+        }
+        text.push_str(c);
+    }
+    text
+}
+
+/// For each call, the earlier calls it must wait for.
+fn predecessors(prepared: &[Prepared<'_>]) -> Vec<Vec<usize>> {
+    let mut last: HashMap<&str, usize> = HashMap::new();
+    let mut since_workspace: Vec<usize> = Vec::new();
+    let mut last_workspace: Option<usize> = None;
+    let mut preds = Vec::with_capacity(prepared.len());
+    for (i, p) in prepared.iter().enumerate() {
+        let mut mine = Vec::new();
+        if p.early.is_some() || p.locks.is_empty() {
+            preds.push(mine);
+            continue;
+        }
+        let workspace = p.locks.iter().any(|k| k.as_str() == WORKSPACE_LOCK);
+        if workspace {
+            mine.append(&mut since_workspace);
+            mine.extend(last_workspace);
+            last_workspace = Some(i);
+        } else {
+            for key in &p.locks {
+                if let Some(&j) = last.get(key.as_str()) {
+                    mine.push(j);
+                }
+                last.insert(key.as_str(), i);
+            }
+            mine.extend(last_workspace);
+            since_workspace.push(i);
+        }
+        mine.sort_unstable();
+        mine.dedup();
+        preds.push(mine);
+    }
+    preds
+}
+
+/// Runs one batch. `calls` are the answer's tool calls, in order.
+pub(crate) async fn run_batch(
+    tools: &ToolRegistry,
+    hooks: &Hooks,
+    hook_cx: &HookContext,
+    calls: &[ToolCall],
+    run_id: &Arc<str>,
+    cancel: &CancelToken,
+) -> BatchOutcome {
+    let mut out = BatchOutcome::default();
+    let mut prepared: Vec<Prepared<'_>> = calls.iter().map(|c| check(tools, c)).collect();
+
+    // PreToolUse hooks, every call's at once.
+    if hooks.has_pre_tool_use() {
+        let decisions = join_all(prepared.iter().map(|p| async move {
+            match (p.tool, &p.early) {
+                (Some(tool), None) => Some(
+                    hooks
+                        .pre_tool_use(hook_cx, p.call, &p.arguments, &|v| tool.validate(v))
+                        .await,
+                ),
+                _ => None,
+            }
+        }))
+        .await;
+        for (p, decision) in prepared.iter_mut().zip(decisions) {
+            let Some(d) = decision else { continue };
+            p.context = d.context;
+            if let Some(reason) = d.stop {
+                out.stop.get_or_insert(reason.clone());
+                p.early = Some(ToolOutput::refused(format!(
+                    "A hook stopped the run before this call ran: {reason}"
+                )));
+                continue;
+            }
+            if let Some(failure) = d.run_failure {
+                out.hook_failure.get_or_insert(failure);
+            }
+            match d.decision {
+                Decision::Allow => {
+                    if let Some(args) = d.arguments {
+                        p.arguments = args;
+                    }
+                }
+                Decision::Deny => {
+                    p.early = Some(ToolOutput::refused(format!(
+                        "The call was denied by a hook: {}",
+                        d.reason.unwrap_or_else(|| "no reason given".to_owned())
+                    )));
+                }
+                Decision::Ask => {
+                    let reason = d
+                        .reason
+                        .unwrap_or_else(|| "a hook asked for approval".into());
+                    out.paused.get_or_insert(reason.clone());
+                    p.early = Some(ToolOutput::refused(format!(
+                        "The call was not run: it needs approval ({reason})."
+                    )));
+                }
+            }
+        }
+    }
+    for p in prepared.iter_mut() {
+        if let (Some(tool), None) = (p.tool, &p.early) {
+            p.locks = tool.locks(&p.arguments);
+        }
+    }
+    let preds = predecessors(&prepared);
+
+    // One completion signal per call; a dropped sender also signals.
+    let mut senders = Vec::with_capacity(prepared.len());
+    let mut done: Vec<Shared<futures::channel::oneshot::Receiver<()>>> =
+        Vec::with_capacity(prepared.len());
+    for _ in &prepared {
+        let (tx, rx) = futures::channel::oneshot::channel::<()>();
+        senders.push(tx);
+        done.push(rx.shared());
+    }
+    let done = &done;
+    let runs = prepared
+        .iter()
+        .zip(preds)
+        .zip(senders)
+        .map(|((p, preds), tx)| async move {
+            let ended = match (&p.early, p.tool) {
+                (Some(early), _) => Ended::Output(early.clone()),
+                (None, None) => Ended::Cancelled,
+                (None, Some(tool)) => {
+                    let work = async {
+                        for j in &preds {
+                            let _ = done[*j].clone().await;
+                        }
+                        let cx = CallContext {
+                            run_id: run_id.clone(),
+                            call_id: p.call.id.clone(),
+                        };
+                        match AssertUnwindSafe(tool.call(&cx, p.arguments.clone()))
+                            .catch_unwind()
+                            .await
+                        {
+                            Ok(Ok(output)) => Ended::Output(output),
+                            Ok(Err(e)) => Ended::Failed(e.to_string()),
+                            Err(panic) => Ended::Failed(format!(
+                                "the tool panicked: {}",
+                                panic_message(panic.as_ref())
+                            )),
+                        }
+                    };
+                    tokio::select! {
+                        biased;
+                        () = cancel.cancelled() => Ended::Cancelled,
+                        ended = work => ended,
+                    }
+                }
+            };
+            drop(tx);
+            ended
+        });
+    let ended = join_all(runs).await;
+
+    for (p, ended) in prepared.iter().zip(ended) {
+        let (content, is_error) = match ended {
+            Ended::Output(output) => {
+                let mut context = p.context.clone();
+                if p.early.is_none() && hooks.has_post_tool_use() {
+                    let post = hooks
+                        .post_tool_use(hook_cx, p.call, &p.arguments, &output)
+                        .await;
+                    context.extend(post.context);
+                    if let Some(stop) = post.stop {
+                        out.stop.get_or_insert(stop);
+                    }
+                    if let Some(f) = post.run_failure {
+                        out.hook_failure.get_or_insert(f);
+                    }
+                }
+                (with_context(output.text, &context), output.is_error)
+            }
+            Ended::Failed(message) => {
+                let mut context = p.context.clone();
+                if hooks.has_post_tool_use_failure() {
+                    let post = hooks
+                        .post_tool_use_failure(hook_cx, p.call, &p.arguments, &message)
+                        .await;
+                    context.extend(post.context);
+                    if let Some(stop) = post.stop {
+                        out.stop.get_or_insert(stop);
+                    }
+                }
+                let text = format!(
+                    "The tool {} failed: {message}. The run ends here.",
+                    p.call.name
+                );
+                out.failure.get_or_insert(message);
+                (with_context(text, &context), true)
+            }
+            Ended::Cancelled => {
+                out.cancelled = true;
+                (CANCELLED.to_owned(), true)
+            }
+        };
+        out.results.push(ToolResult {
+            call_id: p.call.id.clone(),
+            name: p.call.name.clone(),
+            content,
+            is_error,
+        });
+    }
+    out
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "no message".to_owned()
+    }
+}

@@ -1,0 +1,572 @@
+//! The agent loop: `Agent` sends the history to its model, runs the answer's tool calls as one batch, and repeats until the model stops.
+//!
+//! The caller owns the history (`Vec<Message>`); a run appends to it and
+//! never copies it: each request borrows it. Whatever way a run ends, the
+//! history it leaves is valid for the next run: every tool call has exactly
+//! one result, in call order, right after the answer that made it.
+//!
+//! A run ends [`Outcome::Completed`] (the model answered without calling a
+//! tool), [`Outcome::Failed`] with a stable [`FailureReason`],
+//! [`Outcome::Paused`] (a call waits for approval) or [`Outcome::Stopped`]
+//! (cancelled, or a hook said `continue: false`).
+
+mod batch;
+mod cancel;
+mod instructions;
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::hooks::{HookContext, Hooks};
+use crate::message::{Message, ToolCall, Usage};
+use crate::model::{Model, ModelRequest, ModelSettings, ResponseBuilder, StreamEvent};
+use crate::tool::ToolRegistry;
+
+pub use cancel::CancelToken;
+pub use instructions::{FnProvider, InstructionProvider, Instructions};
+
+/// Bounds on one run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Limits {
+    /// Most model requests in one run (100).
+    pub max_turns: usize,
+    /// Most tool calls in one run (`None`: no limit).
+    pub max_tool_calls: Option<usize>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_turns: 100,
+            max_tool_calls: None,
+        }
+    }
+}
+
+/// Why a run failed: a short stable name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureReason {
+    /// The run reached `max_turns` while the model still called tools.
+    MaxTurns,
+    /// The run reached `max_tool_calls`.
+    MaxToolCalls,
+    /// The model request failed.
+    ModelError,
+    /// A tool call failed (an error or a panic).
+    ToolFailure,
+    /// A hook failed and its policy ends the run.
+    HookFailed,
+    /// An instruction provider failed.
+    InstructionsFailed,
+    /// An application's own reason.
+    #[serde(untagged)]
+    Other(String),
+}
+
+impl FailureReason {
+    /// The stable name.
+    pub fn as_str(&self) -> &str {
+        match self {
+            FailureReason::MaxTurns => "max_turns",
+            FailureReason::MaxToolCalls => "max_tool_calls",
+            FailureReason::ModelError => "model_error",
+            FailureReason::ToolFailure => "tool_failure",
+            FailureReason::HookFailed => "hook_failed",
+            FailureReason::InstructionsFailed => "instructions_failed",
+            FailureReason::Other(s) => s,
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The model answered without calling a tool.
+    Completed,
+    /// The run failed.
+    Failed {
+        /// The stable reason.
+        reason: FailureReason,
+        /// One sentence about what failed.
+        message: String,
+    },
+    /// A call waits for an answer (approval).
+    Paused {
+        /// What it waits for.
+        reason: String,
+    },
+    /// The run was stopped (cancelled, or by a hook).
+    Stopped {
+        /// Why.
+        reason: String,
+    },
+}
+
+impl Outcome {
+    /// `completed`, `failed`, `paused` or `stopped`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Outcome::Completed => "completed",
+            Outcome::Failed { .. } => "failed",
+            Outcome::Paused { .. } => "paused",
+            Outcome::Stopped { .. } => "stopped",
+        }
+    }
+
+    /// The reason: a failure's stable name, a pause's or a stop's text; none when completed.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Outcome::Completed => None,
+            Outcome::Failed { reason, .. } => Some(reason.as_str()),
+            Outcome::Paused { reason } | Outcome::Stopped { reason } => Some(reason),
+        }
+    }
+}
+
+/// What a run did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunResult {
+    /// The run's id.
+    pub run_id: String,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// Model requests made.
+    pub turns: usize,
+    /// Tool calls answered (every call gets a result, run or not).
+    pub tool_calls: usize,
+    /// The usage of all requests (counts no request reported stay unknown).
+    pub usage: Usage,
+}
+
+/// One event of a run, as `burrow run --json` prints them (DESIGN §7).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AgentEvent {
+    /// The run started.
+    RunStarted {
+        /// The run's id.
+        run_id: String,
+        /// The thread's id, when the run belongs to one.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        thread_id: Option<String>,
+    },
+    /// Answer text as it streams.
+    TextDelta {
+        /// The text.
+        text: String,
+    },
+    /// Reasoning as it streams.
+    ThinkingDelta {
+        /// The text.
+        text: String,
+    },
+    /// The model called a tool (arguments complete).
+    ToolCall {
+        /// The call id.
+        id: String,
+        /// The tool.
+        name: String,
+        /// The arguments.
+        arguments: Value,
+    },
+    /// A call's result (after its batch ended, in call order).
+    ToolResult {
+        /// The call id.
+        id: String,
+        /// The tool.
+        name: String,
+        /// The text the model reads.
+        content: String,
+        /// True for a refusal, denial, unknown tool, invalid arguments, cancellation or failure.
+        is_error: bool,
+    },
+    /// The usage of one model request.
+    Usage {
+        /// The counts it reported.
+        usage: Usage,
+    },
+    /// The run ended.
+    RunEnded {
+        /// `completed`, `failed`, `paused` or `stopped`.
+        outcome: String,
+        /// The failure's stable reason, or the pause's or stop's text.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        /// The run's total usage.
+        usage: Usage,
+    },
+}
+
+/// Options of one run.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// The run's id (a fresh one when `None`).
+    pub run_id: Option<String>,
+    /// The thread the run belongs to.
+    pub thread_id: Option<String>,
+    /// Stops the run when cancelled.
+    pub cancel: CancelToken,
+}
+
+/// A model, instructions, tools, hooks and limits.
+#[derive(Clone)]
+pub struct Agent {
+    model: Arc<dyn Model>,
+    instructions: Instructions,
+    tools: ToolRegistry,
+    hooks: Hooks,
+    limits: Limits,
+    settings: ModelSettings,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("model", &self.model.name())
+            .field("instructions", &self.instructions)
+            .field("tools", &self.tools)
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Agent {
+    /// An agent over `model` with no instructions, tools or hooks, and default limits.
+    pub fn new(model: Arc<dyn Model>) -> Self {
+        Self {
+            model,
+            instructions: Instructions::default(),
+            tools: ToolRegistry::new(),
+            hooks: Hooks::default(),
+            limits: Limits::default(),
+            settings: ModelSettings::default(),
+        }
+    }
+
+    /// The same agent with static instructions `text`.
+    pub fn with_instructions(mut self, text: impl Into<String>) -> Self {
+        let providers = std::mem::take(&mut self.instructions);
+        let mut instructions = Instructions::new(text);
+        for p in providers.providers() {
+            instructions.push(p.clone());
+        }
+        self.instructions = instructions;
+        self
+    }
+
+    /// The same agent with one more instruction provider (evaluated for every request).
+    pub fn with_provider(mut self, provider: Arc<dyn InstructionProvider>) -> Self {
+        self.instructions.push(provider);
+        self
+    }
+
+    /// The same agent with `tools`.
+    pub fn with_tools(mut self, tools: ToolRegistry) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// The same agent with `hooks`.
+    pub fn with_hooks(mut self, hooks: Hooks) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// The same agent with `limits`.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The same agent with at most `n` model requests per run.
+    pub fn with_max_turns(mut self, n: usize) -> Self {
+        self.limits.max_turns = n;
+        self
+    }
+
+    /// The same agent with at most `n` tool calls per run.
+    pub fn with_max_tool_calls(mut self, n: usize) -> Self {
+        self.limits.max_tool_calls = Some(n);
+        self
+    }
+
+    /// The same agent with request `settings` (max tokens, temperature, tool choice).
+    pub fn with_settings(mut self, settings: ModelSettings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// The tools.
+    pub fn tools(&self) -> &ToolRegistry {
+        &self.tools
+    }
+
+    /// The hooks.
+    pub fn hooks(&self) -> &Hooks {
+        &self.hooks
+    }
+
+    /// Appends `prompt` as a user message and runs until the model stops.
+    pub async fn run(&self, history: &mut Vec<Message>, prompt: impl Into<String>) -> RunResult {
+        self.run_with(
+            history,
+            Some(prompt.into()),
+            RunOptions::default(),
+            &mut |_| {},
+        )
+        .await
+    }
+
+    /// Runs (appending `prompt` first, if any) with `options`, passing each event to `on_event`.
+    pub async fn run_with(
+        &self,
+        history: &mut Vec<Message>,
+        prompt: Option<String>,
+        options: RunOptions,
+        on_event: &mut (dyn FnMut(AgentEvent) + Send),
+    ) -> RunResult {
+        let run_id = options.run_id.clone().unwrap_or_else(new_run_id);
+        on_event(AgentEvent::RunStarted {
+            run_id: run_id.clone(),
+            thread_id: options.thread_id.clone(),
+        });
+        let mut state = RunState {
+            run_id: Arc::from(run_id.as_str()),
+            turns: 0,
+            tool_calls: 0,
+            usage: Usage::UNKNOWN,
+        };
+        let outcome = self
+            .drive(history, prompt, &options, &mut state, on_event)
+            .await;
+        on_event(AgentEvent::RunEnded {
+            outcome: outcome.name().to_owned(),
+            reason: outcome.reason().map(str::to_owned),
+            usage: state.usage,
+        });
+        RunResult {
+            run_id,
+            outcome,
+            turns: state.turns,
+            tool_calls: state.tool_calls,
+            usage: state.usage,
+        }
+    }
+
+    /// The same run as a stream of events; it ends after `run_ended`.
+    pub fn run_stream<'a>(
+        &'a self,
+        history: &'a mut Vec<Message>,
+        prompt: Option<String>,
+        options: RunOptions,
+    ) -> BoxStream<'a, AgentEvent> {
+        let (tx, rx) = futures::channel::mpsc::unbounded();
+        let run = async move {
+            let mut send = move |event: AgentEvent| {
+                let _ = tx.unbounded_send(event);
+            };
+            self.run_with(history, prompt, options, &mut send).await;
+        };
+        let run = futures::stream::once(run).filter_map(|()| std::future::ready(None));
+        futures::stream::select(rx, run).boxed()
+    }
+
+    async fn drive(
+        &self,
+        history: &mut Vec<Message>,
+        prompt: Option<String>,
+        options: &RunOptions,
+        state: &mut RunState,
+        on_event: &mut (dyn FnMut(AgentEvent) + Send),
+    ) -> Outcome {
+        let cancel = &options.cancel;
+        let hook_cx = HookContext {
+            session_id: options
+                .thread_id
+                .clone()
+                .unwrap_or_else(|| state.run_id.to_string()),
+            run_id: state.run_id.to_string(),
+        };
+        if let Some(prompt) = prompt {
+            history.push(Message::user(prompt));
+        }
+        loop {
+            if cancel.is_cancelled() {
+                return stopped_by_cancel();
+            }
+            if state.turns >= self.limits.max_turns {
+                return Outcome::Failed {
+                    reason: FailureReason::MaxTurns,
+                    message: format!(
+                        "the run reached its limit of {} model requests",
+                        self.limits.max_turns
+                    ),
+                };
+            }
+            let system = match self.instructions.render(history).await {
+                Ok(system) => system,
+                Err(e) => {
+                    return Outcome::Failed {
+                        reason: FailureReason::InstructionsFailed,
+                        message: e.to_string(),
+                    };
+                }
+            };
+            let request = ModelRequest {
+                system: &system,
+                messages: history,
+                tools: self.tools.definitions(),
+                settings: &self.settings,
+            };
+            state.turns += 1;
+            let answer = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return stopped_by_cancel(),
+                answer = self.answer(request, on_event) => answer,
+            };
+            let response = match answer {
+                Ok(response) => response,
+                Err(e) => {
+                    return Outcome::Failed {
+                        reason: FailureReason::ModelError,
+                        message: format!("{} ({})", e.message, e.kind.as_str()),
+                    };
+                }
+            };
+            drop(system);
+            state.usage.add(&response.usage);
+            on_event(AgentEvent::Usage {
+                usage: response.usage,
+            });
+            let message = response.into_message();
+            let calls: Vec<ToolCall> = message.tool_calls().cloned().collect();
+            history.push(message);
+            if calls.is_empty() {
+                return Outcome::Completed;
+            }
+            for call in &calls {
+                on_event(AgentEvent::ToolCall {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                });
+            }
+            let over_limit = self
+                .limits
+                .max_tool_calls
+                .filter(|max| state.tool_calls + calls.len() > *max);
+            let batch = match over_limit {
+                Some(max) => batch::BatchOutcome {
+                    results: calls
+                        .iter()
+                        .map(|c| crate::message::ToolResult {
+                            call_id: c.id.clone(),
+                            name: c.name.clone(),
+                            content: format!(
+                                "The call was not run: the run reached its limit of {max} tool calls."
+                            ),
+                            is_error: true,
+                        })
+                        .collect(),
+                    ..Default::default()
+                },
+                None => {
+                    batch::run_batch(
+                        &self.tools,
+                        &self.hooks,
+                        &hook_cx,
+                        &calls,
+                        &state.run_id,
+                        cancel,
+                    )
+                    .await
+                }
+            };
+            state.tool_calls += batch.results.len();
+            history.reserve(batch.results.len());
+            for result in batch.results {
+                on_event(AgentEvent::ToolResult {
+                    id: result.call_id.clone(),
+                    name: result.name.clone(),
+                    content: result.content.clone(),
+                    is_error: result.is_error,
+                });
+                history.push(Message::ToolResult(result));
+            }
+            if let Some(max) = over_limit {
+                return Outcome::Failed {
+                    reason: FailureReason::MaxToolCalls,
+                    message: format!("the run reached its limit of {max} tool calls"),
+                };
+            }
+            if batch.cancelled {
+                return stopped_by_cancel();
+            }
+            if let Some(message) = batch.failure {
+                return Outcome::Failed {
+                    reason: FailureReason::ToolFailure,
+                    message,
+                };
+            }
+            if let Some(message) = batch.hook_failure {
+                return Outcome::Failed {
+                    reason: FailureReason::HookFailed,
+                    message,
+                };
+            }
+            if let Some(reason) = batch.stop {
+                return Outcome::Stopped { reason };
+            }
+            if let Some(reason) = batch.paused {
+                return Outcome::Paused { reason };
+            }
+        }
+    }
+
+    /// Streams one answer, forwarding text and thinking deltas as they come.
+    async fn answer(
+        &self,
+        request: ModelRequest<'_>,
+        on_event: &mut (dyn FnMut(AgentEvent) + Send),
+    ) -> Result<crate::model::ModelResponse, crate::model::ModelError> {
+        let mut stream = self.model.stream(request).await?;
+        let mut builder = ResponseBuilder::new();
+        while let Some(event) = stream.next().await {
+            let event = event?;
+            match &event {
+                StreamEvent::TextDelta { text, .. } => {
+                    on_event(AgentEvent::TextDelta { text: text.clone() })
+                }
+                StreamEvent::ThinkingDelta { text, .. } => {
+                    on_event(AgentEvent::ThinkingDelta { text: text.clone() })
+                }
+                _ => {}
+            }
+            builder.push(event)?;
+        }
+        builder.finish()
+    }
+}
+
+struct RunState {
+    run_id: Arc<str>,
+    turns: usize,
+    tool_calls: usize,
+    usage: Usage,
+}
+
+fn stopped_by_cancel() -> Outcome {
+    Outcome::Stopped {
+        reason: "cancelled".to_owned(),
+    }
+}
+
+fn new_run_id() -> String {
+    format!("run_{}", uuid::Uuid::now_v7().simple())
+}

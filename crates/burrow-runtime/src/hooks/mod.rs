@@ -1,0 +1,789 @@
+//! Hooks on Claude Code's wire: handlers (closures) and shell commands, configured in Claude Code's settings form, run around tool calls.
+//!
+//! A command hook gets the event as JSON on stdin. Exit 0: stdout may be
+//! JSON (`hookSpecificOutput` with `permissionDecision`, `updatedInput`,
+//! `additionalContext`; top-level `decision: "block"` with `reason`;
+//! `continue: false`). Exit 2: the call is denied and stderr is the reason
+//! the model sees. Any other exit, a timeout, a command that cannot start,
+//! or JSON that does not parse: the hook **failed**.
+//!
+//! How several matching hooks combine: they run in parallel; deny beats ask
+//! beats allow; every `additionalContext` is kept (in configured order);
+//! `updatedInput` replaces the arguments (never merges), comes from the hook
+//! that finished last, is dropped when any hook denies, and must fit the
+//! tool's schema (else it is a failure of that hook).
+//!
+//! **Where burrow differs from Claude Code:** a failed hook follows its
+//! `on_error` policy (a burrow key in the same settings). A `PreToolUse`
+//! hook that fails **denies** the call unless it says `on_error: "allow"`;
+//! Claude Code lets the call run, which is how approval hooks that timed out
+//! were bypassed. Other events' hooks fail open unless they say
+//! `on_error: "deny"`, which then ends the run (`hook_failed`). Background
+//! hooks are started and never waited for.
+
+mod command;
+mod matcher;
+mod settings;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::message::ToolCall;
+use crate::tool::ToolOutput;
+
+pub use command::HOOK_OUTPUT_CAP;
+pub use matcher::Matcher;
+
+/// A hook configuration that cannot be used (one sentence).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct HookConfigError(pub String);
+
+/// When a hook fires (Claude Code's names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum HookEvent {
+    /// Before a tool call runs; may deny it or replace its arguments.
+    PreToolUse,
+    /// After a tool call returned a result.
+    PostToolUse,
+    /// After a tool call failed.
+    PostToolUseFailure,
+    /// When a prompt is submitted.
+    UserPromptSubmit,
+    /// When the model stops.
+    Stop,
+    /// When a session starts.
+    SessionStart,
+    /// When a subagent stops.
+    SubagentStop,
+}
+
+impl HookEvent {
+    /// Every event, in Claude Code's spelling.
+    pub const ALL: [HookEvent; 7] = [
+        HookEvent::PreToolUse,
+        HookEvent::PostToolUse,
+        HookEvent::PostToolUseFailure,
+        HookEvent::UserPromptSubmit,
+        HookEvent::Stop,
+        HookEvent::SessionStart,
+        HookEvent::SubagentStop,
+    ];
+
+    /// The event's name as the settings and the wire spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookEvent::PreToolUse => "PreToolUse",
+            HookEvent::PostToolUse => "PostToolUse",
+            HookEvent::PostToolUseFailure => "PostToolUseFailure",
+            HookEvent::UserPromptSubmit => "UserPromptSubmit",
+            HookEvent::Stop => "Stop",
+            HookEvent::SessionStart => "SessionStart",
+            HookEvent::SubagentStop => "SubagentStop",
+        }
+    }
+
+    /// The event named `name`, if burrow fires it.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|e| e.as_str() == name)
+    }
+}
+
+impl From<burrow_types::HookEvent> for HookEvent {
+    fn from(e: burrow_types::HookEvent) -> Self {
+        match e {
+            burrow_types::HookEvent::PreToolUse => HookEvent::PreToolUse,
+            burrow_types::HookEvent::PostToolUse => HookEvent::PostToolUse,
+            burrow_types::HookEvent::PostToolUseFailure => HookEvent::PostToolUseFailure,
+        }
+    }
+}
+
+/// What a hook is told (the JSON a command hook reads on stdin).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HookInput {
+    /// The session (the thread, or the run when there is none).
+    pub session_id: String,
+    /// The run.
+    pub run_id: String,
+    /// The directory command hooks run in.
+    pub cwd: String,
+    /// The event's name.
+    pub hook_event_name: HookEvent,
+    /// The tool (tool events).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_name: Option<String>,
+    /// The call's arguments (tool events).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_input: Option<Value>,
+    /// The call's id (tool events).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_use_id: Option<String>,
+    /// The result (`PostToolUse`): `{"content": ..., "is_error": ...}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_response: Option<Value>,
+    /// The failure (`PostToolUseFailure`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The prompt (`UserPromptSubmit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// True when a Stop hook already continued the run (`Stop`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_hook_active: Option<bool>,
+}
+
+/// A permission decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// Run the call.
+    Allow,
+    /// Pause the call for approval.
+    Ask,
+    /// Do not run the call.
+    Deny,
+}
+
+/// The event-specific part of a hook's output.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HookSpecificOutput {
+    /// The event it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hook_event_name: Option<String>,
+    /// allow | deny | ask (`PreToolUse`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_decision: Option<Decision>,
+    /// Why (shown to the model on deny).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission_decision_reason: Option<String>,
+    /// Arguments that replace the call's (`PreToolUse`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_input: Option<Value>,
+    /// Context for the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub additional_context: Option<String>,
+}
+
+/// What a hook answers (a command hook's stdout JSON on exit 0; a handler's return value).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HookOutput {
+    /// `false` stops the run.
+    #[serde(rename = "continue", default, skip_serializing_if = "Option::is_none")]
+    pub continue_: Option<bool>,
+    /// Why the run stops.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+    /// `"block"` denies the call (or, after it, shows `reason` to the model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<String>,
+    /// The reason for `decision`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// A note for the user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_message: Option<String>,
+    /// The event-specific part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hook_specific_output: Option<HookSpecificOutput>,
+}
+
+impl HookOutput {
+    /// An output that denies with `reason`.
+    pub fn deny(reason: impl Into<String>) -> Self {
+        Self::decide(Decision::Deny, Some(reason.into()))
+    }
+
+    /// An output that allows.
+    pub fn allow() -> Self {
+        Self::decide(Decision::Allow, None)
+    }
+
+    /// An output that asks with `reason`.
+    pub fn ask(reason: impl Into<String>) -> Self {
+        Self::decide(Decision::Ask, Some(reason.into()))
+    }
+
+    /// An output that allows with arguments `input` replacing the call's.
+    pub fn update_input(input: Value) -> Self {
+        let mut out = Self::allow();
+        if let Some(s) = out.hook_specific_output.as_mut() {
+            s.updated_input = Some(input);
+        }
+        out
+    }
+
+    /// An output that adds `context` for the model.
+    pub fn context(context: impl Into<String>) -> Self {
+        Self {
+            hook_specific_output: Some(HookSpecificOutput {
+                additional_context: Some(context.into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn decide(decision: Decision, reason: Option<String>) -> Self {
+        Self {
+            hook_specific_output: Some(HookSpecificOutput {
+                hook_event_name: Some("PreToolUse".to_owned()),
+                permission_decision: Some(decision),
+                permission_decision_reason: reason,
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+}
+
+/// What a failed hook means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnError {
+    /// Carry on as if the hook had not run.
+    Allow,
+    /// Deny the call (`PreToolUse`), or end the run (`hook_failed`) for other events.
+    Deny,
+}
+
+/// A handler hook: a closure from the input to the output (an `Err` is a failure of the hook).
+pub type HookHandler =
+    Arc<dyn Fn(HookInput) -> BoxFuture<'static, Result<HookOutput, String>> + Send + Sync>;
+
+/// What a hook runs.
+#[derive(Clone)]
+pub enum HookAction {
+    /// `sh -c COMMAND` on the host, the input on stdin.
+    Command(String),
+    /// An in-process closure.
+    Handler(HookHandler),
+}
+
+impl std::fmt::Debug for HookAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HookAction::Command(c) => f.debug_tuple("Command").field(c).finish(),
+            HookAction::Handler(_) => f.write_str("Handler"),
+        }
+    }
+}
+
+/// One configured hook.
+#[derive(Debug, Clone)]
+pub struct Hook {
+    /// When it fires.
+    pub event: HookEvent,
+    /// Which tools it applies to (tool events; ignored for the others).
+    pub matcher: Matcher,
+    /// What it runs.
+    pub action: HookAction,
+    /// How long it may take (30 s by default).
+    pub timeout: Duration,
+    /// What its failure means (`None`: deny for `PreToolUse`, allow for the rest).
+    pub on_error: Option<OnError>,
+    /// Started and never waited for; its output is ignored.
+    pub background: bool,
+}
+
+/// The default hook timeout.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(burrow_types::DEFAULT_HOOK_TIMEOUT_SECS);
+
+impl Hook {
+    /// A command hook on `event` for the tools `matcher` names.
+    pub fn command(
+        event: HookEvent,
+        matcher: Option<&str>,
+        command: impl Into<String>,
+    ) -> Result<Self, HookConfigError> {
+        Ok(Self::new(
+            event,
+            Matcher::parse(matcher)?,
+            HookAction::Command(command.into()),
+        ))
+    }
+
+    /// A handler hook on `event` for the tools `matcher` names.
+    pub fn handler<F, Fut>(
+        event: HookEvent,
+        matcher: Option<&str>,
+        f: F,
+    ) -> Result<Self, HookConfigError>
+    where
+        F: Fn(HookInput) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<HookOutput, String>> + Send + 'static,
+    {
+        use futures::FutureExt;
+        let handler: HookHandler = Arc::new(move |input| f(input).boxed());
+        Ok(Self::new(
+            event,
+            Matcher::parse(matcher)?,
+            HookAction::Handler(handler),
+        ))
+    }
+
+    fn new(event: HookEvent, matcher: Matcher, action: HookAction) -> Self {
+        Self {
+            event,
+            matcher,
+            action,
+            timeout: DEFAULT_TIMEOUT,
+            on_error: None,
+            background: false,
+        }
+    }
+
+    /// The same hook with `timeout`.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The same hook with failure policy `on_error`.
+    pub fn with_on_error(mut self, on_error: OnError) -> Self {
+        self.on_error = Some(on_error);
+        self
+    }
+
+    /// The same hook, run in the background.
+    pub fn in_background(mut self) -> Self {
+        self.background = true;
+        self
+    }
+
+    /// Seed 001's hook (a command, a regex matcher, a timeout, background).
+    pub fn from_seed(hook: &burrow_types::Hook) -> Result<Self, HookConfigError> {
+        let command = hook.command.clone().ok_or_else(|| {
+            HookConfigError(
+                "a hook without a command needs a handler, which has no JSON form".to_owned(),
+            )
+        })?;
+        let mut out = Self::command(hook.event.into(), hook.matcher.as_deref(), command)?
+            .with_timeout(Duration::from_secs(hook.timeout));
+        out.background = hook.background;
+        Ok(out)
+    }
+
+    fn policy(&self) -> OnError {
+        self.on_error.unwrap_or(match self.event {
+            HookEvent::PreToolUse => OnError::Deny,
+            _ => OnError::Allow,
+        })
+    }
+}
+
+/// Who the hooks run for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookContext {
+    /// The session (thread) id.
+    pub session_id: String,
+    /// The run id.
+    pub run_id: String,
+}
+
+/// How one hook ended.
+enum HookRun {
+    Output(HookOutput),
+    /// Exit 2: blocked, with stderr.
+    Blocked(String),
+    Failed(String),
+}
+
+/// What the `PreToolUse` hooks decided about one call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreToolUse {
+    /// The combined decision.
+    pub decision: Decision,
+    /// The reason for a deny or ask.
+    pub reason: Option<String>,
+    /// Arguments that replace the call's (allowed calls only; validated).
+    pub arguments: Option<Value>,
+    /// Every hook's additional context, in configured order.
+    pub context: Vec<String>,
+    /// A hook said `continue: false` (with this reason).
+    pub stop: Option<String>,
+    /// A hook failure whose policy ends the run.
+    pub run_failure: Option<String>,
+    /// Hooks that failed, with what their policy made of it.
+    pub failures: Vec<String>,
+}
+
+/// What the hooks after a call said.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PostToolUse {
+    /// Context (and block reasons) for the model.
+    pub context: Vec<String>,
+    /// A hook said `continue: false`.
+    pub stop: Option<String>,
+    /// A hook failure whose policy ends the run.
+    pub run_failure: Option<String>,
+}
+
+/// The hooks of an agent.
+#[derive(Debug, Clone)]
+pub struct Hooks {
+    hooks: Vec<Hook>,
+    cwd: PathBuf,
+    ignored_events: Vec<String>,
+}
+
+impl Default for Hooks {
+    fn default() -> Self {
+        Self {
+            hooks: Vec::new(),
+            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+            ignored_events: Vec::new(),
+        }
+    }
+}
+
+impl Hooks {
+    /// No hooks; command hooks run in the process's current directory.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds `hook`.
+    pub fn add(&mut self, hook: Hook) -> &mut Self {
+        self.hooks.push(hook);
+        self
+    }
+
+    /// The same hooks, command hooks running in `cwd`.
+    pub fn with_cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
+        self.cwd = cwd.into();
+        self
+    }
+
+    /// The hooks, in configured order.
+    pub fn hooks(&self) -> &[Hook] {
+        &self.hooks
+    }
+
+    /// Events named in the settings that burrow does not fire (so their hooks never run).
+    pub fn ignored_events(&self) -> &[String] {
+        &self.ignored_events
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.hooks.is_empty()
+    }
+
+    fn has(&self, event: HookEvent) -> bool {
+        self.hooks.iter().any(|h| h.event == event)
+    }
+
+    pub(crate) fn has_pre_tool_use(&self) -> bool {
+        self.has(HookEvent::PreToolUse)
+    }
+    pub(crate) fn has_post_tool_use(&self) -> bool {
+        self.has(HookEvent::PostToolUse)
+    }
+    pub(crate) fn has_post_tool_use_failure(&self) -> bool {
+        self.has(HookEvent::PostToolUseFailure)
+    }
+
+    fn input(
+        &self,
+        cx: &HookContext,
+        event: HookEvent,
+        call: &ToolCall,
+        args: &Value,
+    ) -> HookInput {
+        HookInput {
+            session_id: cx.session_id.clone(),
+            run_id: cx.run_id.clone(),
+            cwd: self.cwd.display().to_string(),
+            hook_event_name: event,
+            tool_name: Some(call.name.clone()),
+            tool_input: Some(args.clone()),
+            tool_use_id: Some(call.id.clone()),
+            tool_response: None,
+            error: None,
+            prompt: None,
+            stop_hook_active: None,
+        }
+    }
+
+    /// Runs the matching hooks of `input`'s event: background ones are
+    /// started and left; the others run in parallel. Returns, for each
+    /// waited-for hook, its index in configured order, its completion rank
+    /// and how it ended.
+    async fn dispatch(&self, input: HookInput, tool: &str) -> Vec<(usize, usize, HookRun)> {
+        let event = input.hook_event_name;
+        let input = Arc::new(input);
+        let mut running = FuturesUnordered::new();
+        for (i, hook) in self.hooks.iter().enumerate() {
+            if hook.event != event || !hook.matcher.matches(tool) {
+                continue;
+            }
+            if hook.background {
+                let (hook, input, cwd) = (hook.clone(), input.clone(), self.cwd.clone());
+                tokio::spawn(async move {
+                    let _ = run_hook(&hook, &input, &cwd).await;
+                });
+                continue;
+            }
+            let input = input.clone();
+            running.push(async move { (i, run_hook(hook, &input, &self.cwd).await) });
+        }
+        let mut ended = Vec::with_capacity(running.len());
+        let mut rank = 0;
+        while let Some((i, run)) = running.next().await {
+            ended.push((i, rank, run));
+            rank += 1;
+        }
+        ended
+    }
+
+    /// Runs the `PreToolUse` hooks for `call` (with `args`) and combines them;
+    /// `validate` checks a rewrite against the tool's schema.
+    pub async fn pre_tool_use(
+        &self,
+        cx: &HookContext,
+        call: &ToolCall,
+        args: &Value,
+        validate: &(dyn Fn(&Value) -> Result<(), String> + Sync),
+    ) -> PreToolUse {
+        let input = self.input(cx, HookEvent::PreToolUse, call, args);
+        let mut ended = self.dispatch(input, &call.name).await;
+        ended.sort_by_key(|(i, _, _)| *i);
+        let mut out = PreToolUse {
+            decision: Decision::Allow,
+            reason: None,
+            arguments: None,
+            context: Vec::new(),
+            stop: None,
+            run_failure: None,
+            failures: Vec::new(),
+        };
+        let mut deny: Option<String> = None;
+        let mut ask: Option<String> = None;
+        // (completion rank, hook index, input)
+        let mut latest: Option<(usize, usize, Value)> = None;
+        let fail = |out: &mut PreToolUse, deny: &mut Option<String>, i: usize, why: String| {
+            let hook = &self.hooks[i];
+            match hook.policy() {
+                OnError::Deny => {
+                    out.failures.push(format!("{why} (the call is denied)"));
+                    deny.get_or_insert(format!("a PreToolUse hook failed: {why}"));
+                }
+                OnError::Allow => out.failures.push(format!("{why} (ignored)")),
+            }
+        };
+        for (i, rank, run) in ended {
+            match run {
+                HookRun::Failed(why) => fail(&mut out, &mut deny, i, why),
+                HookRun::Blocked(stderr) => {
+                    let reason = if stderr.trim().is_empty() {
+                        "a hook blocked the call".to_owned()
+                    } else {
+                        stderr.trim().to_owned()
+                    };
+                    deny.get_or_insert(reason);
+                }
+                HookRun::Output(o) => {
+                    if o.continue_ == Some(false) {
+                        out.stop.get_or_insert(
+                            o.stop_reason
+                                .clone()
+                                .unwrap_or_else(|| "a hook stopped the run".into()),
+                        );
+                    }
+                    if o.decision.as_deref() == Some("block") {
+                        deny.get_or_insert(
+                            o.reason
+                                .clone()
+                                .unwrap_or_else(|| "a hook blocked the call".into()),
+                        );
+                    }
+                    if let Some(s) = o.hook_specific_output {
+                        if let Some(c) = s.additional_context.filter(|c| !c.is_empty()) {
+                            out.context.push(c);
+                        }
+                        let reason = s.permission_decision_reason;
+                        match s.permission_decision {
+                            Some(Decision::Deny) => {
+                                deny.get_or_insert(
+                                    reason.unwrap_or_else(|| "a hook denied the call".into()),
+                                );
+                            }
+                            Some(Decision::Ask) => {
+                                ask.get_or_insert(
+                                    reason.unwrap_or_else(|| "a hook asked for approval".into()),
+                                );
+                            }
+                            _ => {}
+                        }
+                        if let Some(input) = s.updated_input
+                            && latest.as_ref().is_none_or(|(r, _, _)| rank > *r)
+                        {
+                            latest = Some((rank, i, input));
+                        }
+                    }
+                }
+            }
+        }
+        if deny.is_none()
+            && let Some((_, i, input)) = latest
+        {
+            match validate(&input) {
+                Ok(()) => out.arguments = Some(input),
+                Err(why) => fail(
+                    &mut out,
+                    &mut deny,
+                    i,
+                    format!("its updatedInput does not fit the tool's schema: {why}"),
+                ),
+            }
+        }
+        if let Some(reason) = deny {
+            out.decision = Decision::Deny;
+            out.reason = Some(reason);
+            out.arguments = None;
+        } else if let Some(reason) = ask {
+            out.decision = Decision::Ask;
+            out.reason = Some(reason);
+        }
+        out
+    }
+
+    /// Runs the `PostToolUse` hooks for `call` and its `output`.
+    pub async fn post_tool_use(
+        &self,
+        cx: &HookContext,
+        call: &ToolCall,
+        args: &Value,
+        output: &ToolOutput,
+    ) -> PostToolUse {
+        let mut input = self.input(cx, HookEvent::PostToolUse, call, args);
+        input.tool_response = Some(serde_json::json!({
+            "content": output.text,
+            "is_error": output.is_error,
+        }));
+        self.post(input, &call.name).await
+    }
+
+    /// Runs the `PostToolUseFailure` hooks for `call` and its `error`.
+    pub async fn post_tool_use_failure(
+        &self,
+        cx: &HookContext,
+        call: &ToolCall,
+        args: &Value,
+        error: &str,
+    ) -> PostToolUse {
+        let mut input = self.input(cx, HookEvent::PostToolUseFailure, call, args);
+        input.error = Some(error.to_owned());
+        self.post(input, &call.name).await
+    }
+
+    async fn post(&self, input: HookInput, tool: &str) -> PostToolUse {
+        let event = input.hook_event_name.as_str();
+        let mut ended = self.dispatch(input, tool).await;
+        ended.sort_by_key(|(i, _, _)| *i);
+        let mut out = PostToolUse::default();
+        for (i, _, run) in ended {
+            match run {
+                HookRun::Failed(why) => {
+                    if self.hooks[i].policy() == OnError::Deny {
+                        out.run_failure
+                            .get_or_insert(format!("a {event} hook failed: {why}"));
+                    }
+                }
+                HookRun::Blocked(stderr) => {
+                    if !stderr.trim().is_empty() {
+                        out.context.push(stderr.trim().to_owned());
+                    }
+                }
+                HookRun::Output(o) => {
+                    if o.continue_ == Some(false) {
+                        out.stop.get_or_insert(
+                            o.stop_reason
+                                .clone()
+                                .unwrap_or_else(|| "a hook stopped the run".into()),
+                        );
+                    }
+                    if o.decision.as_deref() == Some("block")
+                        && let Some(reason) = o.reason.filter(|r| !r.is_empty())
+                    {
+                        out.context.push(reason);
+                    }
+                    if let Some(c) = o
+                        .hook_specific_output
+                        .and_then(|s| s.additional_context)
+                        .filter(|c| !c.is_empty())
+                    {
+                        out.context.push(c);
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Runs one hook to its end.
+async fn run_hook(hook: &Hook, input: &HookInput, cwd: &std::path::Path) -> HookRun {
+    match &hook.action {
+        HookAction::Handler(f) => {
+            match tokio::time::timeout(hook.timeout, f(input.clone())).await {
+                Ok(Ok(output)) => HookRun::Output(output),
+                Ok(Err(why)) => HookRun::Failed(why),
+                Err(_) => HookRun::Failed(format!(
+                    "the hook timed out after {} s",
+                    hook.timeout.as_secs_f64()
+                )),
+            }
+        }
+        HookAction::Command(cmd) => {
+            let json = match serde_json::to_vec(input) {
+                Ok(json) => json,
+                Err(e) => {
+                    return HookRun::Failed(format!("the hook input could not be encoded: {e}"));
+                }
+            };
+            match command::run(cmd, &json, cwd, hook.timeout).await {
+                command::CommandEnd::Failed(why) => HookRun::Failed(why),
+                command::CommandEnd::Exited {
+                    code: 0, stdout, ..
+                } => {
+                    let text = stdout.trim();
+                    if !text.starts_with('{') {
+                        // Plain text: not a decision (Claude Code logs it).
+                        return HookRun::Output(HookOutput::default());
+                    }
+                    match serde_json::from_str::<HookOutput>(text) {
+                        Ok(output) => HookRun::Output(output),
+                        Err(e) => HookRun::Failed(format!(
+                            "the hook printed JSON that is not a valid hook output: {e}"
+                        )),
+                    }
+                }
+                command::CommandEnd::Exited {
+                    code: 2, stderr, ..
+                } => HookRun::Blocked(stderr),
+                command::CommandEnd::Exited { code, stderr, .. } => HookRun::Failed(format!(
+                    "the hook exited with code {code}{}",
+                    first_line(&stderr)
+                )),
+            }
+        }
+    }
+}
+
+fn first_line(stderr: &str) -> String {
+    match stderr.lines().find(|l| !l.trim().is_empty()) {
+        Some(line) => format!(": {}", line.trim().chars().take(200).collect::<String>()),
+        None => String::new(),
+    }
+}
