@@ -11,7 +11,7 @@ use anyhow::Context;
 
 use crate::cmd::{Cmd, Steps};
 use crate::manifest::Manifest;
-use crate::{setup, tidy};
+use crate::{parts, setup, tidy};
 
 /// The facade whose every feature must build alone.
 const FACADE: &str = "burrow";
@@ -72,24 +72,48 @@ pub fn ci(root: &Path) -> anyhow::Result<bool> {
     steps.step(&format!("{CLI} with no default features"), || {
         Cmd::cargo(root, &["check", "-p", CLI, "--no-default-features"]).run()
     });
-    run_tests(root, &mut steps);
+    run_tests(root, &mut steps, true);
     Ok(steps.finish())
 }
 
-/// `cargo xtask test`: setup, then doc tests and every test.
+/// `cargo xtask test`: setup, then doc tests and every test; strict about missing
+/// parts only under `CI=true`.
 pub fn test(root: &Path) -> anyhow::Result<bool> {
     let mut steps = Steps::new("test");
-    run_tests(root, &mut steps);
+    run_tests(root, &mut steps, parts::ci_env());
     Ok(steps.finish())
 }
 
-fn run_tests(root: &Path, steps: &mut Steps) {
+/// Setup, then the tests. `strict`: a part setup did not provide is a failure (CI);
+/// otherwise its tests are left out and nextest reports them as skipped.
+fn run_tests(root: &Path, steps: &mut Steps, strict: bool) {
     crate::cmd::heading("setup");
     let setup = setup::run(root);
     for failed in setup.failed() {
         steps.record_failure(&format!("setup: {failed}"));
     }
     let env = setup.env().clone();
+    let mut states = parts::states(&env);
+    if setup.nextest() {
+        crate::cmd::heading("which tests need which real part");
+        parts::count_tests(root, &env, &mut states);
+    }
+    for state in states.iter().filter(|s| s.value.is_none() && !s.unused()) {
+        if strict {
+            println!("FAILED: {}", state.missing_sentence());
+            steps.record_failure(&format!("real part {}", state.part));
+        } else {
+            println!(
+                "note: {}; its tests are reported as skipped (CI=true makes this a failure)",
+                state.missing_sentence()
+            );
+        }
+    }
+    let exclusion = if strict {
+        None
+    } else {
+        parts::exclusion(&states)
+    };
     steps.step("doc tests", || {
         Cmd::cargo(root, &["test", "--workspace", "--all-features", "--doc"])
             .envs(&env)
@@ -97,19 +121,19 @@ fn run_tests(root: &Path, steps: &mut Steps) {
     });
     if setup.nextest() {
         steps.step("tests (nextest)", || {
-            Cmd::cargo(
-                root,
-                &[
-                    "nextest",
-                    "run",
-                    "--workspace",
-                    "--all-features",
-                    "--no-fail-fast",
-                ],
-            )
-            .envs(&env)
-            .run()
+            let mut args = vec![
+                "nextest",
+                "run",
+                "--workspace",
+                "--all-features",
+                "--no-fail-fast",
+            ];
+            if let Some(filter) = &exclusion {
+                args.extend(["-E", filter.as_str()]);
+            }
+            Cmd::cargo(root, &args).envs(&env).run()
         });
+        parts::report(&states, exclusion.is_some());
     } else {
         steps.step("tests (cargo test; cargo-nextest is missing)", || {
             Cmd::cargo(

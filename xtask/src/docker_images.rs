@@ -138,7 +138,7 @@ fn image_exists(root: &Path, image: &str) -> bool {
 }
 
 /// Installs the Debian package `package` unless dpkg says it is installed.
-fn apt_install(root: &Path, package: &str) -> anyhow::Result<()> {
+pub fn apt_install(root: &Path, package: &str) -> anyhow::Result<()> {
     let installed = || {
         Cmd::new(root, "dpkg-query", &["-W", "-f=${Status}", package])
             .output_quietly()

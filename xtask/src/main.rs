@@ -11,6 +11,7 @@ mod cmd;
 mod deny;
 mod docker_images;
 mod manifest;
+mod parts;
 mod setup;
 mod tidy;
 

@@ -9,8 +9,10 @@
 //! To add a step (an S3-compatible server on 127.0.0.1, a Docker test image, Python
 //! packages for MCP tests): write `fn my_step(setup: &mut Setup) -> anyhow::Result<()>`
 //! and list it in [`STEPS`]. A step that cannot apply on this machine (no pip, no
-//! Docker daemon) prints a note and returns `Ok`; the tests that need it skip and say
-//! why. A step that should work but does not returns an error, which fails the run.
+//! Docker daemon) prints a note and returns `Ok` without exporting its variable;
+//! `cargo xtask test` then reports the tests of that part as skipped, or, under
+//! `CI=true`, fails naming the part and this step (see `parts.rs`). A step that should
+//! work but does not returns an error, which fails the run.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -27,7 +29,8 @@ pub type Step = fn(&mut Setup) -> anyhow::Result<()>;
 /// The steps, in order: `(what it sets up, the function)`.
 pub const STEPS: &[(&str, Step)] = &[
     ("cargo-nextest", cargo_nextest),
-    ("Python packages for interop tests", python_packages),
+    ("Python packages for interop and MCP tests", python_packages),
+    ("ripgrep (Debian's package)", ripgrep),
     ("S3-compatible test server (moto) on 127.0.0.1", s3_server),
     (
         "Docker test image (busybox)",
@@ -143,11 +146,11 @@ fn cargo_nextest(setup: &mut Setup) -> anyhow::Result<()> {
 fn python_packages(setup: &mut Setup) -> anyhow::Result<()> {
     let root = setup.root().to_path_buf();
     let Some(python) = find_python(&root) else {
-        println!("  note: no python3 on PATH: skipping; Python interop tests will skip");
+        println!("  note: no python3 on PATH: the Python interop and MCP parts are missing");
         return Ok(());
     };
     if !Cmd::new(&root, &python, &["-m", "pip", "--version"]).succeeds_quietly() {
-        println!("  note: {python} has no pip: skipping; Python interop tests will skip");
+        println!("  note: {python} has no pip: the Python interop and MCP parts are missing");
         return Ok(());
     }
     let mut missing = Vec::new();
@@ -180,7 +183,44 @@ fn python_packages(setup: &mut Setup) -> anyhow::Result<()> {
         }
     }
     setup.export("BURROW_PYTHON", &python);
+    // The same interpreter drives the MCP end-to-end test; say so only if it imports.
+    if Cmd::new(&root, &python, &["-c", "import mcp"]).succeeds_quietly() {
+        setup.export("BURROW_MCP_PYTHON", &python);
+    } else {
+        bail!("{python} cannot `import mcp` after installing it");
+    }
     Ok(())
+}
+
+/// ripgrep, the reference the grep comparison tests run: Debian's `ripgrep` when no
+/// `rg` is on PATH. Exports `BURROW_RG`, the binary's absolute path.
+fn ripgrep(setup: &mut Setup) -> anyhow::Result<()> {
+    let root = setup.root().to_path_buf();
+    if which("rg").is_none() {
+        println!("  no rg on PATH: installing Debian's ripgrep");
+        crate::docker_images::apt_install(&root, "ripgrep")?;
+    }
+    let Some(rg) = which("rg") else {
+        bail!("ripgrep is installed but no `rg` is on PATH");
+    };
+    let rg = rg.to_string_lossy().into_owned();
+    if !Cmd::new(&root, &rg, &["--version"]).succeeds_quietly() {
+        bail!("{rg} --version failed");
+    }
+    setup.export("BURROW_RG", &rg);
+    Ok(())
+}
+
+/// The first executable file named `name` in a folder of PATH.
+fn which(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|file| {
+            file.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
 }
 
 /// The absolute path of the first working `python3` (or `python` 3) on PATH.
@@ -218,13 +258,13 @@ fn s3_server(setup: &mut Setup) -> anyhow::Result<()> {
     let root = setup.root().to_path_buf();
     let endpoint = format!("http://127.0.0.1:{S3_PORT}");
     let Some(python) = find_python(&root) else {
-        println!("  note: no python3 on PATH: skipping; the S3 tests will skip");
+        println!("  note: no python3 on PATH: the S3 part is missing");
         return Ok(());
     };
     let probe = "import moto, flask, flask_cors, werkzeug";
     if !Cmd::new(&root, &python, &["-c", probe]).succeeds_quietly() {
         if !Cmd::new(&root, &python, &["-m", "pip", "--version"]).succeeds_quietly() {
-            println!("  note: {python} has no pip: skipping; the S3 tests will skip");
+            println!("  note: {python} has no pip: the S3 part is missing");
             return Ok(());
         }
         let quiet_root = vec![("PIP_ROOT_USER_ACTION".to_string(), "ignore".to_string())];

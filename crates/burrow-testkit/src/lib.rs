@@ -8,6 +8,13 @@
 //! part's tests with a nextest filter, so the runner itself reports them as skipped.
 //! Under `CI=true` nothing is excluded and a missing part is a failure.
 //!
+//! Which tests need a part is told by their names, so the filter is exact: every test
+//! that needs part `P` lives in a module named [`Part::module`] (`s3`, `docker`, ...),
+//! at any depth (`all::s3::...`, `all::concurrency::s3::...`); the Docker part also
+//! owns every test of `burrow-docker`. [`Part::filter`] is that rule as a nextest
+//! filterset, and [`require`] fails a test that needs a part but sits outside the
+//! part's modules (it could not be skipped), naming the module to move it into.
+//!
 //! This crate is a path-only dev-dependency and is never published.
 
 #![allow(clippy::panic)] // failing the calling test is this crate's whole purpose
@@ -59,6 +66,44 @@ impl Part {
         }
     }
 
+    /// The module name every test that needs the part lives in (at any depth).
+    pub fn module(self) -> &'static str {
+        match self {
+            Part::S3 => "s3",
+            Part::Docker => "docker",
+            Part::DockerPython => "docker_python",
+            Part::PythonInterop => "python",
+            Part::McpClient => "mcp",
+            Part::Ripgrep => "ripgrep",
+            Part::Postgres => "postgres",
+        }
+    }
+
+    /// The package all of whose tests need the part, if there is one.
+    pub fn whole_package(self) -> Option<&'static str> {
+        match self {
+            Part::Docker => Some("burrow-docker"),
+            _ => None,
+        }
+    }
+
+    /// The nextest filterset that selects exactly the tests needing the part.
+    pub fn filter(self) -> String {
+        let by_name = format!("test(/(^|::){}::/)", self.module());
+        match self.whole_package() {
+            Some(package) => format!("(package({package}) | {by_name})"),
+            None => by_name,
+        }
+    }
+
+    /// True when the test `test` (its full name, `all::s3::name`) of package `package`
+    /// is selected by [`Part::filter`].
+    pub fn selects(self, package: &str, test: &str) -> bool {
+        let segment = format!("{}::", self.module());
+        let by_name = test.starts_with(&segment) || test.contains(&format!("::{segment}"));
+        by_name || self.whole_package() == Some(package)
+    }
+
     /// The environment variable `cargo xtask setup` exports when it has provided the part.
     pub fn env_var(self) -> &'static str {
         match self {
@@ -105,6 +150,7 @@ impl fmt::Display for Part {
 /// When the part is missing, with a sentence naming it, the variable, and the command
 /// that provides it: the calling test fails; it never passes without testing.
 pub fn require(part: Part) -> String {
+    check_scope(part);
     match part.find() {
         Some(value) => value,
         None => panic!(
@@ -115,6 +161,30 @@ pub fn require(part: Part) -> String {
             part.env_var()
         ),
     }
+}
+
+/// Fails the calling test when [`Part::filter`] would not select it, so a missing part
+/// could not be reported as skipped. The test's name is its thread's name (libtest
+/// names each test thread after the test); the check applies only where that name is
+/// a test path (it holds `::`) and the package is known (`CARGO_PKG_NAME`, set by
+/// cargo and nextest when they run a test).
+fn check_scope(part: Part) {
+    let thread = std::thread::current();
+    let Some(test) = thread.name().filter(|n| n.contains("::")) else {
+        return;
+    };
+    let package = std::env::var("CARGO_PKG_NAME").unwrap_or_default();
+    if package.is_empty() || part.selects(&package, test) {
+        return;
+    }
+    panic!(
+        "the test {test} of {package} needs {} but is not inside a module named `{}`, so \
+         `cargo xtask test` could not report it as skipped when the part is missing: move it \
+         into such a module (the filter is {})",
+        part.describe(),
+        part.module(),
+        part.filter()
+    );
 }
 
 #[cfg(test)]
@@ -131,5 +201,53 @@ mod tests {
         vars.dedup();
         assert_eq!(tags.len(), Part::ALL.len());
         assert_eq!(vars.len(), Part::ALL.len());
+        let mut modules: Vec<_> = Part::ALL.iter().map(|p| p.module()).collect();
+        modules.sort();
+        modules.dedup();
+        assert_eq!(modules.len(), Part::ALL.len());
+    }
+
+    #[test]
+    fn a_part_selects_its_modules_at_any_depth_and_nothing_else() {
+        assert!(Part::S3.selects("burrow-cli", "all::s3::a_test"));
+        assert!(Part::S3.selects("x", "all::conformance_s3::s3::ls_sorted"));
+        assert!(Part::S3.selects("x", "s3::top"));
+        assert!(!Part::S3.selects("x", "all::s3_env::a_test"));
+        assert!(!Part::S3.selects("x", "all::news3::a_test"));
+        assert!(!Part::S3.selects("x", "all::a_test_s3"));
+        assert!(Part::Docker.selects("burrow-docker", "all::runtime::anything"));
+        assert!(Part::Docker.selects("burrow-cli", "all::docker::exec"));
+        assert!(!Part::Docker.selects("burrow-cli", "all::docker_python::pip"));
+        assert!(Part::DockerPython.selects("burrow-docker", "all::runtime::docker_python::pip"));
+        assert_eq!(Part::S3.filter(), "test(/(^|::)s3::/)");
+        assert_eq!(
+            Part::Docker.filter(),
+            "(package(burrow-docker) | test(/(^|::)docker::/))"
+        );
+    }
+
+    #[test]
+    fn require_refuses_a_test_outside_the_parts_module() {
+        // This unit test is `tests::require_refuses_...`: not in a module named `s3`.
+        let caught = std::panic::catch_unwind(|| require(Part::S3));
+        let message = caught
+            .err()
+            .and_then(|e| e.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        assert!(message.contains("module named `s3`"), "{message}");
+    }
+
+    mod ripgrep {
+        #[test]
+        fn require_inside_the_module_returns_or_names_the_variable() {
+            let caught = std::panic::catch_unwind(|| super::require(super::Part::Ripgrep));
+            match caught {
+                Ok(rg) => assert!(!rg.is_empty()),
+                Err(e) => {
+                    let message = e.downcast_ref::<String>().cloned().unwrap_or_default();
+                    assert!(message.contains("BURROW_RG is not set"), "{message}");
+                }
+            }
+        }
     }
 }
