@@ -139,13 +139,11 @@ fn state_file_batches_lose_no_update() {
     );
 }
 
-// The fs: case depends on FsBackend's own edit being atomic across
-// processes, which burrow-fs gets on the `fsdb` branch. On this branch it
-// loses about 30 of 200 edits, so it is ignored here: remove the `ignore`
-// once that fix is merged.
+// The fs: case rests on FsBackend's own edit being atomic across processes
+// (a flock on the parent directory, ADR 0064); before that it lost about 30
+// of 200 edits.
 #[cfg(feature = "fs")]
 #[test]
-#[ignore = "fails until burrow-fs's cross-process edit fix (branch fsdb) is merged"]
 fn fs_folder_loses_no_update() {
     no_update_is_lost("fs:work");
 }
