@@ -39,6 +39,7 @@ use regex_syntax::hir::{
 
 use crate::error::{Error, Result};
 use crate::glob::Glob;
+use crate::path::VPath;
 use crate::results::{GrepQuery, GrepResult};
 #[cfg(doc)]
 use crate::text::lines;
@@ -95,6 +96,13 @@ impl CompiledGrep {
             whole_file,
             include,
         })
+    }
+
+    /// True when the file `under` itself, grepped as the search root, passes
+    /// the include filter: the filter sees its name, as a search of its
+    /// directory would see it relative to that directory.
+    pub fn includes_itself(&self, under: &VPath) -> bool {
+        self.includes(under.name())
     }
 
     /// True when a file at `relative` (to the search root) passes the include filter.
@@ -185,6 +193,18 @@ fn raw_lines(text: &str) -> impl Iterator<Item = (&str, &str)> {
             Some(raw) => (raw, raw.strip_suffix('\r').unwrap_or(raw)),
             None => (piece, piece),
         })
+}
+
+/// Grep where `under` is a file: its lines matching `grep`, at most `limit`,
+/// when it passes the include filter ([`CompiledGrep::includes_itself`]) and
+/// is text; otherwise no matches. A backend reads the file only when
+/// `includes_itself` says so.
+pub fn grep_file(grep: &CompiledGrep, under: &VPath, bytes: &[u8], limit: usize) -> GrepResult {
+    let mut collector = GrepCollector::new(limit);
+    if grep.includes_itself(under) {
+        collector.search(grep, under, bytes);
+    }
+    collector.finish()
 }
 
 /// Gathers grep matches file by file, in the order files are offered, up to a limit.
@@ -334,7 +354,6 @@ impl GrepCollector {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::path::VPath;
 
     #[test]
     fn collects_in_order_with_limit() {
@@ -477,6 +496,21 @@ mod tests {
             // The reference: every line matched one by one.
             proptest::prop_assert_eq!(collector.finish(), every_line(&grep, &text, limit));
         }
+    }
+
+    #[test]
+    fn grep_where_under_is_a_file() {
+        let under = VPath::parse("/d/notes.md").unwrap();
+        let grep = CompiledGrep::new(&GrepQuery::regex("a").with_include("*.md")).unwrap();
+        let found = grep_file(&grep, &under, b"a\nb\na\n", 1);
+        assert_eq!(found.matches.len(), 1);
+        assert!(found.truncated);
+        assert_eq!(found.matches[0].path, "/d/notes.md");
+        let grep = CompiledGrep::new(&GrepQuery::regex("a").with_include("*.rs")).unwrap();
+        assert!(!grep.includes_itself(&under));
+        assert_eq!(grep_file(&grep, &under, b"a\n", 5), GrepResult::default());
+        let grep = CompiledGrep::new(&GrepQuery::regex("a").with_include("/notes.md")).unwrap();
+        assert!(grep.includes_itself(&under));
     }
 
     #[test]

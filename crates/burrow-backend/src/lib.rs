@@ -16,10 +16,13 @@
 
 mod backend;
 mod caps;
+mod collect;
 mod context;
+pub mod effects;
 mod error;
 pub mod glob;
 pub mod grep;
+mod locks;
 mod path;
 mod results;
 pub mod text;
@@ -31,9 +34,12 @@ pub use burrow_types::{
     EditResult, ExecuteResponse, FileInfo, GrepMatch, Shown, WriteResult, shown,
 };
 pub use caps::{Capabilities, DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_RESULTS, Limits};
+pub use collect::{ResultOrder, Smallest};
 pub use context::{DEFAULT_TENANT, FileContext, LockKey};
+pub use effects::{EffectOutcome, EffectRecord};
 pub use error::{Error, ErrorKind, Result};
 pub use glob::Glob;
-pub use grep::{CompiledGrep, GrepCollector};
+pub use grep::{CompiledGrep, GrepCollector, grep_file};
+pub use locks::{KeyLock, LockTable};
 pub use path::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES, VPath};
 pub use results::{GlobResult, GrepQuery, GrepResult, LineWindow, Listing};

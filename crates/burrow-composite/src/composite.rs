@@ -49,7 +49,8 @@ pub struct CompositeBackend {
 pub(crate) struct Inner {
     pub(crate) table: MountTable,
     pub(crate) caps: Capabilities,
-    default_is_sandbox: bool,
+    /// Where `execute` goes: an index into `table.parts`, if one place is a sandbox.
+    exec_target: Option<usize>,
 }
 
 impl fmt::Debug for CompositeBackend {
@@ -89,26 +90,44 @@ impl CompositeBuilder {
     /// (InvalidArgument: that is the default's place) and two mounts at the
     /// same prefix (AlreadyExists). Nested prefixes are allowed: the longest wins.
     pub fn build(self) -> Result<CompositeBackend> {
-        let default_is_sandbox = self.default.as_sandbox().is_some();
         let table = MountTable::new(self.default, self.mounts)?;
-        let caps = compose_capabilities(&table, default_is_sandbox);
+        let exec_target = exec_target(&table);
+        let caps = compose_capabilities(&table, exec_target.is_some());
         Ok(CompositeBackend {
             inner: Arc::new(Inner {
                 table,
                 caps,
-                default_is_sandbox,
+                exec_target,
             }),
         })
     }
 }
 
+/// Where `execute` goes: the default when it is a sandbox, else the one
+/// mount that is; `None` when no part is one, or several mounts are and the
+/// default is not (which of them is meant cannot be told).
+fn exec_target(table: &MountTable) -> Option<usize> {
+    let mut sandboxes = table
+        .parts
+        .iter()
+        .enumerate()
+        .filter(|(_, part)| part.backend.as_sandbox().is_some())
+        .map(|(index, _)| index);
+    let first = sandboxes.next()?;
+    if first == 0 || sandboxes.next().is_none() {
+        Some(first)
+    } else {
+        None
+    }
+}
+
 /// What a composite supports, from what its parts support.
 ///
-/// `exec` follows the default (that is where `execute` goes). Every other
+/// `exec` holds when `execute` has one place to go (see [`exec_target`]). Every other
 /// flag must hold wherever a file may land, so it holds only when every part
 /// has it: a scenario gated on `tenants` must not run against a mount that
 /// ignores tenants. Limits are the smallest of all parts.
-fn compose_capabilities(table: &MountTable, default_is_sandbox: bool) -> Capabilities {
+fn compose_capabilities(table: &MountTable, can_execute: bool) -> Capabilities {
     let all: Vec<Capabilities> = table
         .parts
         .iter()
@@ -128,7 +147,7 @@ fn compose_capabilities(table: &MountTable, default_is_sandbox: bool) -> Capabil
             .unwrap_or_default(),
     };
     Capabilities::minimal()
-        .with_exec(default_is_sandbox)
+        .with_exec(can_execute)
         .with_empty_dirs(every(|c| c.empty_dirs))
         .with_modified_at(every(|c| c.modified_at))
         .with_tenants(every(|c| c.tenants))
@@ -168,10 +187,19 @@ impl CompositeBackend {
         &self.inner.table.parts[0].backend
     }
 
+    /// The prefix of the part `execute` goes to ("/" for the default), if any.
+    pub fn exec_prefix(&self) -> Option<&VPath> {
+        self.inner
+            .exec_target
+            .and_then(|i| self.inner.table.parts.get(i))
+            .map(|part| &part.prefix)
+    }
+
     /// Runs `command` in the sandbox mounted at `prefix`.
     ///
-    /// For when the default is not a sandbox but a mount is: the caller names
-    /// the mount. No mount at `prefix`: NotFound; a mount that is not a
+    /// For a composite whose `execute` cannot tell which sandbox is meant
+    /// (several mounts are sandboxes, the default is not), or to reach a
+    /// mounted sandbox other than the default: the caller names the mount. No mount at `prefix`: NotFound; a mount that is not a
     /// sandbox: Unsupported.
     pub async fn execute_in(
         &self,
@@ -435,7 +463,7 @@ impl Backend for CompositeBackend {
     }
 
     fn as_sandbox(&self) -> Option<&dyn Sandbox> {
-        if self.inner.default_is_sandbox {
+        if self.inner.exec_target.is_some() {
             Some(self)
         } else {
             None
@@ -445,19 +473,37 @@ impl Backend for CompositeBackend {
 
 #[async_trait]
 impl Sandbox for CompositeBackend {
-    /// Runs `command` in the default backend when it is a sandbox; otherwise
-    /// Unsupported (use [`CompositeBackend::execute_in`] to name a mount).
+    /// Runs `command` in the part that is a sandbox: the default when it is
+    /// one, else the one mount that is (the command runs in that mount's
+    /// workspace, whose root the composite shows at its prefix). No sandbox,
+    /// or several mounted ones and the default none: Unsupported, naming
+    /// them (use [`CompositeBackend::execute_in`]).
     async fn execute(
         &self,
         ctx: &FileContext,
         command: &str,
         timeout: Option<Duration>,
     ) -> Result<ExecuteResponse> {
-        match self.default_backend().as_sandbox() {
-            Some(sandbox) => sandbox.execute(ctx, command, timeout).await,
-            None => Err(Error::unsupported(
-                "running commands in its default backend; name a mounted sandbox with execute_in",
-            )),
+        let target = self
+            .inner
+            .exec_target
+            .and_then(|i| self.inner.table.parts.get(i))
+            .and_then(|part| part.backend.as_sandbox());
+        if let Some(sandbox) = target {
+            return sandbox.execute(ctx, command, timeout).await;
         }
+        let sandboxes: Vec<String> = self.inner.table.parts[1..]
+            .iter()
+            .filter(|part| part.backend.as_sandbox().is_some())
+            .map(|part| burrow_backend::shown(part.prefix.as_str()).to_string())
+            .collect();
+        Err(if sandboxes.is_empty() {
+            Error::unsupported("running commands: none of its parts is a sandbox")
+        } else {
+            Error::unsupported(format!(
+                "running commands without naming a sandbox: the mounts at {} are sandboxes and the default is not; name one with execute_in",
+                sandboxes.join(", ")
+            ))
+        })
     }
 }

@@ -51,10 +51,16 @@
 //!
 //! # Other decisions
 //!
-//! - Capabilities: `exec` follows the default; every other flag holds only
-//!   when every part has it; limits are the smallest of all parts.
-//! - `execute` goes to the default when it is a sandbox; a mounted sandbox
-//!   is reached with [`CompositeBackend::execute_in`].
+//! - Capabilities: `exec` holds when `execute` has one place to go; every
+//!   other flag holds only when every part has it; limits are the smallest
+//!   of all parts.
+//! - `execute` goes to the default when it is a sandbox, else to the one
+//!   mount that is; with several mounted sandboxes and a default that is
+//!   none it is Unsupported, and a mounted sandbox is named with
+//!   [`CompositeBackend::execute_in`].
+//! - A mounted backend's error about a path ([`burrow_backend::Error::path`])
+//!   has that path re-prefixed; only errors without one have their text
+//!   rewritten.
 //! - Moving a file between mounts is a read, a write and a delete, never
 //!   atomic; the contract has no rename.
 //! - [`ResolvingBackend`] builds the backend per (tenant, run id) with a
@@ -70,4 +76,6 @@ mod rewrite;
 mod search;
 
 pub use composite::{CompositeBackend, CompositeBuilder};
-pub use resolver::{BackendResolver, DEFAULT_RESOLVER_CACHE, ResolverFn, ResolvingBackend};
+pub use resolver::{
+    BackendResolver, DEFAULT_RESOLVER_CACHE, Resolved, ResolverFn, ResolvingBackend,
+};

@@ -1,6 +1,6 @@
 //! Per-tenant backends: a `BackendResolver` builds the backend for a `FileContext`, and `ResolvingBackend` routes each call to it.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
@@ -92,9 +92,21 @@ pub const DEFAULT_RESOLVER_CACHE: usize = 1024;
 /// # Semantics
 ///
 /// - **Cache.** Resolved backends are kept per (tenant, run id), at most
-///   `capacity` of them; past that the oldest is dropped (and resolved again
-///   if it is asked for). Concurrent first calls for one key resolve once. A
-///   failed resolution is not cached: the next call tries again.
+///   `capacity` of them; past that the least recently used one that no call
+///   is using is dropped (and resolved again if it is asked for). An entry a
+///   call is using (every method of this backend, and each [`Resolved`]
+///   handed out, holds it) is never dropped: while every entry is in use the
+///   cache holds more than `capacity`. Concurrent first calls for one key
+///   resolve once. A failed resolution is not cached: the next call tries
+///   again.
+/// - **What a resolver must return.** The cache is a cache, not the owner of
+///   anyone's files: an entry that was dropped is resolved again, and what
+///   the resolver returns then is all that is seen. So a resolver must return
+///   a backend whose files outlive the value: a handle on durable storage (a
+///   folder, a SQLite file, a bucket), or an in-memory backend that the
+///   resolver itself keeps and hands out again for the same key. A resolver
+///   that builds a fresh in-memory `StateBackend` per call gives a tenant's
+///   files the life of a cache entry.
 /// - **Capabilities.** `capabilities()` is synchronous and constant, so the
 ///   caller states them at construction: what every resolved backend supports.
 /// - **Locks.** Keys are (this backend's scope, tenant, path), the same
@@ -106,18 +118,112 @@ pub struct ResolvingBackend {
     resolver: Arc<dyn BackendResolver>,
     caps: Capabilities,
     capacity: usize,
-    cache: Mutex<Cache>,
+    cache: Arc<Mutex<Cache>>,
+}
+
+/// Where a key's backend is resolved once.
+type Cell = Arc<OnceCell<Arc<dyn Backend>>>;
+
+/// One cached (tenant, run id).
+struct Slot {
+    cell: Cell,
+    /// When it was last used (a tick of [`Cache::clock`]).
+    used: u64,
+    /// How many calls hold it now.
+    leases: usize,
 }
 
 #[derive(Default)]
 struct Cache {
-    cells: HashMap<Key, Arc<OnceCell<Arc<dyn Backend>>>>,
-    order: VecDeque<Key>,
+    slots: HashMap<Key, Slot>,
+    /// Keys by last use, oldest first.
+    by_use: BTreeMap<u64, Key>,
+    clock: u64,
+}
+
+impl Cache {
+    /// Marks `key` used now and leased once more; false when it is not cached.
+    fn touch(&mut self, key: &Key) -> bool {
+        self.clock += 1;
+        let now = self.clock;
+        let Some(slot) = self.slots.get_mut(key) else {
+            return false;
+        };
+        self.by_use.remove(&slot.used);
+        slot.used = now;
+        slot.leases += 1;
+        self.by_use.insert(now, key.clone());
+        true
+    }
+
+    /// Drops least recently used entries that no call holds until fewer
+    /// than `capacity` remain (or only entries in use are left).
+    fn make_room(&mut self, capacity: usize) {
+        while self.slots.len() >= capacity {
+            let idle = self
+                .by_use
+                .iter()
+                .find(|(_, key)| self.slots.get(*key).is_some_and(|s| s.leases == 0))
+                .map(|(used, key)| (*used, key.clone()));
+            let Some((used, key)) = idle else {
+                return;
+            };
+            self.by_use.remove(&used);
+            self.slots.remove(&key);
+        }
+    }
+
+    fn remove(&mut self, key: &Key) {
+        if let Some(slot) = self.slots.remove(key) {
+            self.by_use.remove(&slot.used);
+        }
+    }
+}
+
+/// A resolved backend, held: while it lives its cache entry is not dropped.
+pub struct Resolved {
+    backend: Arc<dyn Backend>,
+    _lease: Lease,
+}
+
+impl fmt::Debug for Resolved {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Resolved")
+    }
+}
+
+impl std::ops::Deref for Resolved {
+    type Target = Arc<dyn Backend>;
+    fn deref(&self) -> &Arc<dyn Backend> {
+        &self.backend
+    }
+}
+
+/// One call's hold on a cache entry; released when dropped.
+struct Lease {
+    cache: Arc<Mutex<Cache>>,
+    key: Key,
+    /// The entry's cell, so a lease on a forgotten entry never counts off a newer one.
+    cell: Cell,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        let mut cache = self
+            .cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(slot) = cache.slots.get_mut(&self.key)
+            && Arc::ptr_eq(&slot.cell, &self.cell)
+        {
+            slot.leases = slot.leases.saturating_sub(1);
+        }
+    }
 }
 
 impl fmt::Debug for ResolvingBackend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let cached = self.cache.lock().map(|c| c.cells.len()).ok();
+        let cached = self.cache.lock().map(|c| c.slots.len()).ok();
         f.debug_struct("ResolvingBackend")
             .field("capabilities", &self.caps)
             .field("capacity", &self.capacity)
@@ -133,36 +239,40 @@ impl ResolvingBackend {
             resolver,
             caps: capabilities,
             capacity: DEFAULT_RESOLVER_CACHE,
-            cache: Mutex::new(Cache::default()),
+            cache: Arc::new(Mutex::new(Cache::default())),
         }
     }
 
-    /// Keeps at most `capacity` resolved backends (at least one).
+    /// Keeps at most `capacity` resolved backends (at least one) that no call is using.
     pub fn with_capacity(mut self, capacity: usize) -> Self {
         self.capacity = capacity.max(1);
         self
     }
 
-    /// The backend for `ctx`, resolved now or taken from the cache.
-    pub async fn backend(&self, ctx: &FileContext) -> Result<Arc<dyn Backend>> {
-        let cell = self.cell(ctx)?;
-        cell.get_or_try_init(|| self.resolver.resolve(ctx))
+    /// The backend for `ctx`, resolved now or taken from the cache; its
+    /// entry stays cached while the returned value lives.
+    pub async fn backend(&self, ctx: &FileContext) -> Result<Resolved> {
+        let (cell, lease) = self.lease(ctx)?;
+        let backend = cell
+            .get_or_try_init(|| self.resolver.resolve(ctx))
             .await
-            .cloned()
+            .cloned()?;
+        Ok(Resolved {
+            backend,
+            _lease: lease,
+        })
     }
 
-    /// Drops the cached backend of `ctx`'s (tenant, run id), e.g. when a run ends.
+    /// Drops the cached backend of `ctx`'s (tenant, run id), e.g. when a run
+    /// ends. Calls holding it keep it until they end.
     pub fn forget(&self, ctx: &FileContext) -> Result<()> {
-        let key = key(ctx);
-        let mut cache = self.lock()?;
-        cache.cells.remove(&key);
-        cache.order.retain(|k| *k != key);
+        self.lock()?.remove(&key(ctx));
         Ok(())
     }
 
     /// How many backends are cached.
     pub fn cached(&self) -> Result<usize> {
-        Ok(self.lock()?.cells.len())
+        Ok(self.lock()?.slots.len())
     }
 
     fn lock(&self) -> Result<std::sync::MutexGuard<'_, Cache>> {
@@ -171,24 +281,33 @@ impl ResolvingBackend {
             .map_err(|_| Error::failure_msg("the resolver cache's lock was poisoned by a panic."))
     }
 
-    fn cell(&self, ctx: &FileContext) -> Result<Arc<OnceCell<Arc<dyn Backend>>>> {
+    /// The cell of `ctx`'s key, made if missing, and a lease on it.
+    fn lease(&self, ctx: &FileContext) -> Result<(Cell, Lease)> {
         let key = key(ctx);
         let mut cache = self.lock()?;
-        if let Some(cell) = cache.cells.get(&key) {
-            return Ok(cell.clone());
+        if !cache.touch(&key) {
+            cache.make_room(self.capacity);
+            cache.slots.insert(
+                key.clone(),
+                Slot {
+                    cell: Arc::new(OnceCell::new()),
+                    used: 0,
+                    leases: 0,
+                },
+            );
+            cache.touch(&key);
         }
-        while cache.order.len() >= self.capacity {
-            match cache.order.pop_front() {
-                Some(old) => {
-                    cache.cells.remove(&old);
-                }
-                None => break,
-            }
-        }
-        let cell = Arc::new(OnceCell::new());
-        cache.cells.insert(key.clone(), cell.clone());
-        cache.order.push_back(key);
-        Ok(cell)
+        let cell = cache
+            .slots
+            .get(&key)
+            .map(|slot| slot.cell.clone())
+            .ok_or_else(|| Error::failure_msg("the resolver cache lost an entry it just made."))?;
+        let lease = Lease {
+            cache: Arc::clone(&self.cache),
+            key,
+            cell: cell.clone(),
+        };
+        Ok((cell, lease))
     }
 }
 

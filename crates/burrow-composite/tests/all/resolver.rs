@@ -177,3 +177,61 @@ async fn execute_reaches_the_resolved_sandbox() {
     let (no_exec, _) = counting();
     assert!(no_exec.as_sandbox().is_none());
 }
+
+#[tokio::test]
+async fn eviction_drops_the_least_recently_used() {
+    let (b, calls) = counting();
+    let b = b.with_capacity(2);
+    let t = |name: &str| FileContext::for_tenant(name);
+    b.write(&t("a"), &p("/f"), "a").await.unwrap();
+    b.write(&t("b"), &p("/f"), "b").await.unwrap();
+    // "a" is used again, so "b" is now the least recently used.
+    assert_eq!(b.read(&t("a"), &p("/f"), 0, 1).await.unwrap().lines, ["a"]);
+    b.write(&t("c"), &p("/f"), "c").await.unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    assert_eq!(b.read(&t("a"), &p("/f"), 0, 1).await.unwrap().lines, ["a"]);
+    assert_eq!(calls.load(Ordering::SeqCst), 3, "a was kept");
+    assert_eq!(
+        b.read(&t("b"), &p("/f"), 0, 1).await.unwrap_err().kind(),
+        ErrorKind::NotFound,
+        "b was dropped and resolved anew"
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 4);
+}
+
+#[tokio::test]
+async fn an_entry_in_use_is_never_evicted() {
+    let (b, calls) = counting();
+    let b = b.with_capacity(1);
+    let a = FileContext::for_tenant("a");
+    // A call for "a" is under way (it holds the resolved backend) ...
+    let held = b.backend(&a).await.unwrap();
+    // ... while other tenants come and go past the capacity.
+    for name in ["x", "y"] {
+        let other = FileContext::for_tenant(name);
+        b.write(&other, &p("/f"), name).await.unwrap();
+    }
+    assert_eq!(
+        b.cached().unwrap(),
+        2,
+        "over capacity rather than drop an entry in use"
+    );
+    held.write(&a, &p("/f"), "written by the call")
+        .await
+        .unwrap();
+    drop(held);
+    // The call's write is what the next call for "a" sees: same backend, not rebuilt.
+    assert_eq!(
+        b.read(&a, &p("/f"), 0, 1).await.unwrap().lines,
+        ["written by the call"]
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    b.write(&FileContext::for_tenant("z"), &p("/f"), "z")
+        .await
+        .unwrap();
+    assert_eq!(
+        b.cached().unwrap(),
+        1,
+        "idle entries go once room is needed"
+    );
+}

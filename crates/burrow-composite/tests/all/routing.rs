@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use burrow_backend::{Backend, Capabilities, ErrorKind, FileContext, Limits, Sandbox};
+use burrow_backend::{Backend, Capabilities, ErrorKind, FileContext, Limits, Sandbox, VPath};
 use burrow_composite::CompositeBackend;
 use burrow_state::StateBackend;
 
@@ -401,4 +401,54 @@ async fn execute_goes_to_the_default_sandbox_or_a_named_mount() {
     let (plain, _, _) = composite(&["/m"]);
     let e = plain.execute(&ctx(), "ls", None).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Unsupported);
+}
+
+#[tokio::test]
+async fn execute_goes_to_the_mount_that_is_a_sandbox() {
+    let tenant = FileContext::for_tenant("acme");
+    let echo = |name| EchoSandbox {
+        files: StateBackend::new(),
+        name,
+    };
+    let c = CompositeBackend::builder(Arc::new(StateBackend::new()))
+        .mount("/box", Arc::new(echo("box")))
+        .mount("/plain", Arc::new(StateBackend::new()))
+        .build()
+        .unwrap();
+    assert!(c.capabilities().exec);
+    assert_eq!(c.exec_prefix(), Some(&p("/box")));
+    let out = c
+        .as_sandbox()
+        .unwrap()
+        .execute(&tenant, "make", None)
+        .await
+        .unwrap();
+    assert_eq!(out.output, "box ran make for acme");
+
+    // Two mounted sandboxes and a default that is none: which is meant cannot be told.
+    let two = CompositeBackend::builder(Arc::new(StateBackend::new()))
+        .mount("/a", Arc::new(echo("a")))
+        .mount("/b", Arc::new(echo("b")))
+        .build()
+        .unwrap();
+    assert!(!two.capabilities().exec);
+    assert!(two.as_sandbox().is_none());
+    assert_eq!(two.exec_prefix(), None);
+    let e = Sandbox::execute(&two, &tenant, "make", None)
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported);
+    assert!(e.message().contains("/a, /b"), "{}", e.message());
+    let out = two
+        .execute_in(&p("/b"), &tenant, "make", None)
+        .await
+        .unwrap();
+    assert_eq!(out.output, "b ran make for acme");
+
+    // A default that is a sandbox wins over mounted ones.
+    let both = CompositeBackend::builder(Arc::new(echo("default")))
+        .mount("/a", Arc::new(echo("a")))
+        .build()
+        .unwrap();
+    assert_eq!(both.exec_prefix(), Some(&VPath::root()));
 }
