@@ -45,15 +45,16 @@ pub const RANGE_META: &str = "SELECT path, size, modified_at FROM files WHERE te
 /// Files beneath a directory, by path, with content. Params: tenant, low, high.
 pub const RANGE_CONTENT: &str =
     "SELECT path, content FROM files WHERE tenant = ?1 AND path > ?2 AND path < ?3 ORDER BY path";
-/// A recorded effect. Params: tenant, effect key.
+/// A recorded effect: its operation, path(s) and outcome. Params: tenant, effect key.
 pub const EFFECT_GET: &str =
-    "SELECT op, outcome FROM effects WHERE tenant = ?1 AND effect_key = ?2";
-/// Records an effect. Params: tenant, effect key, op, outcome, now.
-pub const EFFECT_PUT: &str =
-    "INSERT INTO effects (tenant, effect_key, op, outcome, created_at) VALUES (?1, ?2, ?3, ?4, ?5)";
+    "SELECT op, path, outcome FROM effects WHERE tenant = ?1 AND effect_key = ?2";
+/// Records an effect. Params: tenant, effect key, op, outcome, now (RFC 3339),
+/// path(s), now (Unix milliseconds).
+pub const EFFECT_PUT: &str = "INSERT INTO effects (tenant, effect_key, op, outcome, created_at, path, created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
 
-/// Forgets the effect records made before an instant. Params: the instant
-/// (RFC 3339); the one statement whose `?1` is not a tenant, as it spans every
-/// tenant. It scans the table: it is maintenance, not part of any call.
-/// `julianday` compares instants, not strings (stamps differ in their digits).
-pub const EFFECTS_PRUNE: &str = "DELETE FROM effects WHERE julianday(created_at) < julianday(?1)";
+/// Forgets at most `?2` effect records made before an instant, the oldest
+/// first. Params: the instant (Unix milliseconds), the batch size; the one
+/// statement whose `?1` is not a tenant, as it spans every tenant. An index
+/// range over `effects_by_time`: each batch is a short transaction, so
+/// pruning never holds the write lock for long.
+pub const EFFECTS_PRUNE: &str = "DELETE FROM effects WHERE (tenant, effect_key) IN (SELECT tenant, effect_key FROM effects WHERE created_ms < ?1 ORDER BY created_ms LIMIT ?2)";

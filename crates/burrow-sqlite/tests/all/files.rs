@@ -386,3 +386,43 @@ async fn options_are_applied_and_a_file_named_like_a_uri_is_a_file() {
         b"kept"
     );
 }
+
+#[tokio::test]
+async fn a_path_that_cannot_be_a_database_is_refused_at_once() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let link = dir.path().join("null.db");
+    std::os::unix::fs::symlink("/dev/null", &link).unwrap();
+    for path in [
+        std::path::PathBuf::from("/dev/null"),
+        link,
+        dir.path().to_owned(),
+    ] {
+        let err = SqliteStore::builder(&path)
+            .busy_timeout(Duration::from_millis(100))
+            .open()
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+        assert!(err.message().contains("not a regular file"), "{err}");
+        assert!(!err.message().contains("another writer"), "{err}");
+        assert!(!err.message().contains("/dev"), "{err}");
+    }
+    assert!(std::fs::read_link(dir.path().join("null.db")).is_ok());
+}
+
+#[tokio::test]
+async fn busy_timeouts_from_zero_to_u64_max_seconds_open_and_work() {
+    for timeout in [Duration::ZERO, Duration::from_secs(u64::MAX)] {
+        let t = TempStore::new();
+        let store = SqliteStore::builder(t.db_path())
+            .busy_timeout(timeout)
+            .open()
+            .unwrap();
+        assert_eq!(
+            store.options().busy_timeout,
+            timeout.min(burrow_sqlite::MAX_BUSY_TIMEOUT)
+        );
+        let files = store.files();
+        files.write(&ctx("t"), &p("/a"), "x").await.unwrap();
+        assert_eq!(files.read_bytes(&ctx("t"), &p("/a")).await.unwrap(), b"x");
+    }
+}
