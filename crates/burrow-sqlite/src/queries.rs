@@ -7,9 +7,9 @@
 /// A file's id, size and created_at. Params: tenant, path.
 pub const FILE_META: &str =
     "SELECT id, size, created_at FROM files WHERE tenant = ?1 AND path = ?2";
-/// A file's id, size and content. Params: tenant, path.
-pub const FILE_CONTENT: &str =
-    "SELECT id, size, content FROM files WHERE tenant = ?1 AND path = ?2";
+/// A file's id, size and content; the content is NULL (never read from the
+/// disk) when the size is past the max file size. Params: tenant, path, max size.
+pub const FILE_CONTENT: &str = "SELECT id, size, CASE WHEN size <= ?3 THEN content END FROM files WHERE tenant = ?1 AND path = ?2";
 /// Whether a directory exists. Params: tenant, path.
 pub const DIR_EXISTS: &str = "SELECT 1 FROM dirs WHERE tenant = ?1 AND path = ?2";
 /// Inserts a file. Params: tenant, path, parent, name, size, now, content.
@@ -42,9 +42,10 @@ pub const LS_DIRS: &str =
 pub const LS_FILES: &str = "SELECT name, size, modified_at FROM files WHERE tenant = ?1 AND parent = ?2 ORDER BY name LIMIT ?3";
 /// Files beneath a directory, by path, without content. Params: tenant, low, high.
 pub const RANGE_META: &str = "SELECT path, size, modified_at FROM files WHERE tenant = ?1 AND path > ?2 AND path < ?3 ORDER BY path";
-/// Files beneath a directory, by path, with content. Params: tenant, low, high.
-pub const RANGE_CONTENT: &str =
-    "SELECT path, content FROM files WHERE tenant = ?1 AND path > ?2 AND path < ?3 ORDER BY path";
+/// Files beneath a directory within the max file size, by path, with
+/// content (larger ones are skipped by grep, their blobs never read). Params:
+/// tenant, low, high, max size.
+pub const RANGE_CONTENT: &str = "SELECT path, content FROM files WHERE tenant = ?1 AND path > ?2 AND path < ?3 AND size <= ?4 ORDER BY path";
 /// A recorded effect: its operation, path(s) and outcome. Params: tenant, effect key.
 pub const EFFECT_GET: &str =
     "SELECT op, path, outcome FROM effects WHERE tenant = ?1 AND effect_key = ?2";
