@@ -84,7 +84,9 @@ const ONE_WORKSPACE: &str = "*";
 /// refused by reads and writes (TooLarge; the size is checked before reading
 /// and a read never loads more than the limit plus one buffer) and skipped by
 /// grep. `glob` and `grep` walk every directory beneath `under`; grep reads
-/// and searches files on [`FsOptions::threads`] threads. With
+/// and searches files on up to [`FsOptions::threads`] threads of tokio's
+/// blocking pool. `ls`, `glob` and `grep` hold at most `limit + 1` entries or
+/// matches while they work, however large the folder. With
 /// [`FsOptions::respect_ignore_files`], `.gitignore` rules and hidden-file
 /// rules apply to glob and grep. All file I/O runs on tokio's blocking pool.
 #[derive(Clone)]
@@ -289,8 +291,8 @@ impl Backend for FsBackend {
         limit: usize,
     ) -> Result<GrepResult> {
         let limit = self.root.options.limits().results(limit);
-        let (query, under) = (query.clone(), under.clone());
-        self.blocking(move |root| root.grep(&query, &under, limit))
+        let (query, under, root) = (query.clone(), under.clone(), Arc::clone(&self.root));
+        self.blocking(move |_| root.grep(&query, &under, limit))
             .await
     }
 }

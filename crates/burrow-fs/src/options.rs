@@ -31,8 +31,9 @@ pub struct FsOptions {
     /// in `glob` and `grep` (default off, so results are the same as on every
     /// other backend). `ls`, `read` and the mutations are never affected.
     pub respect_ignore_files: bool,
-    /// How many threads one grep reads and searches files with (default: the
-    /// number of CPUs).
+    /// How many threads of tokio's blocking pool one grep reads and searches
+    /// files with, its own included (default: the number of CPUs). No thread
+    /// is created for a grep beyond what the pool already manages.
     pub threads: usize,
 }
 

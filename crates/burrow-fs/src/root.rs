@@ -11,6 +11,7 @@ use cap_std::fs::{Dir, File, Metadata, OpenOptions};
 
 use crate::errors::{self, from_io};
 use crate::options::{FsOptions, TEMP_PREFIX};
+use crate::topk::TopK;
 
 /// The workspace folder: a directory handle plus the options it was opened with.
 #[derive(Debug)]
@@ -66,6 +67,32 @@ fn dir_info(path: &VPath) -> FileInfo {
         is_dir: true,
         size: None,
         modified_at: None,
+    }
+}
+
+/// A directory entry, ordered by its name's bytes.
+struct Named {
+    name: String,
+    file_type: cap_std::fs::FileType,
+}
+
+impl PartialEq for Named {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for Named {}
+
+impl PartialOrd for Named {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Named {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.name.as_bytes().cmp(other.name.as_bytes())
     }
 }
 
@@ -143,46 +170,60 @@ impl Root {
                 .open_dir(rel(dir))
                 .map_err(|e| self.ls_error(e, dir))?
         };
-        let mut names: Vec<(String, cap_std::fs::FileType)> = Vec::new();
-        for entry in handle.entries().map_err(|e| from_io(e, dir, "list"))? {
-            let entry = entry.map_err(|e| from_io(e, dir, "list"))?;
-            let Ok(name) = entry.file_name().into_string() else {
-                continue;
-            };
-            if is_hidden_temp(&name) {
-                continue;
+        // The limit + 1 first names, held while the directory is read, so a
+        // listing costs memory in proportion to its limit. Entries that turn
+        // out not to be shown (special files, links leading out) can leave
+        // the page short: then the directory is read again, holding more.
+        let mut keep = limit.saturating_add(1);
+        loop {
+            let mut top = TopK::new(keep);
+            for entry in handle.entries().map_err(|e| from_io(e, dir, "list"))? {
+                let entry = entry.map_err(|e| from_io(e, dir, "list"))?;
+                let Ok(name) = entry.file_name().into_string() else {
+                    continue;
+                };
+                if is_hidden_temp(&name) {
+                    continue;
+                }
+                let file_type = entry.file_type().map_err(|e| from_io(e, dir, "list"))?;
+                top.push(Named { name, file_type });
             }
-            let file_type = entry.file_type().map_err(|e| from_io(e, dir, "list"))?;
-            names.push((name, file_type));
-        }
-        names.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-        let mut listing = Listing::default();
-        for (name, file_type) in names {
-            let Ok(path) = dir.join(&name) else {
-                continue;
-            };
-            // Directory entries are lstat'ed through their parent's handle;
-            // links are resolved beneath the root. Anything that is not (or
-            // does not lead to) a regular file or a directory is not shown.
-            let meta = if file_type.is_symlink() {
-                self.stat(&path)
-            } else {
-                handle.symlink_metadata(&name)
-            };
-            let info = match meta {
-                Ok(m) if m.is_dir() => dir_info(&path),
-                Ok(m) if m.is_file() => file_info(&path, &m),
-                Ok(_) => continue,
-                Err(e) if errors::is_missing(&e) || is_refused(&e) => continue,
-                Err(e) => return Err(from_io(e, &path, "list")),
-            };
-            if listing.entries.len() == limit {
+            let more = top.dropped();
+            let mut listing = Listing::default();
+            for Named { name, file_type } in top.into_sorted_vec() {
+                let Ok(path) = dir.join(&name) else {
+                    continue;
+                };
+                // Directory entries are lstat'ed through their parent's handle;
+                // links are resolved beneath the root. Anything that is not (or
+                // does not lead to) a regular file or a directory is not shown.
+                let meta = if file_type.is_symlink() {
+                    self.stat(&path)
+                } else {
+                    handle.symlink_metadata(&name)
+                };
+                let info = match meta {
+                    Ok(m) if m.is_dir() => dir_info(&path),
+                    Ok(m) if m.is_file() => file_info(&path, &m),
+                    Ok(_) => continue,
+                    Err(e) if errors::is_missing(&e) || is_refused(&e) => continue,
+                    Err(e) => return Err(from_io(e, &path, "list")),
+                };
+                if listing.entries.len() == limit {
+                    listing.truncated = true;
+                    break;
+                }
+                listing.entries.push(info);
+            }
+            if more && !listing.truncated {
+                if listing.entries.len() < limit {
+                    keep = keep.saturating_mul(2);
+                    continue;
+                }
                 listing.truncated = true;
-                break;
             }
-            listing.entries.push(info);
+            return Ok(listing);
         }
-        Ok(listing)
     }
 
     fn ls_error(&self, e: io::Error, dir: &VPath) -> Error {

@@ -3,11 +3,12 @@
 //! Matching is the contract's own: `Glob` for paths, `CompiledGrep` and
 //! `GrepCollector` for lines, so binary files, the line split, the include
 //! filter and truncation are exactly those of every other backend. Files are
-//! searched in path-ordered batches on `threads` threads and their matches
-//! merged in path order, so a small `limit` stops the search early.
+//! searched in path-ordered batches on the shared blocking pool; matches go
+//! into one bounded collector of the limit + 1 first by (path, line), so a
+//! small `limit` stops the search early and memory follows the limit.
 
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::cmp::Ordering;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use burrow_backend::{
     CompiledGrep, Error, Glob, GlobResult, GrepCollector, GrepMatch, GrepQuery, GrepResult, VPath,
@@ -15,8 +16,9 @@ use burrow_backend::{
 use cap_std::fs::Dir;
 
 use crate::errors::{self, from_io};
+use crate::pool;
 use crate::root::{Root, file_info, rel};
-use crate::walk::Found;
+use crate::topk::TopK;
 
 /// The first batch of files searched holds this many files per thread; each
 /// next batch is twice as large, up to `MAX_BATCH`.
@@ -72,15 +74,18 @@ impl Root {
             Start::File => return Err(Error::not_a_directory(under)),
             Start::Dir(dir) => dir,
         };
-        let mut found: Vec<Found> = self
-            .walk(under, dir)?
-            .into_iter()
-            .filter(|f| glob.is_match(f.relative()))
-            .collect();
-        found.sort_unstable_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
+        // The limit + 1 first matches by path: held while walking, so a glob
+        // costs memory in proportion to its limit, not to the folder.
+        let mut top = TopK::new(limit.saturating_add(1));
+        self.walk(under, dir, |f| {
+            if glob.is_match(f.relative()) {
+                top.push(f.path);
+            }
+        })?;
+        let more = top.dropped();
         let mut result = GlobResult::default();
-        for f in found {
-            let Ok(path) = VPath::parse(&f.path) else {
+        for f in top.into_sorted_vec() {
+            let Ok(path) = VPath::parse(&f) else {
                 continue;
             };
             // Each match is stat'ed through the root handle: a file that
@@ -95,67 +100,111 @@ impl Root {
             }
             result.files.push(file_info(&path, &meta));
         }
+        result.truncated |= more;
         Ok(result)
     }
 
     /// Lines matching `query` in the files beneath `under`, or in the file `under`.
     pub(crate) fn grep(
-        &self,
+        self: &Arc<Self>,
         query: &GrepQuery,
         under: &VPath,
         limit: usize,
     ) -> Result<GrepResult, Error> {
-        let grep = &CompiledGrep::new(query)?;
+        let grep = CompiledGrep::new(query)?;
         let mut collector = GrepCollector::new(limit);
         let dir = match self.start(under)? {
             Start::Nothing => return Ok(collector.finish()),
             Start::File => {
                 if grep.includes(under.name()) {
-                    let found = self.search_file(grep, under, limit.saturating_add(1), false)?;
+                    let found = self.search_file(&grep, under, limit.saturating_add(1), false)?;
                     collector.extend(found);
                 }
                 return Ok(collector.finish());
             }
             Start::Dir(dir) => dir,
         };
-        let mut files: Vec<VPath> = self
-            .walk(under, dir)?
-            .into_iter()
-            .filter(|f| grep.includes(f.relative()))
-            .filter_map(|f| VPath::parse(&f.path).ok())
-            .collect();
+        let mut files: Vec<VPath> = Vec::new();
+        self.walk(under, dir, |f| {
+            if grep.includes(f.relative())
+                && let Ok(path) = VPath::parse(&f.path)
+            {
+                files.push(path);
+            }
+        })?;
         files.sort_unstable();
-        self.search_files(grep, &files, limit, collector)
+        self.search_files(grep, files, limit, collector)
     }
 
-    /// Searches `files` (in path order) in batches on the configured threads.
+    /// Searches `files` (in path order) in batches on the shared blocking pool.
+    ///
+    /// The matches are held in one bounded collector of the limit + 1 first
+    /// by (path, line), whatever the number of files or matches per file; a
+    /// file that can no longer contribute (the collector is full of matches
+    /// from files before it) is not read, and once a batch fills the collector
+    /// no later batch is searched.
     fn search_files(
-        &self,
-        grep: &CompiledGrep,
-        files: &[VPath],
+        self: &Arc<Self>,
+        grep: CompiledGrep,
+        files: Vec<VPath>,
         limit: usize,
         mut collector: GrepCollector,
     ) -> Result<GrepResult, Error> {
         let threads = self.options.threads.max(1);
-        // One file may hold more matches than the limit: keep one more than
-        // the limit per file so the merge knows the result is truncated.
-        let per_file = limit.saturating_add(1);
+        let keep = limit.saturating_add(1);
+        let files = Arc::new(files);
+        let grep = Arc::new(grep);
+        let top = Arc::new(Mutex::new(TopK::<Hit>::new(keep)));
+        // The first failure, by file index.
+        let failed: Arc<Mutex<Option<(usize, Error)>>> = Arc::default();
         let mut batch = FIRST_BATCH_PER_THREAD * threads;
         let mut start = 0;
-        while start < files.len() && !collector.is_full() {
+        while start < files.len() {
             let end = start.saturating_add(batch).min(files.len());
-            let results = parallel_map(&files[start..end], threads, |path| {
-                self.search_file(grep, path, per_file, true)
-            });
-            for found in results {
-                collector.extend(found?);
-                if collector.is_full() {
-                    break;
-                }
+            let work = {
+                let (root, grep, files) = (Arc::clone(self), Arc::clone(&grep), Arc::clone(&files));
+                let (top, failed) = (Arc::clone(&top), Arc::clone(&failed));
+                Arc::new(move |j: usize| {
+                    let file = start + j;
+                    if cannot_enter(&top, file) {
+                        return;
+                    }
+                    match root.search_file(&grep, &files[file], keep, true) {
+                        Ok(found) => {
+                            let mut top = top.lock().unwrap_or_else(PoisonError::into_inner);
+                            for (line, m) in found.into_iter().enumerate() {
+                                top.push(Hit { file, line, m });
+                            }
+                        }
+                        Err(e) => {
+                            let mut failed = failed.lock().unwrap_or_else(PoisonError::into_inner);
+                            if failed.as_ref().is_none_or(|(i, _)| file < *i) {
+                                *failed = Some((file, e));
+                            }
+                        }
+                    }
+                })
+            };
+            pool::for_each_index(end - start, threads, work);
+            let top = top.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut failed = failed.lock().unwrap_or_else(PoisonError::into_inner);
+            // A failure counts unless the result was complete before that file.
+            if let Some((file, e)) = failed.take()
+                && !top.is_full_before(file)
+            {
+                return Err(e);
+            }
+            if top.is_full() {
+                break;
             }
             start = end;
             batch = (batch * 2).min(MAX_BATCH);
         }
+        let top = std::mem::replace(
+            &mut *top.lock().unwrap_or_else(PoisonError::into_inner),
+            TopK::new(0),
+        );
+        collector.extend(top.into_sorted_vec().into_iter().map(|h| h.m));
         Ok(collector.finish())
     }
 
@@ -173,6 +222,8 @@ impl Root {
         limit: usize,
         found: bool,
     ) -> Result<Vec<GrepMatch>, Error> {
+        #[cfg(test)]
+        crate::hook::search_file(path);
         let read = if found {
             self.read_found(path)
         } else {
@@ -189,45 +240,100 @@ impl Root {
     }
 }
 
-/// `f` applied to every item on up to `threads` threads (the caller's
-/// included), results in item order.
-fn parallel_map<T: Sync, R: Send + Sync>(
-    items: &[T],
-    threads: usize,
-    f: impl Fn(&T) -> R + Sync,
-) -> Vec<R> {
-    let workers = threads.min(items.len());
-    if workers <= 1 {
-        return items.iter().map(f).collect();
-    }
-    let next = AtomicUsize::new(0);
-    let slots: Vec<OnceLock<R>> = items.iter().map(|_| OnceLock::new()).collect();
-    let work = || {
-        loop {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            let Some(item) = items.get(i) else { break };
-            let _ = slots[i].set(f(item));
-        }
-    };
-    std::thread::scope(|scope| {
-        for _ in 1..workers {
-            scope.spawn(work);
-        }
-        work();
-    });
-    slots.into_iter().filter_map(OnceLock::into_inner).collect()
-}
-
 #[cfg(test)]
 mod tests {
-    use super::parallel_map;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
-    #[test]
-    fn parallel_map_keeps_order() {
-        let items: Vec<usize> = (0..1000).collect();
-        for threads in [1, 2, 7] {
-            let out = parallel_map(&items, threads, |x| x * 2);
-            assert_eq!(out, items.iter().map(|x| x * 2).collect::<Vec<_>>());
+    use burrow_backend::{Backend, FileContext, GrepQuery, VPath};
+
+    use crate::hook::on_search_file;
+    use crate::{FsBackend, FsOptions};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_small_grep_reads_few_files_and_keeps_at_most_limit_plus_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("bounded-grep");
+        std::fs::create_dir(&folder).unwrap();
+        let body = "needle\n".repeat(50);
+        for i in 0..300 {
+            std::fs::write(folder.join(format!("f{i:03}.txt")), &body).unwrap();
         }
+        let read = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&read);
+        on_search_file(move |p| {
+            if p.as_str().starts_with("/bounded-grep/") {
+                counter.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+        let backend =
+            FsBackend::open_with(dir.path(), FsOptions::default().with_threads(2)).unwrap();
+        let found = backend
+            .grep(
+                &FileContext::default(),
+                &GrepQuery::fixed("needle"),
+                &VPath::parse("/bounded-grep").unwrap(),
+                10,
+            )
+            .await
+            .unwrap();
+        assert_eq!(found.matches.len(), 10);
+        assert!(found.truncated);
+        assert!(
+            found
+                .matches
+                .iter()
+                .all(|m| m.path == "/bounded-grep/f000.txt")
+        );
+        // One file holds more than the limit: once its matches are in, no
+        // later file can enter, so only the files already being searched by
+        // the two threads are read (the batch held 128).
+        let n = read.load(Ordering::Relaxed);
+        assert!(
+            n <= 4,
+            "{n} files were read for a grep the first file answers"
+        );
     }
+}
+
+/// One match, ordered by its file's place in path order, then its place in the file.
+#[derive(Debug)]
+struct Hit {
+    file: usize,
+    line: usize,
+    m: GrepMatch,
+}
+
+impl PartialEq for Hit {
+    fn eq(&self, other: &Self) -> bool {
+        (self.file, self.line) == (other.file, other.line)
+    }
+}
+
+impl Eq for Hit {}
+
+impl PartialOrd for Hit {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Hit {
+    fn cmp(&self, other: &Self) -> Ordering {
+        (self.file, self.line).cmp(&(other.file, other.line))
+    }
+}
+
+impl TopK<Hit> {
+    /// True when the collector is full of matches from files before `file`.
+    fn is_full_before(&self, file: usize) -> bool {
+        self.is_full() && self.largest().is_some_and(|h| h.file < file)
+    }
+}
+
+/// True when no match of `file` could enter the collector any more.
+fn cannot_enter(top: &Mutex<TopK<Hit>>, file: usize) -> bool {
+    top.lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .is_full_before(file)
 }

@@ -110,11 +110,17 @@ fn child(parent: &str, name: &str) -> String {
 }
 
 impl Root {
-    /// Every regular file beneath the directory `under` (unsorted).
+    /// Hands every regular file beneath the directory `under` to `visit`
+    /// (unsorted), keeping none of them.
     ///
     /// `start` is the handle of `under`. Directories that vanish or cannot be
     /// opened mid-walk are skipped; an error listing `under` itself is returned.
-    pub(crate) fn walk(&self, under: &VPath, start: Dir) -> Result<Vec<Found>, Error> {
+    pub(crate) fn walk(
+        &self,
+        under: &VPath,
+        start: Dir,
+        mut visit: impl FnMut(Found),
+    ) -> Result<(), Error> {
         let respect = self.options.respect_ignore_files;
         let base = under.as_str();
         let rel_start = if under.is_root() { 1 } else { base.len() + 1 };
@@ -123,7 +129,6 @@ impl Root {
         } else {
             None
         };
-        let mut found = Vec::new();
         let mut pending: Vec<(Option<Dir>, String, Option<Rc<Layer>>)> =
             vec![(Some(start), base.to_owned(), top_layer)];
         while let Some((handle, dir_path, layer)) = pending.pop() {
@@ -179,11 +184,11 @@ impl Root {
                 if is_dir {
                     pending.push((None, path, layer.clone()));
                 } else {
-                    found.push(Found { path, rel_start });
+                    visit(Found { path, rel_start });
                 }
             }
         }
-        Ok(found)
+        Ok(())
     }
 
     /// True when the link at the virtual `path` resolves, beneath the root, to a regular file.

@@ -16,6 +16,9 @@ use crate::store::SqliteStore;
 use crate::tree::{self, Settings};
 use crate::{queries, query, quota};
 
+/// How many effect records one pruning transaction removes at most.
+const PRUNE_BATCH: usize = 1000;
+
 /// burrow's file contract over one SQLite database file.
 ///
 /// # Semantics
@@ -142,12 +145,25 @@ impl StoreBackend {
     /// until pruned. Prune with a margin longer than any caller retries: a
     /// retry whose record is gone runs again. Files are not touched.
     pub async fn prune_effects(&self, recorded_before: jiff::Timestamp) -> Result<u64> {
-        let before = recorded_before.to_string();
-        let removed = blocking(&self.db, move |db| {
-            db.write(|c| c.execute(queries::EFFECTS_PRUNE, [&before]).map_err(sql))
+        let before = recorded_before.as_millisecond();
+        blocking(&self.db, move |db| {
+            // Batches, each its own short transaction, so writers are never
+            // kept waiting behind one long delete.
+            let mut removed: u64 = 0;
+            loop {
+                let n = db.write(|c| {
+                    c.prepare_cached(queries::EFFECTS_PRUNE)
+                        .map_err(sql)?
+                        .execute(rusqlite::params![before, PRUNE_BATCH as i64])
+                        .map_err(sql)
+                })?;
+                removed = removed.saturating_add(u64::try_from(n).unwrap_or(0));
+                if n < PRUNE_BATCH {
+                    return Ok(removed);
+                }
+            }
         })
-        .await?;
-        Ok(u64::try_from(removed).unwrap_or(0))
+        .await
     }
 
     /// Creates or replaces many files in ONE transaction: all are written, or
@@ -169,6 +185,7 @@ impl StoreBackend {
                     &ctx.tenant,
                     ctx.effect_key.as_deref(),
                     "write_many",
+                    &batch_target(&files),
                     &now,
                     |c| {
                         files
@@ -191,6 +208,12 @@ fn lock_scope(location: &str) -> String {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     location.hash(&mut hasher);
     format!("sqlite:{:016x}", hasher.finish())
+}
+
+/// The paths of a batch as one effect-record target: one per line, in order.
+fn batch_target(files: &[(VPath, Vec<u8>)]) -> String {
+    let paths: Vec<&str> = files.iter().map(|(path, _)| path.as_str()).collect();
+    paths.join("\n")
 }
 
 pub(crate) fn now() -> String {
@@ -259,6 +282,7 @@ impl Backend for StoreBackend {
                     &ctx.tenant,
                     ctx.effect_key.as_deref(),
                     "write",
+                    path.as_str(),
                     &now,
                     |c| tree::write_file(c, &settings, &ctx.tenant, &path, &bytes, &now),
                 )
@@ -285,6 +309,7 @@ impl Backend for StoreBackend {
                     &ctx.tenant,
                     ctx.effect_key.as_deref(),
                     "edit",
+                    path.as_str(),
                     &now,
                     |c| {
                         tree::edit_file(
@@ -314,6 +339,7 @@ impl Backend for StoreBackend {
                     &ctx.tenant,
                     ctx.effect_key.as_deref(),
                     "delete",
+                    path.as_str(),
                     &now,
                     |c| tree::delete_file(c, &ctx.tenant, &path),
                 )

@@ -28,7 +28,9 @@ pub(crate) struct Database {
 impl Database {
     /// Opens (creating if missing) the database at `path` and migrates it to the current schema.
     pub(crate) fn open(path: &Path, options: SqliteOptions) -> Result<Database> {
-        let deadline = Instant::now() + options.busy_timeout;
+        let options = options.clamped();
+        check_path(path)?;
+        let deadline = deadline(options.busy_timeout);
         let mut writer = retry_busy(deadline, || open_connection(path, &options, false))?;
         retry_busy(deadline, || {
             let mode: String = writer
@@ -63,7 +65,7 @@ impl Database {
     /// until the busy timeout, then reported as a failure.
     pub(crate) fn write<T>(&self, mut f: impl FnMut(&Connection) -> Result<T>) -> Result<T> {
         let mut conn = lock(&self.writer)?;
-        let deadline = Instant::now() + self.options.busy_timeout;
+        let deadline = deadline(self.options.busy_timeout);
         retry_busy(deadline, || {
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -79,13 +81,13 @@ impl Database {
         let mut conn = match lock(&self.readers)?.pop() {
             Some(conn) => conn,
             None => {
-                let deadline = Instant::now() + self.options.busy_timeout;
+                let deadline = deadline(self.options.busy_timeout);
                 retry_busy(deadline, || {
                     open_connection(&self.path, &self.options, true)
                 })?
             }
         };
-        let deadline = Instant::now() + self.options.busy_timeout;
+        let deadline = deadline(self.options.busy_timeout);
         let result = retry_busy(deadline, || {
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Deferred)
@@ -103,6 +105,35 @@ impl Database {
         }
         result
     }
+}
+
+/// The instant `timeout` from now (far in the future if that is past what the clock holds).
+fn deadline(timeout: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(timeout)
+        .or_else(|| now.checked_add(crate::MAX_BUSY_TIMEOUT))
+        .unwrap_or(now)
+}
+
+/// Refuses, up front, a path that exists but is not a regular file (a
+/// directory, `/dev/null` or another device, a pipe, a socket): SQLite would
+/// fail on it late and with a misleading message (a lock wait, then "locked
+/// by another writer"). A missing file is fine: it is created.
+fn check_path(path: &Path) -> Result<()> {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    if meta.is_file() {
+        return Ok(());
+    }
+    let what = if meta.is_dir() {
+        "a directory"
+    } else {
+        "a device, pipe or socket"
+    };
+    Err(Error::invalid_argument(format!(
+        "the SQLite database path names {what}, not a regular file, so it cannot be a database; give the path of a database file, or of one to create."
+    )))
 }
 
 /// Runs the blocking `f` on tokio's blocking pool.
@@ -199,4 +230,85 @@ pub(crate) fn sql(err: rusqlite::Error) -> Error {
         _ => "the SQLite store failed.",
     };
     Error::failure(message, err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::{MAX_BUSY_TIMEOUT, Synchronous};
+
+    /// The PRAGMAs of `conn` that the options set, as SQLite reports them.
+    fn pragmas(conn: &Connection) -> (String, i64, i64, i64, i64) {
+        let get =
+            |name: &str| -> i64 { conn.pragma_query_value(None, name, |r| r.get(0)).unwrap() };
+        let mode: String = conn
+            .pragma_query_value(None, "journal_mode", |r| r.get(0))
+            .unwrap();
+        (
+            mode,
+            get("busy_timeout"),
+            get("synchronous"),
+            get("mmap_size"),
+            get("query_only"),
+        )
+    }
+
+    #[test]
+    fn every_connection_carries_the_pragmas_the_options_ask_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = SqliteOptions {
+            synchronous: Synchronous::Full,
+            busy_timeout: Duration::from_millis(1234),
+            read_connections: 1,
+            mmap_size: 1 << 20,
+        };
+        let db = Database::open(&dir.path().join("p.db"), options).unwrap();
+        // synchronous: 0 OFF, 1 NORMAL, 2 FULL.
+        let writer = pragmas(&lock(&db.writer).unwrap());
+        assert_eq!(writer, ("wal".to_owned(), 1234, 2, 1 << 20, 0));
+        let reader = db.read(|c| Ok(pragmas(c))).unwrap();
+        assert_eq!(reader, ("wal".to_owned(), 1234, 2, 1 << 20, 1));
+        // The pooled reader is reused, with the same settings.
+        let again = db.read(|c| Ok(pragmas(c))).unwrap();
+        assert_eq!(again, reader);
+
+        let defaults = Database::open(&dir.path().join("d.db"), SqliteOptions::default()).unwrap();
+        let writer = pragmas(&lock(&defaults.writer).unwrap());
+        assert_eq!(writer.0, "wal");
+        assert_eq!(writer.1, 5000);
+        assert_eq!(writer.2, 1, "synchronous=NORMAL by default");
+    }
+
+    #[test]
+    fn extreme_busy_timeouts_are_clamped_not_overflowed() {
+        let dir = tempfile::tempdir().unwrap();
+        for (timeout, want_ms) in [
+            (Duration::ZERO, 0),
+            (Duration::from_secs(u64::MAX), i64::from(i32::MAX)),
+            (Duration::MAX, i64::from(i32::MAX)),
+        ] {
+            let options = SqliteOptions {
+                busy_timeout: timeout,
+                ..SqliteOptions::default()
+            };
+            let db = Database::open(&dir.path().join("x.db"), options).unwrap();
+            assert_eq!(db.options().busy_timeout, timeout.min(MAX_BUSY_TIMEOUT));
+            let conn = lock(&db.writer).unwrap();
+            let ms: i64 = conn
+                .pragma_query_value(None, "busy_timeout", |r| r.get(0))
+                .unwrap();
+            assert_eq!(ms, want_ms, "{timeout:?}");
+            drop(conn);
+            db.write(|c| {
+                c.execute_batch("CREATE TABLE IF NOT EXISTS t (x)")
+                    .map_err(sql)
+            })
+            .unwrap();
+            db.read(|c| {
+                c.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0))
+                    .map_err(sql)
+            })
+            .unwrap();
+        }
+    }
 }

@@ -82,7 +82,8 @@ pub use namespace::{
     MAX_DEPTH as MAX_NAMESPACE_DEPTH, MAX_SEGMENT_BYTES as MAX_NAMESPACE_SEGMENT_BYTES,
 };
 pub use options::{
-    DEFAULT_BUSY_TIMEOUT, DEFAULT_MMAP_SIZE, DEFAULT_READ_CONNECTIONS, SqliteOptions, Synchronous,
+    DEFAULT_BUSY_TIMEOUT, DEFAULT_MMAP_SIZE, DEFAULT_READ_CONNECTIONS, MAX_BUSY_TIMEOUT,
+    SqliteOptions, Synchronous,
 };
 pub use quota::Quota;
 pub use schema::SCHEMA_VERSION;

@@ -4,6 +4,10 @@ use std::time::Duration;
 
 /// The default time a writer waits for another writer's lock before failing.
 pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// The longest busy timeout used (SQLite takes it in milliseconds as a C
+/// `int`: about 24.8 days); longer ones, from code or configuration, are
+/// clamped to it rather than overflowing.
+pub const MAX_BUSY_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
 /// The default number of idle read connections kept open.
 pub const DEFAULT_READ_CONNECTIONS: usize = 4;
 /// The default most bytes of the file each connection memory-maps (256 MiB).
@@ -44,7 +48,7 @@ pub struct SqliteOptions {
     pub synchronous: Synchronous,
     /// How long an operation waits for another connection's (or process's)
     /// lock before it fails. Waiting is silent; only running out of time is
-    /// reported, as a failure.
+    /// reported, as a failure. Clamped to [`MAX_BUSY_TIMEOUT`] on open.
     pub busy_timeout: Duration,
     /// How many idle read connections are kept for reuse.
     pub read_connections: usize,
@@ -52,6 +56,14 @@ pub struct SqliteOptions {
     /// of copying pages through SQLite's cache (0 turns it off). A scan over
     /// many files (grep) is about twice as fast with it.
     pub mmap_size: u64,
+}
+
+impl SqliteOptions {
+    /// These options with every duration within what SQLite and the clock can take.
+    pub(crate) fn clamped(mut self) -> Self {
+        self.busy_timeout = self.busy_timeout.min(MAX_BUSY_TIMEOUT);
+        self
+    }
 }
 
 impl Default for SqliteOptions {

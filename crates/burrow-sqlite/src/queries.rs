@@ -7,9 +7,9 @@
 /// A file's id, size and created_at. Params: tenant, path.
 pub const FILE_META: &str =
     "SELECT id, size, created_at FROM files WHERE tenant = ?1 AND path = ?2";
-/// A file's id, size and content. Params: tenant, path.
-pub const FILE_CONTENT: &str =
-    "SELECT id, size, content FROM files WHERE tenant = ?1 AND path = ?2";
+/// A file's id, size and content; the content is NULL (never read from the
+/// disk) when the size is past the max file size. Params: tenant, path, max size.
+pub const FILE_CONTENT: &str = "SELECT id, size, CASE WHEN size <= ?3 THEN content END FROM files WHERE tenant = ?1 AND path = ?2";
 /// Whether a directory exists. Params: tenant, path.
 pub const DIR_EXISTS: &str = "SELECT 1 FROM dirs WHERE tenant = ?1 AND path = ?2";
 /// Inserts a file. Params: tenant, path, parent, name, size, now, content.
@@ -42,18 +42,20 @@ pub const LS_DIRS: &str =
 pub const LS_FILES: &str = "SELECT name, size, modified_at FROM files WHERE tenant = ?1 AND parent = ?2 ORDER BY name LIMIT ?3";
 /// Files beneath a directory, by path, without content. Params: tenant, low, high.
 pub const RANGE_META: &str = "SELECT path, size, modified_at FROM files WHERE tenant = ?1 AND path > ?2 AND path < ?3 ORDER BY path";
-/// Files beneath a directory, by path, with content. Params: tenant, low, high.
-pub const RANGE_CONTENT: &str =
-    "SELECT path, content FROM files WHERE tenant = ?1 AND path > ?2 AND path < ?3 ORDER BY path";
-/// A recorded effect. Params: tenant, effect key.
+/// Files beneath a directory within the max file size, by path, with
+/// content (larger ones are skipped by grep, their blobs never read). Params:
+/// tenant, low, high, max size.
+pub const RANGE_CONTENT: &str = "SELECT path, content FROM files WHERE tenant = ?1 AND path > ?2 AND path < ?3 AND size <= ?4 ORDER BY path";
+/// A recorded effect: its operation, path(s) and outcome. Params: tenant, effect key.
 pub const EFFECT_GET: &str =
-    "SELECT op, outcome FROM effects WHERE tenant = ?1 AND effect_key = ?2";
-/// Records an effect. Params: tenant, effect key, op, outcome, now.
-pub const EFFECT_PUT: &str =
-    "INSERT INTO effects (tenant, effect_key, op, outcome, created_at) VALUES (?1, ?2, ?3, ?4, ?5)";
+    "SELECT op, path, outcome FROM effects WHERE tenant = ?1 AND effect_key = ?2";
+/// Records an effect. Params: tenant, effect key, op, outcome, now (RFC 3339),
+/// path(s), now (Unix milliseconds).
+pub const EFFECT_PUT: &str = "INSERT INTO effects (tenant, effect_key, op, outcome, created_at, path, created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
 
-/// Forgets the effect records made before an instant. Params: the instant
-/// (RFC 3339); the one statement whose `?1` is not a tenant, as it spans every
-/// tenant. It scans the table: it is maintenance, not part of any call.
-/// `julianday` compares instants, not strings (stamps differ in their digits).
-pub const EFFECTS_PRUNE: &str = "DELETE FROM effects WHERE julianday(created_at) < julianday(?1)";
+/// Forgets at most `?2` effect records made before an instant, the oldest
+/// first. Params: the instant (Unix milliseconds), the batch size; the one
+/// statement whose `?1` is not a tenant, as it spans every tenant. An index
+/// range over `effects_by_time`: each batch is a short transaction, so
+/// pruning never holds the write lock for long.
+pub const EFFECTS_PRUNE: &str = "DELETE FROM effects WHERE (tenant, effect_key) IN (SELECT tenant, effect_key FROM effects WHERE created_ms < ?1 ORDER BY created_ms LIMIT ?2)";

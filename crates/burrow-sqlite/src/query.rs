@@ -19,12 +19,13 @@ pub(crate) fn read_bytes(
     path: &VPath,
 ) -> Result<Vec<u8>> {
     let mut stmt = conn.prepare_cached(queries::FILE_CONTENT).map_err(sql)?;
+    let max = settings.limits.max_file_size;
     let row = stmt
-        .query_row(params![tenant, path.as_str()], |row| {
+        .query_row(params![tenant, path.as_str(), max_param(max)], |row| {
             let size: i64 = row.get(1)?;
             let size = u64::try_from(size).unwrap_or(0);
-            if size > settings.limits.max_file_size {
-                // Do not load a blob that is refused anyway.
+            if size > max {
+                // The query left the blob of a refused file unread (NULL).
                 return Ok(Err(size));
             }
             Ok(Ok(content(row, 2)?))
@@ -179,12 +180,20 @@ pub(crate) fn grep(
     let mut collector = GrepCollector::new(settings.limits.results(limit));
     if !is_dir(conn, tenant, under)? {
         if grep.includes(under.name()) {
+            let max = settings.limits.max_file_size;
             let bytes = conn
                 .prepare_cached(queries::FILE_CONTENT)
                 .map_err(sql)?
-                .query_row(params![tenant, under.as_str()], |row| content(row, 2))
+                .query_row(params![tenant, under.as_str(), max_param(max)], |row| {
+                    // NULL for a file past the max size: skipped, as on every backend.
+                    match row.get_ref(2)? {
+                        rusqlite::types::ValueRef::Null => Ok(None),
+                        _ => content(row, 2).map(Some),
+                    }
+                })
                 .optional()
-                .map_err(sql)?;
+                .map_err(sql)?
+                .flatten();
             if let Some(bytes) = bytes {
                 collector.search(&grep, under, &bytes);
             }
@@ -197,7 +206,8 @@ pub(crate) fn grep(
         None => range(&base, ""),
     };
     let mut stmt = conn.prepare_cached(queries::RANGE_CONTENT).map_err(sql)?;
-    let mut rows = stmt.query(params![tenant, low, high]).map_err(sql)?;
+    let max = max_param(settings.limits.max_file_size);
+    let mut rows = stmt.query(params![tenant, low, high, max]).map_err(sql)?;
     while let Some(row) = rows.next().map_err(sql)? {
         if collector.is_full() {
             break;
@@ -217,6 +227,11 @@ pub(crate) fn grep(
         collector.search(&grep, path, bytes);
     }
     Ok(collector.finish())
+}
+
+/// A max file size as an SQL integer (sizes past `i64::MAX` cannot be stored anyway).
+pub(crate) fn max_param(max: u64) -> i64 {
+    i64::try_from(max).unwrap_or(i64::MAX)
 }
 
 /// A content column as bytes (stored as a BLOB; TEXT is accepted too).

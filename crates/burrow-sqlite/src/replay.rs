@@ -3,6 +3,13 @@
 //! The outcome recorded is what the caller saw: the success value, or a
 //! refusal's kind and message. A failure records nothing (its transaction is
 //! rolled back), so a retry after a failure really runs again. See ADR 0072.
+//!
+//! A record matches only the same operation on the same path (for a batch,
+//! the same paths in the same order): the key of a write to `/a` given to a
+//! write to `/b`, or to an edit, is refused and changes nothing, rather than
+//! replaying an outcome that belongs to another change. (The record layout is
+//! local to this crate for now; it can move to a shared replay-record
+//! encoding in `burrow-backend` once there is one.)
 
 use burrow_backend::{Error, ErrorKind, Result};
 use rusqlite::{Connection, OptionalExtension, params};
@@ -33,6 +40,7 @@ pub(crate) fn guarded<T>(
     tenant: &str,
     effect_key: Option<&str>,
     op: &str,
+    target: &str,
     now: &str,
     f: impl FnOnce(&Connection) -> Result<T>,
 ) -> Result<Result<T>>
@@ -42,8 +50,8 @@ where
     let Some(key) = effect_key else {
         return f(conn).map(Ok);
     };
-    if let Some((recorded_op, outcome)) = lookup(conn, tenant, key)? {
-        return Ok(replay(key, op, &recorded_op, &outcome));
+    if let Some(record) = lookup(conn, tenant, key)? {
+        return Ok(replay(key, op, target, &record));
     }
     conn.execute_batch("SAVEPOINT burrow_effect").map_err(sql)?;
     let result = f(conn);
@@ -63,26 +71,63 @@ where
     conn.execute_batch("RELEASE burrow_effect").map_err(sql)?;
     conn.prepare_cached(queries::EFFECT_PUT)
         .map_err(sql)?
-        .execute(params![tenant, key, op, outcome, now])
+        .execute(params![
+            tenant,
+            key,
+            op,
+            outcome,
+            now,
+            target,
+            jiff::Timestamp::now().as_millisecond()
+        ])
         .map_err(sql)?;
     Ok(result)
 }
 
-fn lookup(conn: &Connection, tenant: &str, key: &str) -> Result<Option<(String, String)>> {
+/// A stored effect record.
+struct Record {
+    op: String,
+    /// The path(s) it changed; "" for records migrated without one.
+    target: String,
+    outcome: String,
+}
+
+fn lookup(conn: &Connection, tenant: &str, key: &str) -> Result<Option<Record>> {
     conn.prepare_cached(queries::EFFECT_GET)
         .map_err(sql)?
-        .query_row(params![tenant, key], |row| Ok((row.get(0)?, row.get(1)?)))
+        .query_row(params![tenant, key], |row| {
+            Ok(Record {
+                op: row.get(0)?,
+                target: row.get(1)?,
+                outcome: row.get(2)?,
+            })
+        })
         .optional()
         .map_err(sql)
 }
 
-fn replay<T: DeserializeOwned>(key: &str, op: &str, recorded_op: &str, outcome: &str) -> Result<T> {
-    if recorded_op != op {
+/// The path(s) a record names, for a message: one path, or a batch's first and count.
+fn describe(target: &str) -> String {
+    let mut paths = target.split('\n');
+    let first = paths.next().unwrap_or_default();
+    match paths.count() {
+        0 => first.to_owned(),
+        more => format!("{first} and {more} more"),
+    }
+}
+
+fn replay<T: DeserializeOwned>(key: &str, op: &str, target: &str, record: &Record) -> Result<T> {
+    // A record migrated from schema 2 may not know its path: it matches on the operation.
+    let same_target = record.target.is_empty() || record.target == target;
+    if record.op != op || !same_target {
         return Err(Error::invalid_argument(format!(
-            "the effect key \"{key}\" was already used by a {recorded_op}, not a {op}; use a new effect key for a new change."
+            "the effect key \"{key}\" was already used by a {} of {}, not a {op} of {}; nothing was changed; use a new effect key for a new change.",
+            record.op,
+            describe(&record.target),
+            describe(target),
         )));
     }
-    let recorded: Recorded<T> = serde_json::from_str(outcome)
+    let recorded: Recorded<T> = serde_json::from_str(&record.outcome)
         .map_err(|e| Error::failure("a recorded outcome in the SQLite store is unreadable", e))?;
     match recorded {
         Recorded::Ok(value) => Ok(value),

@@ -15,7 +15,7 @@ use rusqlite::{Connection, TransactionBehavior, params};
 use crate::db::sql;
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Version 1: key/value items, files (with their parent directory for
 /// indexed listings), and recorded effect outcomes.
@@ -77,6 +77,25 @@ INSERT INTO usage (tenant, bytes, files)
     SELECT tenant, SUM(size), COUNT(*) FROM files GROUP BY tenant;
 ";
 
+/// Version 3: each effect record names the path(s) it changed, so a key
+/// replays only for the same operation on the same path, and carries its time
+/// as an integer (Unix milliseconds) under an index, so pruning is an index
+/// range (ADRs 0072, 0074). Records of version 2 get the path their success
+/// outcome names (write, edit), or "" (unknown: they match on the operation
+/// alone, as before), and their time from `created_at`.
+const V3: &str = "
+ALTER TABLE effects ADD COLUMN path TEXT NOT NULL DEFAULT '';
+ALTER TABLE effects ADD COLUMN created_ms INTEGER NOT NULL DEFAULT 0;
+UPDATE effects SET
+    path = CASE
+        WHEN op IN ('write', 'edit') AND json_valid(outcome)
+            THEN coalesce(json_extract(outcome, '$.ok.path'), '')
+        ELSE ''
+    END,
+    created_ms = coalesce(CAST(round((julianday(created_at) - 2440587.5) * 86400000.0) AS INTEGER), 0);
+CREATE INDEX effects_by_time ON effects (created_ms);
+";
+
 /// Brings the database to [`SCHEMA_VERSION`], one migration per transaction.
 pub(crate) fn migrate(conn: &mut Connection) -> Result<()> {
     loop {
@@ -93,6 +112,7 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<()> {
                 tx.execute_batch(V2).map_err(sql)?;
                 backfill_dirs(&tx)?;
             }
+            2 => tx.execute_batch(V3).map_err(sql)?,
             newer if newer > SCHEMA_VERSION => {
                 return Err(Error::failure_msg(format!(
                     "the SQLite database has schema version {newer}, newer than this burrow understands ({SCHEMA_VERSION}); upgrade burrow to open it."

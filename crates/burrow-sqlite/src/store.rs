@@ -90,9 +90,10 @@ impl SqliteStoreBuilder {
         self
     }
 
-    /// How long to wait for another writer's lock (default 5 s).
+    /// How long to wait for another writer's lock (default 5 s; at most
+    /// [`crate::MAX_BUSY_TIMEOUT`], longer is clamped).
     pub fn busy_timeout(mut self, timeout: Duration) -> Self {
-        self.options.busy_timeout = timeout;
+        self.options.busy_timeout = timeout.min(crate::MAX_BUSY_TIMEOUT);
         self
     }
 

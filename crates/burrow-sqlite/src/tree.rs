@@ -115,13 +115,21 @@ pub(crate) fn edit_file(
     let row = conn
         .prepare_cached(queries::FILE_CONTENT)
         .map_err(sql)?
-        .query_row(params![tenant, path.as_str()], |row| {
-            Ok((
-                row.get::<_, i64>(0)?,
-                row.get::<_, i64>(1)?,
-                row.get_ref(2)?.as_bytes()?.to_vec(),
-            ))
-        })
+        .query_row(
+            params![
+                tenant,
+                path.as_str(),
+                crate::query::max_param(settings.limits.max_file_size)
+            ],
+            |row| {
+                // The content is NULL (unread) for a file past the max size.
+                let content = match row.get_ref(2)? {
+                    rusqlite::types::ValueRef::Null => None,
+                    value => Some(value.as_bytes()?.to_vec()),
+                };
+                Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?, content))
+            },
+        )
         .optional()
         .map_err(sql)?;
     let Some((id, size, content)) = row else {
@@ -132,6 +140,13 @@ pub(crate) fn edit_file(
         u64::try_from(size).unwrap_or(0),
         settings.limits.max_file_size,
     )?;
+    let Some(content) = content else {
+        return Err(Error::too_large(
+            path,
+            u64::try_from(size).unwrap_or(0),
+            settings.limits.max_file_size,
+        ));
+    };
     let (edited, count) = apply_edit(path, &content, old, new, replace_all)?;
     let new_size = to_i64(edited.len() as u64);
     check_size(path, edited.len() as u64, settings.limits.max_file_size)?;

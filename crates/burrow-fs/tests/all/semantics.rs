@@ -446,3 +446,29 @@ async fn fsync_and_open_or_create_work() {
         "no temporary file left"
     );
 }
+
+#[tokio::test]
+async fn a_page_of_ls_is_full_even_when_hidden_entries_sort_first() {
+    let w = World::new();
+    let b = &w.backend;
+    // Entries ls does not show (links to nothing, links leading out) sort
+    // before every file: the page must still be filled with files.
+    for i in 0..40 {
+        w.symlink(format!("nowhere-{i}"), &format!("a{i:02}"));
+    }
+    w.symlink(w.outside().join("secret.txt"), "b-out");
+    for i in 0..10 {
+        w.put(&format!("z{i:02}.txt"), "x");
+    }
+    let listing = b.ls(&ctx(), &p("/"), 5).await.unwrap();
+    let names: Vec<&str> = listing.entries.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, ["z00.txt", "z01.txt", "z02.txt", "z03.txt", "z04.txt"]);
+    assert!(listing.truncated);
+    let all = b.ls(&ctx(), &p("/"), 10).await.unwrap();
+    assert_eq!(all.entries.len(), 10);
+    assert!(!all.truncated);
+    let glob = b.glob(&ctx(), "z0*", &p("/"), 3).await.unwrap();
+    let names: Vec<&str> = glob.files.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, ["z00.txt", "z01.txt", "z02.txt"]);
+    assert!(glob.truncated);
+}

@@ -386,3 +386,101 @@ async fn options_are_applied_and_a_file_named_like_a_uri_is_a_file() {
         b"kept"
     );
 }
+
+#[tokio::test]
+async fn a_path_that_cannot_be_a_database_is_refused_at_once() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let link = dir.path().join("null.db");
+    std::os::unix::fs::symlink("/dev/null", &link).unwrap();
+    for path in [
+        std::path::PathBuf::from("/dev/null"),
+        link,
+        dir.path().to_owned(),
+    ] {
+        let err = SqliteStore::builder(&path)
+            .busy_timeout(Duration::from_millis(100))
+            .open()
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+        assert!(err.message().contains("not a regular file"), "{err}");
+        assert!(!err.message().contains("another writer"), "{err}");
+        assert!(!err.message().contains("/dev"), "{err}");
+    }
+    assert!(std::fs::read_link(dir.path().join("null.db")).is_ok());
+}
+
+#[tokio::test]
+async fn busy_timeouts_from_zero_to_u64_max_seconds_open_and_work() {
+    for timeout in [Duration::ZERO, Duration::from_secs(u64::MAX)] {
+        let t = TempStore::new();
+        let store = SqliteStore::builder(t.db_path())
+            .busy_timeout(timeout)
+            .open()
+            .unwrap();
+        assert_eq!(
+            store.options().busy_timeout,
+            timeout.min(burrow_sqlite::MAX_BUSY_TIMEOUT)
+        );
+        let files = store.files();
+        files.write(&ctx("t"), &p("/a"), "x").await.unwrap();
+        assert_eq!(files.read_bytes(&ctx("t"), &p("/a")).await.unwrap(), b"x");
+    }
+}
+
+#[tokio::test]
+async fn over_size_files_are_never_loaded_refused_by_reads_and_skipped_by_grep() {
+    let t = TempStore::new();
+    let c = ctx("t");
+    // Stored while the limit was larger.
+    t.files
+        .write(&c, &p("/big.txt"), &"needle\n".repeat(100))
+        .await
+        .unwrap();
+    t.files
+        .write(&c, &p("/small.txt"), "needle\n")
+        .await
+        .unwrap();
+    let strict = burrow_sqlite::StoreBackend::builder(&t.store)
+        .max_file_size(64)
+        .build();
+    for err in [
+        strict.read_bytes(&c, &p("/big.txt")).await.unwrap_err(),
+        strict.read(&c, &p("/big.txt"), 0, 10).await.unwrap_err(),
+        strict
+            .edit(&c, &p("/big.txt"), "needle", "pin", true)
+            .await
+            .unwrap_err(),
+    ] {
+        assert_eq!(err.kind(), ErrorKind::TooLarge, "{err}");
+    }
+    let q = GrepQuery::fixed("needle");
+    let found = strict.grep(&c, &q, &p("/"), 1000).await.unwrap();
+    let paths: Vec<&str> = found.matches.iter().map(|m| m.path.as_str()).collect();
+    assert_eq!(paths, ["/small.txt"]);
+    assert!(
+        strict
+            .grep(&c, &q, &p("/big.txt"), 10)
+            .await
+            .unwrap()
+            .matches
+            .is_empty()
+    );
+    // The queries themselves never hand over an over-size blob.
+    let conn = Connection::open(t.db_path()).unwrap();
+    let content: Option<Vec<u8>> = conn
+        .query_row(
+            burrow_sqlite::queries::FILE_CONTENT,
+            rusqlite::params!["t", "/big.txt", 64],
+            |r| r.get(2),
+        )
+        .unwrap();
+    assert_eq!(content, None);
+    let listed: Vec<String> = conn
+        .prepare(burrow_sqlite::queries::RANGE_CONTENT)
+        .unwrap()
+        .query_map(rusqlite::params!["t", "/", "0", 64], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(listed, ["/small.txt"]);
+}

@@ -57,16 +57,23 @@ async fn listings_and_range_scans_use_indexes() {
         "INDEX sqlite_autoindex_files",
     );
     assert_indexed(
-        &plan(&conn, queries::RANGE_CONTENT, ("t", "/small/", "/small0")),
+        &plan(
+            &conn,
+            queries::RANGE_CONTENT,
+            ("t", "/small/", "/small0", 1000),
+        ),
         "INDEX sqlite_autoindex_files",
     );
     for (sql, index) in [
         (queries::FILE_META, "sqlite_autoindex_files"),
-        (queries::FILE_CONTENT, "sqlite_autoindex_files"),
         (queries::DIR_EXISTS, "PRIMARY KEY"),
     ] {
         assert_indexed(&plan(&conn, sql, ("t", "/small/a.txt")), index);
     }
+    assert_indexed(
+        &plan(&conn, queries::FILE_CONTENT, ("t", "/small/a.txt", 1000)),
+        "sqlite_autoindex_files",
+    );
     let range = plan(&conn, queries::RANGE_META, ("t", "/small/", "/small0"));
     assert!(
         range.iter().any(|l| l.contains("path>? AND path<?")),

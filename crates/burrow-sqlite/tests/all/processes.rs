@@ -16,7 +16,7 @@ use rusqlite::Connection;
 
 use super::common::{TempStore, ctx, p};
 
-/// Set when this binary is re-executed as a worker: "mixed" or "stream".
+/// Set when this binary is re-executed as a worker: "mixed", "editor" or "stream".
 const ROLE_ENV: &str = "BURROW_SQLITE_ROLE";
 /// The database file a worker opens.
 const DB_ENV: &str = "BURROW_SQLITE_DB";
@@ -24,6 +24,8 @@ const DB_ENV: &str = "BURROW_SQLITE_DB";
 const ID_ENV: &str = "BURROW_SQLITE_WORKER_ID";
 const WORKERS: usize = 4;
 const ROUNDS_PER_WORKER: usize = 40;
+/// An editor's edits of the one shared file.
+const EDITS_PER_EDITOR: usize = 50;
 const TENANT: &str = "procs";
 /// The stream worker writes as a tenant of its own, so its usage counts only its files.
 const STREAM_TENANT: &str = "stream";
@@ -47,6 +49,23 @@ async fn mixed_worker(files: &StoreBackend, id: usize, rounds: usize) {
             .edit(
                 &c,
                 &p("/ledger.txt"),
+                "END",
+                &format!("{id}-{i}\nEND"),
+                false,
+            )
+            .await
+            .unwrap();
+    }
+}
+
+/// Appends `edits` lines to /edits.txt, each by an edit of its end marker (the file exists).
+async fn editor(files: &StoreBackend, id: usize, edits: usize) {
+    let c = ctx(TENANT);
+    for i in 0..edits {
+        files
+            .edit(
+                &c,
+                &p("/edits.txt"),
                 "END",
                 &format!("{id}-{i}\nEND"),
                 false,
@@ -86,6 +105,10 @@ async fn worker() {
             Some("mixed") => {
                 let id: usize = std::env::var(ID_ENV).unwrap().parse().unwrap();
                 mixed_worker(&files, id, ROUNDS_PER_WORKER).await;
+            }
+            Some("editor") => {
+                let id: usize = std::env::var(ID_ENV).unwrap().parse().unwrap();
+                editor(&files, id, EDITS_PER_EDITOR).await;
             }
             Some("stream") => stream_worker(&files, None).await,
             other => panic!("unknown worker role {other:?}"),
@@ -205,6 +228,49 @@ async fn four_processes_writing_and_editing_lose_nothing() {
         assert!(status.success(), "a worker failed: {status}");
     }
     check_mixed(&db, WORKERS, ROUNDS_PER_WORKER).await;
+}
+
+#[tokio::test]
+async fn four_processes_of_fifty_edits_on_one_file_lose_none() {
+    let t = TempStore::new();
+    t.files
+        .write(&ctx(TENANT), &p("/edits.txt"), "END")
+        .await
+        .unwrap();
+    let children: Vec<Child> = (0..WORKERS)
+        .map(|id| spawn("editor", &t.db_path(), id))
+        .collect();
+    for mut child in children {
+        let status = child.wait().unwrap();
+        assert!(status.success(), "an editor failed: {status}");
+    }
+    let text = t
+        .files
+        .read_bytes(&ctx(TENANT), &p("/edits.txt"))
+        .await
+        .unwrap();
+    let text = String::from_utf8(text).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.pop(), Some("END"));
+    let expected = WORKERS * EDITS_PER_EDITOR;
+    assert_eq!(
+        lines.len(),
+        expected,
+        "{} of {expected} edits were lost",
+        expected.saturating_sub(lines.len())
+    );
+    for id in 0..WORKERS {
+        let mine: Vec<&str> = lines
+            .iter()
+            .copied()
+            .filter(|l| l.starts_with(&format!("{id}-")))
+            .collect();
+        let want: Vec<String> = (0..EDITS_PER_EDITOR).map(|i| format!("{id}-{i}")).collect();
+        assert_eq!(
+            mine, want,
+            "editor {id}'s edits are missing or out of order"
+        );
+    }
 }
 
 fn random_below(n: u64) -> u64 {

@@ -178,13 +178,14 @@ async fn concurrent_calls_with_one_key_apply_once() {
     assert_eq!(t.files.read_bytes(&c, &p("/n.txt")).await.unwrap(), b"nn");
 }
 
-/// Sets the time the record of `key` was made.
+/// Sets the time the record of `key` was made (as text and as Unix milliseconds).
 fn backdate(t: &TempStore, key: &str, stamp: &str) {
+    let ms = stamp.parse::<jiff::Timestamp>().unwrap().as_millisecond();
     let changed = Connection::open(t.db_path())
         .unwrap()
         .execute(
-            "UPDATE effects SET created_at = ?2 WHERE effect_key = ?1",
-            [key, stamp],
+            "UPDATE effects SET created_at = ?2, created_ms = ?3 WHERE effect_key = ?1",
+            rusqlite::params![key, stamp, ms],
         )
         .unwrap();
     assert_eq!(changed, 1);
@@ -237,6 +238,105 @@ async fn pruning_forgets_records_made_before_an_instant_of_every_tenant() {
         .unwrap();
     assert_eq!(
         t.files.read_bytes(&b, &p("/f.txt")).await.unwrap(),
+        b"changed"
+    );
+}
+
+#[tokio::test]
+async fn pruning_goes_in_batches_through_the_time_index() {
+    let t = TempStore::new();
+    let c = ctx("t");
+    // More records than one batch, all of them old enough.
+    let batch: Vec<_> = (0..2500).map(|i| format!("k{i}")).collect();
+    {
+        let conn = Connection::open(t.db_path()).unwrap();
+        let mut insert = conn
+            .prepare("INSERT INTO effects (tenant, effect_key, op, outcome, created_at, path, created_ms) VALUES ('t', ?1, 'delete', '{\"ok\":null}', '2020-01-01T00:00:00Z', '/x', 1577836800000)")
+            .unwrap();
+        for key in &batch {
+            insert.execute([key]).unwrap();
+        }
+    }
+    t.files
+        .write(&c.with_effect_key("fresh"), &p("/f.txt"), "x")
+        .await
+        .unwrap();
+    let cutoff: jiff::Timestamp = "2021-01-01T00:00:00Z".parse().unwrap();
+    assert_eq!(t.files.prune_effects(cutoff).await.unwrap(), 2500);
+    let left: i64 = Connection::open(t.db_path())
+        .unwrap()
+        .query_row("SELECT count(*) FROM effects", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(left, 1, "the fresh record is kept");
+    // The statement reads the time index, never scanning the table.
+    let conn = Connection::open(t.db_path()).unwrap();
+    let mut stmt = conn
+        .prepare(&format!(
+            "EXPLAIN QUERY PLAN {}",
+            burrow_sqlite::queries::EFFECTS_PRUNE
+        ))
+        .unwrap();
+    let plan: Vec<String> = stmt
+        .query_map(rusqlite::params![0_i64, 1000_i64], |r| {
+            r.get::<_, String>(3)
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert!(
+        plan.iter().any(|l| l.contains("effects_by_time")),
+        "{plan:?}"
+    );
+    assert!(
+        !plan.iter().any(|l| l.starts_with("SCAN effects")),
+        "{plan:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_key_replays_only_for_the_same_operation_on_the_same_path() {
+    let t = TempStore::new();
+    let c = ctx("t");
+    let key = c.with_effect_key("k");
+    t.files.write(&key, &p("/a.txt"), "a").await.unwrap();
+    // The same key for a write of another path: refused, nothing written.
+    let err = t.files.write(&key, &p("/b.txt"), "b").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    assert!(
+        err.message().contains("/a.txt") && err.message().contains("/b.txt"),
+        "{err}"
+    );
+    assert_eq!(
+        t.files
+            .read_bytes(&c, &p("/b.txt"))
+            .await
+            .unwrap_err()
+            .kind(),
+        ErrorKind::NotFound
+    );
+    // For another operation on the same path: refused, file unchanged.
+    let err = t
+        .files
+        .edit(&key, &p("/a.txt"), "a", "z", false)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    let err = t.files.delete(&key, &p("/a.txt")).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    assert_eq!(t.files.read_bytes(&c, &p("/a.txt")).await.unwrap(), b"a");
+    // A batch matches only the same paths in the same order.
+    let batch_key = c.with_effect_key("batch");
+    let one = vec![(p("/x"), b"1".to_vec()), (p("/y"), b"2".to_vec())];
+    t.files.write_many(&batch_key, one.clone()).await.unwrap();
+    assert_eq!(t.files.write_many(&batch_key, one).await.unwrap().len(), 2);
+    let other = vec![(p("/y"), b"2".to_vec()), (p("/x"), b"1".to_vec())];
+    let err = t.files.write_many(&batch_key, other).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    // The same key for the same write still replays.
+    t.files.write(&c, &p("/a.txt"), "changed").await.unwrap();
+    t.files.write(&key, &p("/a.txt"), "a").await.unwrap();
+    assert_eq!(
+        t.files.read_bytes(&c, &p("/a.txt")).await.unwrap(),
         b"changed"
     );
 }

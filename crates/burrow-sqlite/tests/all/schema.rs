@@ -1,4 +1,4 @@
-//! Schema versions: a database written by schema v1 opens, migrates and keeps its data; a newer one is refused.
+//! Schema versions: a database written by schema v1 or v2 opens, migrates and keeps its data; a newer one is refused.
 
 use burrow_backend::{Backend, ErrorKind, GrepQuery};
 use burrow_sqlite::{Depth, SCHEMA_VERSION, SqliteStore, StoreBackend};
@@ -8,6 +8,7 @@ use serde_json::json;
 use super::common::{ctx, p};
 
 const V1_SCRIPT: &str = include_str!("../fixtures/schema_v1.sql");
+const V2_SCRIPT: &str = include_str!("../fixtures/schema_v2.sql");
 
 fn user_version(path: &std::path::Path) -> i64 {
     Connection::open(path)
@@ -181,4 +182,76 @@ fn a_new_database_starts_at_the_current_version() {
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))
         .unwrap();
     assert_eq!(mode, "wal");
+}
+
+#[tokio::test]
+async fn v2_effect_records_gain_their_path_and_a_numeric_time() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let path = dir.path().join("v2.db");
+    Connection::open(&path)
+        .unwrap()
+        .execute_batch(V2_SCRIPT)
+        .unwrap();
+    assert_eq!(user_version(&path), 2);
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(user_version(&path), SCHEMA_VERSION);
+    let rows: Vec<(String, String, i64)> = Connection::open(&path)
+        .unwrap()
+        .prepare("SELECT effect_key, path, created_ms FROM effects ORDER BY effect_key")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let ms = |s: &str| s.parse::<jiff::Timestamp>().unwrap().as_millisecond();
+    assert_eq!(
+        rows,
+        [
+            (
+                "call-1".to_owned(),
+                "/notes.md".to_owned(),
+                ms("2025-01-02T03:04:05Z")
+            ),
+            (
+                "call-2".to_owned(),
+                "/src/main.rs".to_owned(),
+                ms("2025-01-02T03:04:05.5Z")
+            ),
+            (
+                "call-3".to_owned(),
+                String::new(),
+                ms("2025-06-01T00:00:00Z")
+            ),
+            (
+                "call-4".to_owned(),
+                String::new(),
+                ms("2025-06-01T00:00:00Z")
+            ),
+        ]
+    );
+    let files = store.files();
+    let alice = ctx("alice");
+    // The write's key now replays only for its own path.
+    let err = files
+        .write(&alice.with_effect_key("call-1"), &p("/other.md"), "x")
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    files
+        .write(&alice.with_effect_key("call-1"), &p("/notes.md"), "x")
+        .await
+        .unwrap();
+    assert_eq!(
+        files.read_bytes(&alice, &p("/notes.md")).await.unwrap(),
+        b"hello\n"
+    );
+    // A record whose path is unknown still replays for its operation.
+    let err = files
+        .write(&alice.with_effect_key("call-4"), &p("/any.md"), "x")
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::QuotaExceeded);
+    // Pruning compares the migrated times as instants.
+    let cutoff: jiff::Timestamp = "2025-01-02T03:04:05.2Z".parse().unwrap();
+    assert_eq!(files.prune_effects(cutoff).await.unwrap(), 1);
 }
