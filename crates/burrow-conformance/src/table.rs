@@ -209,25 +209,11 @@ macro_rules! __scenario_items {
             )*
         ];
     };
-    (tests [$make:path] $($module:ident :: $name:ident)*) => {
-        $(
-            #[test]
-            fn $name() -> ::core::result::Result<(), $crate::ScenarioError> {
-                $crate::__private::run_scenario(::core::stringify!($name), || $make())
-            }
-        )*
-
-        /// Fails when the generated tests and `SCENARIOS` disagree.
-        #[test]
-        fn conformance_table_complete() -> ::core::result::Result<(), $crate::ScenarioError> {
-            $crate::__private::check_table(&[$(::core::stringify!($name)),*])
-        }
-
-        /// Random operation sequences give the same results here as on the model (`StateBackend`).
-        #[test]
-        fn model_equivalence() -> ::core::result::Result<(), $crate::ScenarioError> {
-            $crate::check_against_model(|| $make(), $crate::MODEL_CASES)
-        }
+    (tests [$test:ident] $($module:ident :: $name:ident)*) => {
+        $( $test! { $name } )*
+    };
+    (names [] $($module:ident :: $name:ident)*) => {
+        [$(::core::stringify!($name)),*]
     };
 }
 

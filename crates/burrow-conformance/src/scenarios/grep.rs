@@ -129,13 +129,34 @@ pub async fn grep_bad_regex_is_invalid_argument(b: &dyn Backend, cx: &Ctx) -> Ou
             ErrorKind::InvalidArgument,
         )
         .map_err(|e| e.context(format!("grep {pattern:?}")))?;
+        let reason = compiler_reason(pattern);
         ensure!(
-            err.message().len() > 10,
-            "the refusal of {pattern:?} gives a reason: {:?}",
+            err.message().contains(&reason),
+            "the refusal of {pattern:?} gives the regex compiler's reason ({reason:?}): {:?}",
             err.message()
         );
     }
     passed()
+}
+
+/// The regex compiler's own reason for refusing `pattern`: the `error: ...` line of
+/// a parse error, or the kind of a compile error ("exceeds size limit").
+fn compiler_reason(pattern: &str) -> String {
+    match regex::RegexBuilder::new(pattern)
+        .size_limit(1 << 20)
+        .build()
+    {
+        Ok(_) => String::from("(the regex crate accepts it)"),
+        Err(regex::Error::CompiledTooBig(_)) => String::from("exceeds size limit"),
+        Err(e) => {
+            let text = e.to_string();
+            text.lines()
+                .rev()
+                .find_map(|l| l.trim().strip_prefix("error: "))
+                .unwrap_or(text.trim())
+                .to_owned()
+        }
+    }
 }
 
 /// A pattern of 1000 bytes is accepted; 1001 bytes (regex or fixed): InvalidArgument.
