@@ -42,7 +42,7 @@ const TEXTS: &[&str] = &[
 ];
 const BYTES: &[&[u8]] = &[b"\xff\xfe", b"a\0b\n", b"ok\n", b"\xc3", b"a\nb\n"];
 const OLDS: &[&str] = &["a", "b", "\n", "a\nb", "x", "é"];
-const NEWS: &[&str] = &["b", "", "c\nd", "A", "xx"];
+const NEWS: &[&str] = &["b", "", "c\nd", "A", "xx", "b\r\n"];
 const GLOBS: &[&str] = &[
     "*",
     "**",
@@ -55,7 +55,9 @@ const GLOBS: &[&str] = &[
     "b/*.txt",
     "/a/b/*",
 ];
-const GREPS: &[&str] = &["a", "^b", "x|é", "", "A", "b$", "a.b"];
+const GREPS: &[&str] = &[
+    "a", "^b", "x|é", "", "A", "b$", "a.b", "^[^#]*", "\\s*", "x*",
+];
 const INCLUDES: &[Option<&str>] = &[None, Some("*.txt"), Some("a/**"), Some("/*")];
 const LIMITS: &[usize] = &[0, 1, 2, 3, 1000];
 

@@ -400,3 +400,23 @@ pub async fn grep_and_glob_ignore_no_ignore_files(b: &dyn Backend, cx: &Ctx) -> 
     );
     passed()
 }
+
+/// A pattern that can match the empty string (`^[^#]*`, `\s*`, `x*`) matches every
+/// line, empty lines included, as ripgrep reports it.
+pub async fn grep_empty_matching_patterns_match_every_line(b: &dyn Backend, cx: &Ctx) -> Outcome {
+    put(b, cx, "e.txt", "a\n# c\n\nb x\n").await?;
+    let every = vec![
+        hit(cx, "e.txt", 1, "a")?,
+        hit(cx, "e.txt", 2, "# c")?,
+        hit(cx, "e.txt", 3, "")?,
+        hit(cx, "e.txt", 4, "b x")?,
+    ];
+    for pattern in ["^[^#]*", r"\s*", "x*", "", "(?:)"] {
+        ensure_eq!(
+            grep_all(b, cx, &re(pattern), "").await?,
+            every,
+            "grep {pattern:?}: every line"
+        );
+    }
+    passed()
+}

@@ -96,7 +96,11 @@ fn vpath(cases: u32) -> Result<(), String> {
 fn glob(cases: u32) -> Result<(), String> {
     let input = (
         "[a-c*?/{},\\[\\]!.\\\\-]{0,14}",
-        prop::collection::vec("[a-c.]{1,3}(/[a-c.]{1,3}){0,3}", 0..6),
+        // Relative paths as a VPath gives them: no empty, "." or ".." segment.
+        prop::collection::vec(
+            "([a-c][a-c.]{0,2}|\\.[a-c]{1,2})(/([a-c][a-c.]{0,2}|\\.[a-c]{1,2})){0,3}",
+            0..6,
+        ),
     );
     run("glob", cases, input, |(pattern, paths)| {
         let Ok(glob) = Glob::new(&pattern) else {
@@ -201,7 +205,20 @@ fn read_lines(text: &str) -> Vec<&str> {
 }
 
 fn grep(cases: u32) -> Result<(), String> {
-    let input = ("[ab# \\r\\n]{0,30}", "[ab#^$.*+?|()\\[\\]\\\\s]{0,6}");
+    let atom = proptest::sample::select(
+        &[
+            "a", "b", "#", " ", "[^#]", "[^a]", "\\s", "\\S", ".", "^", "$", "(a|b)",
+        ][..],
+    );
+    let quantifier = proptest::sample::select(&["", "*", "+", "?"][..]);
+    let composed = prop::collection::vec((atom, quantifier), 1..4).prop_map(|parts| {
+        parts
+            .into_iter()
+            .map(|(a, q)| format!("{a}{q}"))
+            .collect::<String>()
+    });
+    let pattern = prop_oneof!["[ab#^$.*+?|()\\[\\]\\\\s]{0,6}", composed];
+    let input = ("[ab# \\r\\n]{0,30}", pattern);
     run("grep", cases, input, |(content, pattern)| {
         let path = VPath::parse("/f.txt").unwrap();
         let b = StateBackend::new();
