@@ -92,7 +92,16 @@ fn run_tests(root: &Path, steps: &mut Steps, strict: bool) {
     for failed in setup.failed() {
         steps.record_failure(&format!("setup: {failed}"));
     }
-    let env = setup.env().clone();
+    let withheld: Vec<String> = parts::withheld()
+        .iter()
+        .map(|p| p.env_var().to_string())
+        .collect();
+    let env: crate::cmd::Env = setup
+        .env()
+        .iter()
+        .filter(|(k, _)| !withheld.contains(k))
+        .cloned()
+        .collect();
     let mut states = parts::states(&env);
     if setup.nextest() {
         crate::cmd::heading("which tests need which real part");
@@ -117,6 +126,7 @@ fn run_tests(root: &Path, steps: &mut Steps, strict: bool) {
     steps.step("doc tests", || {
         Cmd::cargo(root, &["test", "--workspace", "--all-features", "--doc"])
             .envs(&env)
+            .without(&withheld)
             .run()
     });
     if setup.nextest() {
@@ -131,7 +141,7 @@ fn run_tests(root: &Path, steps: &mut Steps, strict: bool) {
             if let Some(filter) = &exclusion {
                 args.extend(["-E", filter.as_str()]);
             }
-            Cmd::cargo(root, &args).envs(&env).run()
+            Cmd::cargo(root, &args).envs(&env).without(&withheld).run()
         });
         parts::report(&states, exclusion.is_some());
     } else {
@@ -141,6 +151,7 @@ fn run_tests(root: &Path, steps: &mut Steps, strict: bool) {
                 &["test", "--workspace", "--all-features", "--no-fail-fast"],
             )
             .envs(&env)
+            .without(&withheld)
             .run()
         });
     }

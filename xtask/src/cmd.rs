@@ -48,6 +48,14 @@ impl Cmd {
         self
     }
 
+    /// Removes environment variables from the command's environment.
+    pub fn without(mut self, keys: &[String]) -> Self {
+        for key in keys {
+            self.command.env_remove(key);
+        }
+        self
+    }
+
     /// Runs the command with its output going straight to ours; an error if it cannot
     /// start or exits non-zero.
     pub fn run(mut self) -> anyhow::Result<()> {

@@ -26,6 +26,8 @@ commands:
   test               setup, then doc tests and every test (nextest, else cargo test)
   tidy               check the house rules (//! headers, manifests, code map, test layout)
   setup              install and start what the tests need (idempotent)
+  fuzz [SECONDS]     run every fuzz target (burrow-conformance tests/all/fuzz.rs) for
+                     SECONDS in all (default 300), keeping failing seeds
   bench [CRATE] [-- ARGS]
                      run the benchmarks of every crate with benches, or of CRATE
   deny               cargo deny check bans licenses sources (installs cargo-deny if missing)
@@ -73,6 +75,7 @@ fn run(args: &[String]) -> anyhow::Result<ExitCode> {
             setup::run_and_report(&root)?
         }
         "bench" => bench::run(&root, rest)?,
+        "fuzz" => fuzz(&root, rest)?,
         "deny" => {
             no_args("deny")?;
             deny::run(&root)?
@@ -91,6 +94,45 @@ fn run(args: &[String]) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// `cargo xtask fuzz [SECONDS]`: the fuzz targets, each for its share of SECONDS.
+fn fuzz(root: &Path, rest: &[String]) -> anyhow::Result<bool> {
+    let seconds: u64 = match rest {
+        [] => 300,
+        [s] => s
+            .parse()
+            .map_err(|_| anyhow::anyhow!("`fuzz` takes a number of seconds (got `{s}`)"))?,
+        _ => anyhow::bail!("`fuzz` takes at most one argument, SECONDS\n\n{USAGE}"),
+    };
+    let env = vec![("BURROW_FUZZ_SECONDS".to_string(), seconds.to_string())];
+    let result = cmd::Cmd::cargo(
+        root,
+        &[
+            "test",
+            "-p",
+            "burrow-conformance",
+            "--test",
+            "all",
+            "--",
+            "all::fuzz::fuzz_targets_hold",
+            "--exact",
+            "--nocapture",
+        ],
+    )
+    .envs(&env)
+    .run();
+    match result {
+        Ok(()) => Ok(true),
+        Err(err) => {
+            println!(
+                "fuzz: a target failed ({err:#}); its seed is kept in \
+                 crates/burrow-conformance/fuzz/regressions/: fix the bug, keep the seed, \
+                 and note it in docs/fuzzing.md"
+            );
+            Ok(false)
+        }
+    }
 }
 
 /// The workspace root: xtask's own manifest directory is one level below it.

@@ -77,16 +77,36 @@ impl PartState {
     }
 }
 
+/// The parts named in `BURROW_WITHOUT_PARTS` (tags, comma-separated): treated as
+/// missing even when setup provided them, to see what a machine without them gets.
+pub fn withheld() -> Vec<Part> {
+    let list = std::env::var("BURROW_WITHOUT_PARTS").unwrap_or_default();
+    Part::ALL
+        .iter()
+        .copied()
+        .filter(|p| list.split(',').any(|t| t.trim() == p.tag()))
+        .collect()
+}
+
 /// Whether `CI` is `true` (CI's environment; `cargo xtask ci` behaves as CI either way).
 pub fn ci_env() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true")
 }
 
-/// The state of every part: provided when setup exported its variable (or it was set already).
+/// The state of every part: provided when setup exported its variable (or it was set
+/// already), unless [`withheld`].
 pub fn states(env: &Env) -> Vec<PartState> {
+    let withheld = withheld();
     Part::ALL
         .iter()
         .map(|&part| {
+            if withheld.contains(&part) {
+                return PartState {
+                    part,
+                    value: None,
+                    tests: None,
+                };
+            }
             let exported = env
                 .iter()
                 .find(|(k, _)| k == part.env_var())

@@ -11,7 +11,9 @@
 //! - no library crate (every crate under `crates/` but the `burrow-cli` binary) depends
 //!   on `anyhow`;
 //! - a crate's integration tests form one binary, `tests/all.rs`, whose modules live
-//!   in `tests/all/`.
+//!   in `tests/all/`;
+//! - no test under a crate's `tests/` prints a skip and returns (`"SKIP `, `skipping`):
+//!   a test that needs a real part calls `burrow_testkit::require` (ADR 0051).
 
 use std::fmt;
 use std::fs;
@@ -62,6 +64,7 @@ pub fn check(root: &Path) -> anyhow::Result<Vec<Violation>> {
     for dir in &crates {
         manifest_rules(root, dir, &mut out)?;
         test_layout(root, dir, &mut out)?;
+        no_silent_skips(root, dir, &mut out)?;
     }
     code_map(root, &crates, &mut out)?;
     Ok(out)
@@ -107,6 +110,30 @@ fn doc_headers(root: &Path, out: &mut Vec<Violation>) -> anyhow::Result<()> {
                 root,
                 &file,
                 "first line must be a `//!` doc comment saying what the file is for",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// What a test that skipped by returning early printed.
+const SKIP_MARKERS: &[&str] = &["\"SKIP ", "eprintln!(\"skipping", "println!(\"skipping"];
+
+/// Flags test files that print a skip (and so return early and pass).
+fn no_silent_skips(root: &Path, dir: &Path, out: &mut Vec<Violation>) -> anyhow::Result<()> {
+    let mut files = Vec::new();
+    collect_rs_files(&dir.join("tests"), &mut files)?;
+    for file in files {
+        let text = fs::read_to_string(&file).unwrap_or_default();
+        if let Some(marker) = SKIP_MARKERS.iter().find(|m| text.contains(**m)) {
+            out.push(violation(
+                root,
+                &file,
+                &format!(
+                    "prints a skip ({marker}...): a test that needs a real part calls \
+                     burrow_testkit::require(Part::X) and lives in the part's module, so the \
+                     runner reports it as skipped instead of passed"
+                ),
             ));
         }
     }

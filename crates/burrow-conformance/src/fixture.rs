@@ -52,7 +52,6 @@ pub struct Fixture {
     root: VPath,
     host: Option<Arc<dyn HostAccess>>,
     guard: Option<Box<dyn Any + Send>>,
-    skip: Option<String>,
 }
 
 impl fmt::Debug for Fixture {
@@ -63,7 +62,6 @@ impl fmt::Debug for Fixture {
             .field("root", &self.root)
             .field("host", &self.host.is_some())
             .field("guard", &self.guard.is_some())
-            .field("skip", &self.skip)
             .finish_non_exhaustive()
     }
 }
@@ -78,27 +76,7 @@ impl Fixture {
             root: VPath::root(),
             host: None,
             guard: None,
-            skip: None,
         }
-    }
-
-    /// A fixture for a backend that cannot be run here at all (its server
-    /// is not configured, its daemon is not reachable): every generated
-    /// test, `model_equivalence` included, passes with `SKIP <name>: <reason>`
-    /// on stderr and runs nothing. `reason` should say how to make it run.
-    ///
-    /// Return it from `make_fixture` instead of a backend; never use it to
-    /// hide a backend that is there but fails.
-    pub fn skip(reason: impl Into<String>) -> Self {
-        Fixture {
-            skip: Some(reason.into()),
-            ..Fixture::new(Arc::new(burrow_state::StateBackend::new()))
-        }
-    }
-
-    /// The reason given to [`Fixture::skip`], if this fixture is one.
-    pub fn skip_reason(&self) -> Option<&str> {
-        self.skip.as_deref()
     }
 
     /// A fixture of `backend` that keeps `guard` (a `TempDir`, a container
@@ -156,6 +134,7 @@ impl Fixture {
             root: self.root.clone(),
             caps: self.backend.capabilities(),
             host: self.host.clone(),
+            shared: Some(Arc::clone(&self.backend)),
         }
     }
 }
@@ -172,6 +151,7 @@ pub struct Ctx {
     /// The backend's capabilities, read once before the scenario.
     pub caps: Capabilities,
     host: Option<Arc<dyn HostAccess>>,
+    shared: Option<Arc<dyn Backend>>,
 }
 
 impl fmt::Debug for Ctx {
@@ -197,7 +177,25 @@ impl Ctx {
             root: VPath::root(),
             caps: backend.capabilities(),
             host: None,
+            shared: None,
         }
+    }
+
+    /// The same context with `backend` as the shared handle the concurrency
+    /// scenarios spawn their tasks with (a [`Fixture`]'s context has it already).
+    pub fn with_shared(mut self, backend: Arc<dyn Backend>) -> Self {
+        self.shared = Some(backend);
+        self
+    }
+
+    /// The backend as a shareable handle, for scenarios that spawn tasks.
+    pub fn shared(&self) -> Result<Arc<dyn Backend>, ScenarioError> {
+        self.shared.clone().ok_or_else(|| {
+            ScenarioError::new(
+                "this scenario spawns tasks and needs the backend as an Arc: build the Ctx \
+                 with Fixture::ctx() or Ctx::with_shared",
+            )
+        })
     }
 
     /// The path `rel` beneath the scenario's root.

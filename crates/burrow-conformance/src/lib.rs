@@ -59,6 +59,7 @@
 mod fixture;
 mod model;
 mod outcome;
+pub mod processes;
 mod run;
 pub mod scenarios;
 pub mod support;
@@ -79,21 +80,100 @@ pub use tokio;
 /// What the macros expand to; not a stable API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::run::{check_table, run_scenario};
+    pub use crate::run::{Expect, check_declared_skips, check_table, run_scenario};
 }
 
 /// Generates the conformance tests for one backend: one `#[test]` per
-/// scenario (named after it), `conformance_table_complete`, and `model_equivalence`.
+/// scenario (named after it), `conformance_table_complete`,
+/// `conformance_declared_skips_skip`, and `model_equivalence`.
 ///
 /// `$make` is a path to an `async fn() -> Fixture`, called once per test.
 /// Invoke it once per test binary, in a module of its own (the tests are
 /// plain items named after the scenarios).
+///
+/// A scenario the backend cannot run (it lacks a capability, the fixture lends
+/// no host, its limits are too high) must be declared, with the reason:
+///
+/// ```ignore
+/// burrow_conformance::conformance_suite!(make_fixture, skips = {
+///     sandbox_exit_codes: "capability exec is off",
+/// });
+/// ```
+///
+/// Its test is then `#[ignore = "reason"]`, which the test runner reports as
+/// skipped; a scenario that skips without being declared fails, and so does
+/// a declared one that runs (`conformance_declared_skips_skip` runs them all).
 #[macro_export]
 macro_rules! conformance_suite {
-    ($make:path) => {
-        $crate::__for_each_scenario! { tests $make }
+    ($make:path $(,)?) => {
+        $crate::__conformance_suite! { ($) $make [] model }
     };
-    ($make:path,) => {
-        $crate::__for_each_scenario! { tests $make }
+    ($make:path, skips = { $($skip:ident : $reason:literal),* $(,)? } $(,)?) => {
+        $crate::__conformance_suite! { ($) $make [$($skip : $reason),*] model }
+    };
+    // For the model itself (`StateBackend`), which cannot be compared with itself:
+    // its crate writes its own `model_equivalence` against an independent reference.
+    ($make:path, skips = { $($skip:ident : $reason:literal),* $(,)? }, no_model_check $(,)?) => {
+        $crate::__conformance_suite! { ($) $make [$($skip : $reason),*] no_model }
+    };
+}
+
+/// What `conformance_suite!` expands to: a local macro that makes the test of one
+/// scenario (ignored when declared as skipped), then the scenario list through it.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_suite {
+    (($d:tt) $make:path [$($skip:ident : $reason:literal),*] model) => {
+        $crate::__conformance_suite! { ($d) $make [$($skip : $reason),*] no_model }
+
+        /// Random operation sequences give the same results here as on the model (`StateBackend`).
+        #[test]
+        fn model_equivalence() -> ::core::result::Result<(), $crate::ScenarioError> {
+            $crate::check_against_model(|| $make(), $crate::MODEL_CASES)
+        }
+    };
+    (($d:tt) $make:path [$($skip:ident : $reason:literal),*] no_model) => {
+        macro_rules! __burrow_conformance_test {
+            $(
+                ($skip) => {
+                    #[test]
+                    #[ignore = $reason]
+                    fn $skip() -> ::core::result::Result<(), $crate::ScenarioError> {
+                        $crate::__private::run_scenario(
+                            ::core::stringify!($skip),
+                            $crate::__private::Expect::Skip,
+                            || $make(),
+                        )
+                    }
+                };
+            )*
+            ($d name:ident) => {
+                #[test]
+                fn $d name() -> ::core::result::Result<(), $crate::ScenarioError> {
+                    $crate::__private::run_scenario(
+                        ::core::stringify!($d name),
+                        $crate::__private::Expect::Run,
+                        || $make(),
+                    )
+                }
+            };
+        }
+
+        $crate::__for_each_scenario! { tests __burrow_conformance_test }
+
+        /// Fails when the generated tests and `SCENARIOS` disagree.
+        #[test]
+        fn conformance_table_complete() -> ::core::result::Result<(), $crate::ScenarioError> {
+            $crate::__private::check_table(&$crate::__for_each_scenario! { names })
+        }
+
+        /// Every declared skip is a scenario that does skip on this backend.
+        #[test]
+        fn conformance_declared_skips_skip() -> ::core::result::Result<(), $crate::ScenarioError> {
+            $crate::__private::check_declared_skips(
+                &[$(::core::stringify!($skip)),*],
+                || $make(),
+            )
+        }
     };
 }

@@ -123,6 +123,7 @@ macro_rules! __for_each_scenario {
             grep::grep_under_excludes_prefix_siblings
             grep::grep_searches_hidden_files
             grep::grep_and_glob_ignore_no_ignore_files
+            grep::grep_empty_matching_patterns_match_every_line
             paths::paths_hostile_names_write_and_read
             paths::paths_hostile_names_listed_exactly
             paths::paths_hostile_names_edit_and_delete
@@ -139,6 +140,8 @@ macro_rules! __for_each_scenario {
             crlf::edit_crlf_replace_all
             crlf::edit_mixed_endings_match_literally
             crlf::grep_crlf_lines_have_no_cr
+            crlf::edit_new_takes_the_files_line_ending
+            crlf::edit_equal_once_normalised_is_refused
             content::empty_file_reads_zero_lines
             content::empty_file_is_listed_with_size_zero
             content::empty_file_grep_finds_nothing
@@ -209,25 +212,11 @@ macro_rules! __scenario_items {
             )*
         ];
     };
-    (tests [$make:path] $($module:ident :: $name:ident)*) => {
-        $(
-            #[test]
-            fn $name() -> ::core::result::Result<(), $crate::ScenarioError> {
-                $crate::__private::run_scenario(::core::stringify!($name), || $make())
-            }
-        )*
-
-        /// Fails when the generated tests and `SCENARIOS` disagree.
-        #[test]
-        fn conformance_table_complete() -> ::core::result::Result<(), $crate::ScenarioError> {
-            $crate::__private::check_table(&[$(::core::stringify!($name)),*])
-        }
-
-        /// Random operation sequences give the same results here as on the model (`StateBackend`).
-        #[test]
-        fn model_equivalence() -> ::core::result::Result<(), $crate::ScenarioError> {
-            $crate::check_against_model(|| $make(), $crate::MODEL_CASES)
-        }
+    (tests [$test:ident] $($module:ident :: $name:ident)*) => {
+        $( $test! { $name } )*
+    };
+    (names [] $($module:ident :: $name:ident)*) => {
+        [$(::core::stringify!($name)),*]
     };
 }
 

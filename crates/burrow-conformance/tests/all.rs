@@ -4,6 +4,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod all {
+    mod fuzz;
+    mod processes;
     mod table;
     mod teeth;
 }

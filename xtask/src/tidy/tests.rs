@@ -107,6 +107,21 @@ fn a_clean_tree_has_no_violations() {
 }
 
 #[test]
+fn a_test_that_prints_a_skip_is_flagged() {
+    let tree = clean_tree();
+    tree.write(
+        "crates/burrow-types/tests/all/s3.rs",
+        "//! x\nfn t() { eprintln!(\"SKIP t: no server\"); }\n",
+    );
+    let flagged = tree.violations();
+    assert_eq!(flagged.len(), 1, "{flagged:?}");
+    assert!(
+        flagged[0].1.contains("burrow_testkit::require"),
+        "{flagged:?}"
+    );
+}
+
+#[test]
 fn a_file_without_a_doc_header_is_flagged_wherever_it_is() {
     let tree = clean_tree();
     tree.write("crates/burrow-types/src/json.rs", "// plain comment\n")

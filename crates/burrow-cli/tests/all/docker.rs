@@ -1,4 +1,4 @@
-//! `--backend docker:IMAGE`: exec and files in a container that lives for one command or batch (skipped, saying why, without the test image).
+//! `--backend docker:IMAGE`: exec and files in a container that lives for one command or batch (`burrow_testkit::Part::Docker`; this module is named `docker` so `cargo xtask test` can skip it).
 
 use std::process::Command;
 
@@ -6,33 +6,19 @@ use serde_json::json;
 
 use super::spec_support::{On, paths};
 
-/// The busybox image `cargo xtask setup` imports for burrow-docker's tests.
-const DEFAULT_IMAGE: &str = "burrow-test-busybox:latest";
-
-/// The test image, or `None` (and a printed reason) when it is not there.
-fn test_image(test: &str) -> Option<String> {
-    let image = std::env::var("BURROW_DOCKER_TEST_IMAGE")
-        .ok()
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| DEFAULT_IMAGE.to_owned());
+/// The test image setup imported (`BURROW_DOCKER_TEST_IMAGE`), checked to be there;
+/// the test fails, naming the part, without it.
+fn test_image() -> String {
+    let image = burrow_testkit::require(burrow_testkit::Part::Docker);
     let found = Command::new("docker")
         .args(["image", "inspect", "--format", "{{.Id}}", &image])
-        .output();
-    match found {
-        Ok(out) if out.status.success() => Some(image),
-        Ok(_) => {
-            eprintln!(
-                "SKIP {test}: the Docker image {image} is missing; run `cargo xtask setup`, which imports it"
-            );
-            None
-        }
-        Err(e) => {
-            eprintln!(
-                "SKIP {test}: cannot run the docker command ({e}), so no Docker engine to test with"
-            );
-            None
-        }
-    }
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run the docker command: {e}"));
+    assert!(
+        found.status.success(),
+        "the Docker image {image} is missing; run `cargo xtask setup`, which imports it"
+    );
+    image
 }
 
 /// True while a container with this id (or id prefix) exists.
@@ -47,9 +33,7 @@ fn container_exists(id: &str) -> bool {
 
 #[test]
 fn exec_runs_in_a_container_that_is_removed_afterwards() {
-    let Some(image) = test_image("exec_runs_in_a_container_that_is_removed_afterwards") else {
-        return;
-    };
+    let image = test_image();
     let spec = format!("docker:{image}");
     let on = On::new(&[spec.as_str()]);
     let run = on.run(&["exec", "uname -a"]);
@@ -74,9 +58,7 @@ fn exec_runs_in_a_container_that_is_removed_afterwards() {
 
 #[test]
 fn a_batch_shares_one_container_between_files_and_commands() {
-    let Some(image) = test_image("a_batch_shares_one_container_between_files_and_commands") else {
-        return;
-    };
+    let image = test_image();
     let spec = format!("docker:{image}");
     let on = On::new(&[spec.as_str()]);
     let input = [
@@ -105,9 +87,7 @@ fn a_batch_shares_one_container_between_files_and_commands() {
 
 #[test]
 fn exec_goes_through_a_composite_whose_default_is_docker() {
-    let Some(image) = test_image("exec_goes_through_a_composite_whose_default_is_docker") else {
-        return;
-    };
+    let image = test_image();
     let spec = format!("/=docker:{image}");
     let on = On::new(&[spec.as_str(), "/memories=sqlite:{dir}/mem.db"]);
     let input = [
@@ -134,9 +114,7 @@ fn exec_goes_through_a_composite_whose_default_is_docker() {
 
 #[test]
 fn a_missing_image_is_a_failure_naming_it() {
-    if test_image("a_missing_image_is_a_failure_naming_it").is_none() {
-        return;
-    }
+    test_image();
     // A name no registry has: not local, and the pull fails.
     let on = On::new(&["docker:burrow-no-such-image-for-tests:never"]);
     let run = on.run(&["--json", "exec", "true"]);

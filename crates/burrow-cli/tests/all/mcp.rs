@@ -1,8 +1,8 @@
 //! `burrow mcp` end to end: the official Python MCP SDK drives the real binary over stdio (fixture `mcp_client.py`).
 //!
-//! Skips, saying why, when Python or its `mcp` package is missing
-//! (`cargo xtask setup` installs it). The interpreter is `$BURROW_PYTHON`
-//! (exported by setup), else `python3`.
+//! Needs Python with the `mcp` package (`burrow_testkit::Part::McpClient`,
+//! `$BURROW_MCP_PYTHON`, exported by `cargo xtask setup`); this module is named
+//! `mcp` so `cargo xtask test` can report the test as skipped without it.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -11,24 +11,9 @@ use serde_json::Value;
 
 use super::support::Workspace;
 
+/// The interpreter with the MCP SDK; the test fails, naming the part, without it.
 fn python() -> String {
-    std::env::var("BURROW_PYTHON").unwrap_or_else(|_| "python3".to_owned())
-}
-
-/// The reason the test cannot run here, if any.
-fn missing_sdk() -> Option<String> {
-    match Command::new(python()).args(["-c", "import mcp"]).output() {
-        Ok(out) if out.status.success() => None,
-        Ok(out) => Some(format!(
-            "`{} -c \"import mcp\"` failed ({}); run `cargo xtask setup`",
-            python(),
-            String::from_utf8_lossy(&out.stderr)
-                .lines()
-                .last()
-                .unwrap_or("")
-        )),
-        Err(e) => Some(format!("cannot run {}: {e}", python())),
-    }
+    burrow_testkit::require(burrow_testkit::Part::McpClient)
 }
 
 fn client_script() -> PathBuf {
@@ -62,10 +47,7 @@ fn result(report: &Value, i: usize, is_error: bool) -> &str {
 
 #[test]
 fn an_mcp_client_works_in_a_state_file_workspace() {
-    if let Some(reason) = missing_sdk() {
-        eprintln!("skipping the MCP end-to-end test: {reason}");
-        return;
-    }
+    python();
     let ws = Workspace::new();
     ws.put("/seed.txt", "seed\n");
     let report = run_client(&ws);

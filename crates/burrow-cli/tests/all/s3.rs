@@ -1,4 +1,4 @@
-//! `--backend s3://BUCKET/PREFIX`: a smoke test against the S3-compatible server `cargo xtask setup` starts (skipped, saying why, without it).
+//! `--backend s3://BUCKET/PREFIX`: a smoke test against the S3-compatible server `cargo xtask setup` starts (`burrow_testkit::Part::S3`; this module is named `s3` so `cargo xtask test` can skip it).
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -8,34 +8,25 @@ use serde_json::json;
 
 use super::spec_support::{On, paths};
 
-/// The variable `cargo xtask setup` exports with the S3 server's endpoint.
-const ENDPOINT_VAR: &str = "BURROW_S3_ENDPOINT";
 /// The bucket `cargo xtask setup` creates (and this test makes sure of).
 const BUCKET: &str = "burrow-tests";
 
 /// `burrow --backend s3://burrow-tests/cli-<unique>` with the AWS variables
-/// pointing at the test server, or `None` (and a printed reason) without one.
-fn on_bucket(test: &str) -> Option<On> {
-    let Some(endpoint) = std::env::var(ENDPOINT_VAR).ok().filter(|v| !v.is_empty()) else {
-        eprintln!(
-            "SKIP {test}: {ENDPOINT_VAR} is not set; run `cargo xtask setup` (or `cargo xtask test`), which starts a local S3 server and sets it"
-        );
-        return None;
-    };
+/// pointing at the test server; the test fails, naming the part, without one.
+fn on_bucket() -> On {
+    let endpoint = burrow_testkit::require(burrow_testkit::Part::S3);
     ensure_bucket(&endpoint);
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_nanos();
     let spec = format!("s3://{BUCKET}/cli-{}-{nanos}", std::process::id());
-    Some(
-        On::new(&[spec.as_str()])
-            .with_env("AWS_ENDPOINT_URL", &endpoint)
-            .with_env("AWS_ALLOW_HTTP", "true")
-            .with_env("AWS_REGION", "us-east-1")
-            .with_env("AWS_ACCESS_KEY_ID", "burrow-test")
-            .with_env("AWS_SECRET_ACCESS_KEY", "burrow-test"),
-    )
+    On::new(&[spec.as_str()])
+        .with_env("AWS_ENDPOINT_URL", &endpoint)
+        .with_env("AWS_ALLOW_HTTP", "true")
+        .with_env("AWS_REGION", "us-east-1")
+        .with_env("AWS_ACCESS_KEY_ID", "burrow-test")
+        .with_env("AWS_SECRET_ACCESS_KEY", "burrow-test")
 }
 
 /// Creates the bucket (an unsigned `PUT /bucket` is enough for the test
@@ -59,9 +50,7 @@ fn ensure_bucket(endpoint: &str) {
 
 #[test]
 fn every_command_works_on_a_bucket_prefix() {
-    let Some(on) = on_bucket("every_command_works_on_a_bucket_prefix") else {
-        return;
-    };
+    let on = on_bucket();
     on.put("/src/main.rs", "fn main() {}\n");
     on.put("/README.md", "# demo\nsee src\n");
     // Each command is a new process: the objects are in the bucket.
@@ -86,9 +75,7 @@ fn every_command_works_on_a_bucket_prefix() {
 
 #[test]
 fn a_server_that_does_not_answer_is_a_failure() {
-    let Some(on) = on_bucket("a_server_that_does_not_answer_is_a_failure") else {
-        return;
-    };
+    let on = on_bucket();
     // Port 9 (discard) on loopback: nothing listens there.
     let on = on.with_env("AWS_ENDPOINT_URL", "http://127.0.0.1:9");
     let run = on.run(&["--json", "ls"]);

@@ -79,7 +79,33 @@ mod alone {
         Fixture::new(Arc::new(c))
     }
 
-    burrow_conformance::conformance_suite!(make_fixture);
+    burrow_conformance::conformance_suite!(make_fixture, skips = {
+        delete_empty_directory_still_blocks_files: "directories are implicit here (capability empty_dirs is off)",
+        delete_last_file_keeps_empty_directory: "directories are implicit here (capability empty_dirs is off)",
+        host_fifo_is_never_opened: "the fixture lends no host access to make a FIFO (Fixture::with_host)",
+        limits_max_results_caps_every_listing: "max_results is 10000; the suite creates at most 1000 files to exceed it (a fixture may lower it)",
+        replay_delete_returns_recorded_outcome: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
+        replay_different_key_applies_again: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
+        replay_edit_returns_recorded_outcome: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
+        replay_keys_are_per_tenant: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
+        replay_write_same_key_applies_once: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
+        sandbox_command_files_are_visible: "the backend does not run commands (capability exec is off)",
+        sandbox_cwd_is_the_workspace: "the backend does not run commands (capability exec is off)",
+        sandbox_exit_codes: "the backend does not run commands (capability exec is off)",
+        sandbox_fifo_is_never_opened: "the backend does not run commands (capability exec is off)",
+        sandbox_flood_stays_bounded: "the backend does not run commands (capability exec is off)",
+        sandbox_output_interleaves_stderr: "the backend does not run commands (capability exec is off)",
+        sandbox_output_is_capped: "the backend does not run commands (capability exec is off)",
+        sandbox_timeout_exits_124_with_note: "the backend does not run commands (capability exec is off)",
+        sandbox_timeout_kills_background_children: "the backend does not run commands (capability exec is off)",
+        symlinks_climbing_relative_link_is_refused: "the backend cannot hold symbolic links (capability symlinks is off)",
+        symlinks_leading_out_are_refused: "the backend cannot hold symbolic links (capability symlinks is off)",
+        tenants_glob_and_grep_see_nothing: "the backend does not scope files by tenant (capability tenants is off)",
+        tenants_ls_looks_missing: "the backend does not scope files by tenant (capability tenants is off)",
+        tenants_mutations_look_missing: "the backend does not scope files by tenant (capability tenants is off)",
+        tenants_read_looks_missing: "the backend does not scope files by tenant (capability tenants is off)",
+        tenants_same_path_is_independent: "the backend does not scope files by tenant (capability tenants is off)",
+    });
 }
 
 /// (b) Beneath the mount at "/m", beside "/zz_mount", over a default with files under "/m".
@@ -91,7 +117,32 @@ mod in_mount {
         Fixture::new(Arc::new(c)).with_root(VPath::parse("/m").unwrap())
     }
 
-    burrow_conformance::conformance_suite!(make_fixture);
+    burrow_conformance::conformance_suite!(make_fixture, skips = {
+        delete_empty_directory_still_blocks_files: "directories are implicit here (capability empty_dirs is off)",
+        delete_last_file_keeps_empty_directory: "directories are implicit here (capability empty_dirs is off)",
+        host_fifo_is_never_opened: "the fixture lends no host access to make a FIFO (Fixture::with_host)",
+        replay_delete_returns_recorded_outcome: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
+        replay_different_key_applies_again: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
+        replay_edit_returns_recorded_outcome: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
+        replay_keys_are_per_tenant: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
+        replay_write_same_key_applies_once: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
+        sandbox_command_files_are_visible: "the backend does not run commands (capability exec is off)",
+        sandbox_cwd_is_the_workspace: "the backend does not run commands (capability exec is off)",
+        sandbox_exit_codes: "the backend does not run commands (capability exec is off)",
+        sandbox_fifo_is_never_opened: "the backend does not run commands (capability exec is off)",
+        sandbox_flood_stays_bounded: "the backend does not run commands (capability exec is off)",
+        sandbox_output_interleaves_stderr: "the backend does not run commands (capability exec is off)",
+        sandbox_output_is_capped: "the backend does not run commands (capability exec is off)",
+        sandbox_timeout_exits_124_with_note: "the backend does not run commands (capability exec is off)",
+        sandbox_timeout_kills_background_children: "the backend does not run commands (capability exec is off)",
+        symlinks_climbing_relative_link_is_refused: "the backend cannot hold symbolic links (capability symlinks is off)",
+        symlinks_leading_out_are_refused: "the backend cannot hold symbolic links (capability symlinks is off)",
+        tenants_glob_and_grep_see_nothing: "the backend does not scope files by tenant (capability tenants is off)",
+        tenants_ls_looks_missing: "the backend does not scope files by tenant (capability tenants is off)",
+        tenants_mutations_look_missing: "the backend does not scope files by tenant (capability tenants is off)",
+        tenants_read_looks_missing: "the backend does not scope files by tenant (capability tenants is off)",
+        tenants_same_path_is_independent: "the backend does not scope files by tenant (capability tenants is off)",
+    });
 }
 
 /// (c) Beneath the nested mount at "/m/n", over files in the default and in the outer mount.
@@ -103,7 +154,33 @@ mod in_nested_mount {
         Fixture::new(Arc::new(c)).with_root(VPath::parse("/m/n").unwrap())
     }
 
-    burrow_conformance::conformance_suite!(make_fixture);
+    burrow_conformance::conformance_suite!(make_fixture, skips = {
+        delete_empty_directory_still_blocks_files: "directories are implicit here (capability empty_dirs is off)",
+        delete_last_file_keeps_empty_directory: "directories are implicit here (capability empty_dirs is off)",
+        host_fifo_is_never_opened: "the fixture lends no host access to make a FIFO (Fixture::with_host)",
+        limits_max_results_caps_every_listing: "max_results is 10000; the suite creates at most 1000 files to exceed it (a fixture may lower it)",
+        replay_delete_returns_recorded_outcome: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
+        replay_different_key_applies_again: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
+        replay_edit_returns_recorded_outcome: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
+        replay_keys_are_per_tenant: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
+        replay_write_same_key_applies_once: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
+        sandbox_command_files_are_visible: "the backend does not run commands (capability exec is off)",
+        sandbox_cwd_is_the_workspace: "the backend does not run commands (capability exec is off)",
+        sandbox_exit_codes: "the backend does not run commands (capability exec is off)",
+        sandbox_fifo_is_never_opened: "the backend does not run commands (capability exec is off)",
+        sandbox_flood_stays_bounded: "the backend does not run commands (capability exec is off)",
+        sandbox_output_interleaves_stderr: "the backend does not run commands (capability exec is off)",
+        sandbox_output_is_capped: "the backend does not run commands (capability exec is off)",
+        sandbox_timeout_exits_124_with_note: "the backend does not run commands (capability exec is off)",
+        sandbox_timeout_kills_background_children: "the backend does not run commands (capability exec is off)",
+        symlinks_climbing_relative_link_is_refused: "the backend cannot hold symbolic links (capability symlinks is off)",
+        symlinks_leading_out_are_refused: "the backend cannot hold symbolic links (capability symlinks is off)",
+        tenants_glob_and_grep_see_nothing: "the backend does not scope files by tenant (capability tenants is off)",
+        tenants_ls_looks_missing: "the backend does not scope files by tenant (capability tenants is off)",
+        tenants_mutations_look_missing: "the backend does not scope files by tenant (capability tenants is off)",
+        tenants_read_looks_missing: "the backend does not scope files by tenant (capability tenants is off)",
+        tenants_same_path_is_independent: "the backend does not scope files by tenant (capability tenants is off)",
+    });
 }
 
 /// (b) again, seen through an adapter that makes the mount point "/": the
@@ -120,5 +197,30 @@ mod rebased {
         Fixture::new(Arc::new(rebased))
     }
 
-    burrow_conformance::conformance_suite!(make_fixture);
+    burrow_conformance::conformance_suite!(make_fixture, skips = {
+        delete_empty_directory_still_blocks_files: "directories are implicit here (capability empty_dirs is off)",
+        delete_last_file_keeps_empty_directory: "directories are implicit here (capability empty_dirs is off)",
+        host_fifo_is_never_opened: "the fixture lends no host access to make a FIFO (Fixture::with_host)",
+        replay_delete_returns_recorded_outcome: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
+        replay_different_key_applies_again: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
+        replay_edit_returns_recorded_outcome: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
+        replay_keys_are_per_tenant: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
+        replay_write_same_key_applies_once: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
+        sandbox_command_files_are_visible: "the backend does not run commands (capability exec is off)",
+        sandbox_cwd_is_the_workspace: "the backend does not run commands (capability exec is off)",
+        sandbox_exit_codes: "the backend does not run commands (capability exec is off)",
+        sandbox_fifo_is_never_opened: "the backend does not run commands (capability exec is off)",
+        sandbox_flood_stays_bounded: "the backend does not run commands (capability exec is off)",
+        sandbox_output_interleaves_stderr: "the backend does not run commands (capability exec is off)",
+        sandbox_output_is_capped: "the backend does not run commands (capability exec is off)",
+        sandbox_timeout_exits_124_with_note: "the backend does not run commands (capability exec is off)",
+        sandbox_timeout_kills_background_children: "the backend does not run commands (capability exec is off)",
+        symlinks_climbing_relative_link_is_refused: "the backend cannot hold symbolic links (capability symlinks is off)",
+        symlinks_leading_out_are_refused: "the backend cannot hold symbolic links (capability symlinks is off)",
+        tenants_glob_and_grep_see_nothing: "the backend does not scope files by tenant (capability tenants is off)",
+        tenants_ls_looks_missing: "the backend does not scope files by tenant (capability tenants is off)",
+        tenants_mutations_look_missing: "the backend does not scope files by tenant (capability tenants is off)",
+        tenants_read_looks_missing: "the backend does not scope files by tenant (capability tenants is off)",
+        tenants_same_path_is_independent: "the backend does not scope files by tenant (capability tenants is off)",
+    });
 }

@@ -1,8 +1,59 @@
 //! Scenarios for concurrency: many edits of one file lose no update; concurrent writes and deletes keep the tree consistent.
+//!
+//! Every concurrent operation runs in a task of its own (`tokio::spawn`) on a
+//! multi-threaded runtime, released together by a barrier: so two tasks truly
+//! run at once on two threads, and a read-modify-write with no await in it
+//! is interleaved too (futures joined on one task would only ever interleave
+//! at awaits).
 
-use futures::future::join_all;
+use std::sync::Arc;
+
+use burrow_backend::FileContext;
+use tokio::runtime::{Handle, RuntimeFlavor};
+use tokio::sync::Barrier;
 
 use super::prelude::*;
+
+/// Runs `count` tasks, task `i` running `op(backend, ctx, i)`, each spawned on the
+/// current multi-threaded runtime and all started together; returns every error.
+async fn spawn_together<F, Fut>(
+    b: &dyn Backend,
+    cx: &Ctx,
+    count: usize,
+    op: F,
+) -> Result<Vec<String>, ScenarioError>
+where
+    F: Fn(Arc<dyn Backend>, FileContext, usize) -> Fut,
+    Fut: Future<Output = Result<(), String>> + Send + 'static,
+{
+    let _ = b;
+    let flavor = Handle::try_current().map(|h| h.runtime_flavor());
+    ensure!(
+        matches!(flavor, Ok(RuntimeFlavor::MultiThread)),
+        "the concurrency scenarios run on a multi-threaded tokio runtime (got {flavor:?})"
+    );
+    let shared = cx.shared()?;
+    let barrier = Arc::new(Barrier::new(count));
+    let handles: Vec<_> = (0..count)
+        .map(|i| {
+            let barrier = Arc::clone(&barrier);
+            let work = op(Arc::clone(&shared), cx.ctx.clone(), i);
+            tokio::spawn(async move {
+                barrier.wait().await;
+                work.await
+            })
+        })
+        .collect();
+    let mut errors = Vec::new();
+    for (i, handle) in handles.into_iter().enumerate() {
+        match handle.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => errors.push(e),
+            Err(e) => errors.push(format!("task {i} panicked or was cancelled: {e}")),
+        }
+    }
+    Ok(errors)
+}
 
 /// How many tasks edit one file at once.
 const EDITORS: usize = 32;
@@ -18,13 +69,13 @@ pub async fn concurrency_edits_lose_no_update(b: &dyn Backend, cx: &Ctx) -> Outc
         .map(|i| format!("slot-{i:02}: empty\n"))
         .collect();
     let path = put(b, cx, "shared.txt", &text).await?;
-    let tasks = (0..EDITORS).map(|i| {
-        let path = &path;
+    let errors = spawn_together(b, cx, EDITORS, |b, ctx, i| {
+        let path = path.clone();
         async move {
             let old = format!("slot-{i:02}: empty");
             let new = format!("slot-{i:02}: done-{i:02}");
             for _ in 0..CONFLICT_RETRIES {
-                match b.edit(&cx.ctx, path, &old, &new, false).await {
+                match b.edit(&ctx, &path, &old, &new, false).await {
                     Ok(r) if r.occurrences == Some(1) => return Ok(()),
                     Ok(r) => return Err(format!("edit of slot {i} reported {}", show(&r))),
                     Err(e) if e.kind() == ErrorKind::Conflict => continue,
@@ -41,12 +92,8 @@ pub async fn concurrency_edits_lose_no_update(b: &dyn Backend, cx: &Ctx) -> Outc
                 "edit of slot {i} met Conflict {CONFLICT_RETRIES} times"
             ))
         }
-    });
-    let errors: Vec<String> = join_all(tasks)
-        .await
-        .into_iter()
-        .filter_map(Result::err)
-        .collect();
+    })
+    .await?;
     ensure!(
         errors.is_empty(),
         "concurrent edits failed: {}",
@@ -68,12 +115,13 @@ pub async fn concurrency_replace_all_edits_all_land(b: &dyn Backend, cx: &Ctx) -
     let tokens: Vec<String> = (0..16).map(|i| format!("<t{i:02}>")).collect();
     let text = format!("{}\n{}\n", tokens.join(" "), tokens.join(","));
     let path = put(b, cx, "tokens.txt", &text).await?;
-    let tasks = tokens.iter().map(|t| {
-        let path = &path;
+    let errors = spawn_together(b, cx, tokens.len(), |b, ctx, i| {
+        let path = path.clone();
+        let t = tokens[i].clone();
         async move {
             let new = t.replace('<', "[").replace('>', "]");
             for _ in 0..CONFLICT_RETRIES {
-                match b.edit(&cx.ctx, path, t, &new, true).await {
+                match b.edit(&ctx, &path, &t, &new, true).await {
                     Ok(r) if r.occurrences == Some(2) => return Ok(()),
                     Ok(r) => return Err(format!("edit of {t} reported {}", show(&r))),
                     Err(e) if e.kind() == ErrorKind::Conflict => continue,
@@ -88,12 +136,8 @@ pub async fn concurrency_replace_all_edits_all_land(b: &dyn Backend, cx: &Ctx) -
             }
             Err(format!("edit of {t} met Conflict {CONFLICT_RETRIES} times"))
         }
-    });
-    let errors: Vec<String> = join_all(tasks)
-        .await
-        .into_iter()
-        .filter_map(Result::err)
-        .collect();
+    })
+    .await?;
     ensure!(
         errors.is_empty(),
         "concurrent edits failed: {}",
@@ -118,21 +162,23 @@ pub async fn concurrency_writes_create_every_file(b: &dyn Backend, cx: &Ctx) -> 
         rels.push(format!("c/own{i:02}/deep/file.txt"));
         rels.push(format!("c/shared/new/{i:02}.txt"));
     }
-    let tasks = rels.iter().map(|rel| async move {
-        let path = cx.p(rel).map_err(|e| e.message().to_owned())?;
-        b.write(&cx.ctx, &path, rel).await.map(|_| ()).map_err(|e| {
-            format!(
-                "write {rel} was refused with {}: {:?}",
-                e.kind(),
-                e.message()
-            )
-        })
-    });
-    let errors: Vec<String> = join_all(tasks)
-        .await
-        .into_iter()
-        .filter_map(Result::err)
-        .collect();
+    let mut targets = Vec::new();
+    for rel in &rels {
+        targets.push((rel.clone(), cx.p(rel)?));
+    }
+    let errors = spawn_together(b, cx, targets.len(), |b, ctx, i| {
+        let (rel, path) = targets[i].clone();
+        async move {
+            b.write(&ctx, &path, &rel).await.map(|_| ()).map_err(|e| {
+                format!(
+                    "write {rel} was refused with {}: {:?}",
+                    e.kind(),
+                    e.message()
+                )
+            })
+        }
+    })
+    .await?;
     ensure!(
         errors.is_empty(),
         "concurrent writes failed: {}",
@@ -167,28 +213,28 @@ pub async fn concurrency_deletes_and_writes_interleave(b: &dyn Backend, cx: &Ctx
     for i in 0..32 {
         put(b, cx, &format!("m/{i:02}.txt"), "old").await?;
     }
-    let tasks = (0..32).map(|i| async move {
-        let path = cx
-            .p(&format!("m/{i:02}.txt"))
-            .map_err(|e| e.message().to_owned())?;
-        let result = if i % 2 == 0 {
-            b.delete(&cx.ctx, &path).await
-        } else {
-            b.write(&cx.ctx, &path, "new").await.map(|_| ())
-        };
-        result.map_err(|e| {
-            format!(
-                "op on {path} was refused with {}: {:?}",
-                e.kind(),
-                e.message()
-            )
-        })
-    });
-    let errors: Vec<String> = join_all(tasks)
-        .await
-        .into_iter()
-        .filter_map(Result::err)
-        .collect();
+    let mut targets = Vec::new();
+    for i in 0..32 {
+        targets.push(cx.p(&format!("m/{i:02}.txt"))?);
+    }
+    let errors = spawn_together(b, cx, targets.len(), |b, ctx, i| {
+        let path = targets[i].clone();
+        async move {
+            let result = if i % 2 == 0 {
+                b.delete(&ctx, &path).await
+            } else {
+                b.write(&ctx, &path, "new").await.map(|_| ())
+            };
+            result.map_err(|e| {
+                format!(
+                    "op on {path} was refused with {}: {:?}",
+                    e.kind(),
+                    e.message()
+                )
+            })
+        }
+    })
+    .await?;
     ensure!(
         errors.is_empty(),
         "concurrent operations failed: {}",

@@ -120,3 +120,40 @@ pub async fn grep_crlf_lines_have_no_cr(b: &dyn Backend, cx: &Ctx) -> Outcome {
     );
     passed()
 }
+
+/// `new` takes the file's line ending: "\r\n" in `new` is written as "\n" in an LF
+/// file, and "\n" as "\r\n" in a CRLF file, so an edit never mixes endings.
+pub async fn edit_new_takes_the_files_line_ending(b: &dyn Backend, cx: &Ctx) -> Outcome {
+    let lf = put(b, cx, "lf.txt", "a\nb\nc\n").await?;
+    b.edit(&cx.ctx, &lf, "b", "x\r\ny", false).await?;
+    ensure_eq!(
+        bytes_of(b, cx, &lf).await?,
+        b"a\nx\ny\nc\n".to_vec(),
+        "CRLF in new, written into an LF file"
+    );
+    let crlf = put(b, cx, "crlf.txt", "a\r\nb\r\nc\r\n").await?;
+    b.edit(&cx.ctx, &crlf, "b", "x\ny\r\nz", false).await?;
+    ensure_eq!(
+        bytes_of(b, cx, &crlf).await?,
+        b"a\r\nx\r\ny\r\nz\r\nc\r\n".to_vec(),
+        "LF and CRLF in new, written into a CRLF file"
+    );
+    passed()
+}
+
+/// An edit whose `old` and `new` are equal once line endings are normalised to the
+/// file's is refused with InvalidArgument (it would change nothing), the file left as it was.
+pub async fn edit_equal_once_normalised_is_refused(b: &dyn Backend, cx: &Ctx) -> Outcome {
+    let crlf = put(b, cx, "crlf.txt", "a\r\nb\r\n").await?;
+    let lf = put(b, cx, "lf.txt", "a\nb\n").await?;
+    for (path, old, new) in [(&crlf, "a\r\nb", "a\nb"), (&lf, "a\nb", "a\r\nb")] {
+        let before = snapshot(b, cx).await?;
+        expect_kind(
+            b.edit(&cx.ctx, path, old, new, false).await,
+            ErrorKind::InvalidArgument,
+        )
+        .map_err(|e| e.context(format!("edit {path} {old:?} -> {new:?}")))?;
+        ensure_unchanged(b, cx, &before, "a refused edit").await?;
+    }
+    passed()
+}

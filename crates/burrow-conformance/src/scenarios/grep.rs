@@ -129,13 +129,34 @@ pub async fn grep_bad_regex_is_invalid_argument(b: &dyn Backend, cx: &Ctx) -> Ou
             ErrorKind::InvalidArgument,
         )
         .map_err(|e| e.context(format!("grep {pattern:?}")))?;
+        let reason = compiler_reason(pattern);
         ensure!(
-            err.message().len() > 10,
-            "the refusal of {pattern:?} gives a reason: {:?}",
+            err.message().contains(&reason),
+            "the refusal of {pattern:?} gives the regex compiler's reason ({reason:?}): {:?}",
             err.message()
         );
     }
     passed()
+}
+
+/// The regex compiler's own reason for refusing `pattern`: the `error: ...` line of
+/// a parse error, or the kind of a compile error ("exceeds size limit").
+fn compiler_reason(pattern: &str) -> String {
+    match regex::RegexBuilder::new(pattern)
+        .size_limit(1 << 20)
+        .build()
+    {
+        Ok(_) => String::from("(the regex crate accepts it)"),
+        Err(regex::Error::CompiledTooBig(_)) => String::from("exceeds size limit"),
+        Err(e) => {
+            let text = e.to_string();
+            text.lines()
+                .rev()
+                .find_map(|l| l.trim().strip_prefix("error: "))
+                .unwrap_or(text.trim())
+                .to_owned()
+        }
+    }
 }
 
 /// A pattern of 1000 bytes is accepted; 1001 bytes (regex or fixed): InvalidArgument.
@@ -377,5 +398,25 @@ pub async fn grep_and_glob_ignore_no_ignore_files(b: &dyn Backend, cx: &Ctx) -> 
         abs(cx, &["also.txt", "build/out.txt", "ignored.txt"])?,
         "glob ignores .gitignore"
     );
+    passed()
+}
+
+/// A pattern that can match the empty string (`^[^#]*`, `\s*`, `x*`) matches every
+/// line, empty lines included, as ripgrep reports it.
+pub async fn grep_empty_matching_patterns_match_every_line(b: &dyn Backend, cx: &Ctx) -> Outcome {
+    put(b, cx, "e.txt", "a\n# c\n\nb x\n").await?;
+    let every = vec![
+        hit(cx, "e.txt", 1, "a")?,
+        hit(cx, "e.txt", 2, "# c")?,
+        hit(cx, "e.txt", 3, "")?,
+        hit(cx, "e.txt", 4, "b x")?,
+    ];
+    for pattern in ["^[^#]*", r"\s*", "x*", "", "(?:)"] {
+        ensure_eq!(
+            grep_all(b, cx, &re(pattern), "").await?,
+            every,
+            "grep {pattern:?}: every line"
+        );
+    }
     passed()
 }

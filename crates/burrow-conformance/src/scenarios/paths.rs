@@ -296,8 +296,11 @@ pub async fn paths_normalised_spellings_are_one_file(b: &dyn Backend, cx: &Ctx) 
     passed()
 }
 
-/// VPath: climbing above "/", NUL and over-long input are InvalidPath with a printable message; the rest normalises.
-pub async fn paths_vpath_parsing_rules(_b: &dyn Backend, _cx: &Ctx) -> Outcome {
+/// VPath: climbing above "/", NUL and over-long input are InvalidPath with a
+/// printable message; the rest normalises, and the backend stores each
+/// normalised path as exactly that file (every spelling of `/a/b` is one file;
+/// `C:\x`, `~` and `..` inside a name are plain name bytes).
+pub async fn paths_vpath_parsing_rules(b: &dyn Backend, cx: &Ctx) -> Outcome {
     let long_segment = format!("/{}", "x".repeat(256));
     let long_path = "ab/".repeat(1400);
     for input in [
@@ -339,6 +342,39 @@ pub async fn paths_vpath_parsing_rules(_b: &dyn Backend, _cx: &Ctx) -> Outcome {
     ensure!(
         VPath::parse(&at_limit).is_ok(),
         "a 255-byte segment is accepted"
+    );
+    // On the backend: each spelling, joined beneath the root, writes one file.
+    let base = cx.root.as_str().trim_end_matches('/').to_owned();
+    let under = |rel: &str| VPath::parse(&format!("{base}/{rel}"));
+    for (i, spelling) in ["a/b", "a/b/", "/a/./b", "a/x/../b"].iter().enumerate() {
+        let path = under(spelling)?;
+        b.write(&cx.ctx, &path, &format!("spelling {i}\n")).await?;
+    }
+    for name in ["C:\\x", "~/n", "foo..bar"] {
+        b.write(&cx.ctx, &under(name)?, name).await?;
+    }
+    let listing = b.ls(&cx.ctx, &cx.root, BIG).await?;
+    ensure_eq!(
+        paths(&listing.entries),
+        abs(cx, &["C:\\x", "a", "foo..bar", "~"])?,
+        "ls of the root after writing every spelling"
+    );
+    let a = b.ls(&cx.ctx, &cx.p("a")?, BIG).await?;
+    ensure_eq!(paths(&a.entries), abs(cx, &["a/b"])?, "ls a: one file b");
+    ensure_eq!(
+        bytes_of(b, cx, &cx.p("a/b")?).await?,
+        b"spelling 3\n".to_vec(),
+        "the last spelling written is the content of /a/b"
+    );
+    ensure_eq!(
+        bytes_of(b, cx, &under("C:\\x")?).await?,
+        b"C:\\x".to_vec(),
+        "a backslash is a name byte, not a separator"
+    );
+    ensure_eq!(
+        bytes_of(b, cx, &under("~/n")?).await?,
+        b"~/n".to_vec(),
+        "~ is a plain directory name"
     );
     passed()
 }

@@ -162,15 +162,33 @@ pub async fn sandbox_timeout_exits_124_with_note(b: &dyn Backend, cx: &Ctx) -> O
     let Some(s) = sandbox(b, cx)? else {
         return no_exec();
     };
-    let r = run(s, cx, "sleep 30", Some(Duration::from_secs(1))).await?;
+    let r = run(
+        s,
+        cx,
+        "echo before; sleep 30; echo slept-to-the-end",
+        Some(Duration::from_secs(1)),
+    )
+    .await?;
     ensure_eq!(
         r.exit_code,
         Some(TIMEOUT_EXIT_CODE),
         "exit code after the timeout"
     );
     ensure!(
-        !r.output.trim().is_empty(),
-        "the output notes the timeout (sleep itself prints nothing)"
+        r.output.starts_with("before\n"),
+        "the output keeps what the command printed before its timeout: {}",
+        show(&r.output)
+    );
+    ensure!(
+        !r.output.contains("slept-to-the-end"),
+        "the command was killed, not waited for: {}",
+        show(&r.output)
+    );
+    let note = r.output["before\n".len()..].to_lowercase();
+    ensure!(
+        note.contains("timed out") || note.contains("timeout"),
+        "after the command's own output comes a note that says it timed out: {}",
+        show(&r.output)
     );
     passed()
 }

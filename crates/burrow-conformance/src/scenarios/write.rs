@@ -130,27 +130,73 @@ pub async fn write_same_content_twice(b: &dyn Backend, cx: &Ctx) -> Outcome {
     passed()
 }
 
-/// Replacing a file never moves its `modified_at` backwards (created_at is
-/// kept too, but the trait has no way to show it; backends test that themselves).
+/// Replacing a file moves its `modified_at` forward: never backwards, and not
+/// left unchanged (created_at is kept, but the trait has no way to show it;
+/// backends test that themselves).
+///
+/// A backend's clock may be coarse (S3 reports whole seconds), so the file is
+/// replaced again, a tenth of a second apart, until the stamp moves, for at
+/// most [`STAMP_PATIENCE`] tries; a stamp that never moves fails.
 pub async fn write_replace_moves_modified_at_forward(b: &dyn Backend, cx: &Ctx) -> Outcome {
     if !cx.caps.modified_at {
         return skipped("the backend does not report modified_at (capability modified_at is off)");
     }
     let path = put(b, cx, "t/stamp.txt", "one").await?;
     let first = stamp_of(b, cx, &path).await?;
-    put(b, cx, "t/stamp.txt", "two").await?;
-    let second = stamp_of(b, cx, &path).await?;
-    ensure!(
-        second >= first,
-        "modified_at went backwards on replace: {first} then {second}"
-    );
-    b.edit(&cx.ctx, &path, "two", "three", false).await?;
-    let third = stamp_of(b, cx, &path).await?;
-    ensure!(
-        third >= second,
-        "modified_at went backwards on edit: {second} then {third}"
-    );
+    let second = replace_until_moved(b, cx, &path, first, |b, cx, path, i| async move {
+        b.write(&cx.ctx, path, &format!("two-{i}"))
+            .await
+            .map(|_| ())
+    })
+    .await
+    .map_err(|e| e.context("replace by write"))?;
+    let _ = replace_until_moved(b, cx, &path, second, |b, cx, path, i| async move {
+        let old = if i == 0 {
+            "two-".to_owned()
+        } else {
+            format!("three-{}", i - 1)
+        };
+        b.edit(&cx.ctx, path, &old, &format!("three-{i}"), false)
+            .await
+            .map(|_| ())
+    })
+    .await
+    .map_err(|e| e.context("replace by edit"))?;
     passed()
+}
+
+/// How many times [`write_replace_moves_modified_at_forward`] replaces the file before
+/// it calls the stamp stuck (a tenth of a second apart: 3 s in all).
+const STAMP_PATIENCE: usize = 30;
+
+/// Replaces the file at `path` with `replace(b, cx, path, try)` until its stamp is
+/// past `before`; fails when it goes backwards or never moves.
+async fn replace_until_moved<'a, F, Fut>(
+    b: &'a dyn Backend,
+    cx: &'a Ctx,
+    path: &'a VPath,
+    before: jiff::Timestamp,
+    replace: F,
+) -> Result<jiff::Timestamp, ScenarioError>
+where
+    F: Fn(&'a dyn Backend, &'a Ctx, &'a VPath, usize) -> Fut,
+    Fut: Future<Output = burrow_backend::Result<()>>,
+{
+    for i in 0..STAMP_PATIENCE {
+        if i > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        replace(b, cx, path, i).await?;
+        let now = stamp_of(b, cx, path).await?;
+        ensure!(
+            now >= before,
+            "modified_at went backwards on replace: {before} then {now}"
+        );
+        if now > before {
+            return Ok(now);
+        }
+    }
+    fail!("modified_at stayed {before} over {STAMP_PATIENCE} replacements, 0.1 s apart")
 }
 
 /// The modified_at of the file at `path`, from `ls` of its parent.

@@ -6,10 +6,12 @@
 
 use std::sync::Arc;
 
+use std::time::Duration;
+
 use async_trait::async_trait;
 use burrow_backend::{
-    Backend, Capabilities, EditResult, Error, FileContext, GlobResult, GrepQuery, GrepResult,
-    Limits, LineWindow, Listing, Result, VPath, WriteResult, text,
+    Backend, Capabilities, EditResult, Error, ErrorKind, ExecuteResponse, FileContext, GlobResult,
+    GrepQuery, GrepResult, Limits, LineWindow, Listing, Result, Sandbox, VPath, WriteResult, text,
 };
 use burrow_conformance::{Ctx, Fixture, Pass, find};
 use burrow_state::StateBackend;
@@ -29,6 +31,17 @@ enum Flaw {
     PartialWriteWhenTooLarge,
     /// grep skips hidden files, as ripgrep does by default.
     GrepSkipsHidden,
+    /// ls reports one fixed modified_at: a replace never moves it.
+    FrozenModifiedAt,
+    /// A backslash in a name is taken as a separator (`C:\x` becomes `C:/x`).
+    BackslashIsSeparator,
+    /// edit reads, blocks the thread a moment (no await), then writes: only
+    /// tasks on two threads at once lose updates.
+    BlockingReadModifyWriteEdit,
+    /// A bad grep pattern is refused with a sentence of its own, not the compiler's reason.
+    GrepRefusalWithoutReason,
+    /// A command killed at its timeout returns 124 with some output but no note.
+    TimeoutWithoutNote,
 }
 
 struct Mutant {
@@ -46,13 +59,26 @@ fn limits() -> Limits {
 #[async_trait]
 impl Backend for Mutant {
     fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities()
+        let mut caps = self.inner.capabilities();
+        caps.exec = true;
+        caps
+    }
+
+    fn as_sandbox(&self) -> Option<&dyn Sandbox> {
+        Some(self)
     }
 
     async fn ls(&self, ctx: &FileContext, dir: &VPath, limit: usize) -> Result<Listing> {
         let mut listing = self.inner.ls(ctx, dir, limit).await?;
         if self.flaw == Flaw::TruncatedAtLimit && listing.entries.len() == limit {
             listing.truncated = true;
+        }
+        if self.flaw == Flaw::FrozenModifiedAt {
+            for entry in &mut listing.entries {
+                if entry.modified_at.is_some() {
+                    entry.modified_at = Some("2026-01-01T00:00:00Z".to_owned());
+                }
+            }
         }
         Ok(listing)
     }
@@ -77,6 +103,10 @@ impl Backend for Mutant {
         path: &VPath,
         bytes: &[u8],
     ) -> Result<WriteResult> {
+        if self.flaw == Flaw::BackslashIsSeparator && path.as_str().contains('\\') {
+            let path = VPath::parse(&path.as_str().replace('\\', "/"))?;
+            return self.inner.write_bytes(ctx, &path, bytes).await;
+        }
         let max = limits().max_file_size as usize;
         if self.flaw == Flaw::PartialWriteWhenTooLarge && bytes.len() > max {
             self.inner.write_bytes(ctx, path, &bytes[..max]).await?;
@@ -119,6 +149,13 @@ impl Backend for Mutant {
                 self.inner.write_bytes(ctx, path, &out).await?;
                 Ok(text::edit_result(path, count))
             }
+            Flaw::BlockingReadModifyWriteEdit => {
+                let bytes = self.inner.read_bytes(ctx, path).await?;
+                std::thread::sleep(Duration::from_millis(2));
+                let (out, count) = text::apply_edit(path, &bytes, old, new, all)?;
+                self.inner.write_bytes(ctx, path, &out).await?;
+                Ok(text::edit_result(path, count))
+            }
             _ => self.inner.edit(ctx, path, old, new, all).await,
         }
     }
@@ -150,11 +187,46 @@ impl Backend for Mutant {
         under: &VPath,
         limit: usize,
     ) -> Result<GrepResult> {
-        let mut result = self.inner.grep(ctx, query, under, limit).await?;
+        let result = self.inner.grep(ctx, query, under, limit).await;
+        let mut result = match result {
+            Err(e)
+                if self.flaw == Flaw::GrepRefusalWithoutReason
+                    && e.kind() == ErrorKind::InvalidArgument =>
+            {
+                return Err(Error::invalid_argument(
+                    "the grep pattern was refused here.",
+                ));
+            }
+            other => other?,
+        };
         if self.flaw == Flaw::GrepSkipsHidden {
             result.matches.retain(|m| !m.path.contains("/."));
         }
         Ok(result)
+    }
+}
+
+/// Only the timeout scenario's command is scripted: enough to show its check has teeth.
+#[async_trait]
+impl Sandbox for Mutant {
+    async fn execute(
+        &self,
+        _ctx: &FileContext,
+        command: &str,
+        _timeout: Option<Duration>,
+    ) -> Result<ExecuteResponse> {
+        if !command.contains("sleep 30") {
+            return Err(Error::invalid_argument("the mutant runs no such command"));
+        }
+        let output = match self.flaw {
+            Flaw::TimeoutWithoutNote => "killed\n",
+            _ => "before\n\n[command timed out after 1 s and was killed]",
+        };
+        Ok(ExecuteResponse {
+            output: output.to_owned(),
+            exit_code: Some(124),
+            truncated: false,
+        })
     }
 }
 
@@ -191,6 +263,27 @@ async fn each_flaw_is_caught_by_its_scenario() {
             "limits_write_past_max_size_is_too_large",
         ),
         (Flaw::GrepSkipsHidden, "grep_searches_hidden_files"),
+        (
+            Flaw::FrozenModifiedAt,
+            "write_replace_moves_modified_at_forward",
+        ),
+        (Flaw::BackslashIsSeparator, "paths_vpath_parsing_rules"),
+        (
+            Flaw::BlockingReadModifyWriteEdit,
+            "concurrency_edits_lose_no_update",
+        ),
+        (
+            Flaw::BlockingReadModifyWriteEdit,
+            "concurrency_replace_all_edits_all_land",
+        ),
+        (
+            Flaw::GrepRefusalWithoutReason,
+            "grep_bad_regex_is_invalid_argument",
+        ),
+        (
+            Flaw::TimeoutWithoutNote,
+            "sandbox_timeout_exits_124_with_note",
+        ),
     ] {
         assert!(
             passes(scenario, Flaw::None).await,

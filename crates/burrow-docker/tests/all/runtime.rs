@@ -124,25 +124,28 @@ async fn a_runtime_is_built_once_and_runs_as_its_user() {
     assert!(runtime_image(&docker, &fresh).await.unwrap().built);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pip_installs_into_the_users_virtualenv() {
-    let docker = support::docker().await;
-    if !support::has_image(&docker, PYTHON_IMAGE).await {
-        eprintln!(
-            "SKIP pip_installs_into_the_users_virtualenv: {PYTHON_IMAGE} is missing (`cargo xtask setup` builds it with debootstrap)"
+/// The test that needs the python3 test image (`burrow_testkit::Part::DockerPython`).
+mod docker_python {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn pip_installs_into_the_users_virtualenv() {
+        burrow_testkit::require(burrow_testkit::Part::DockerPython);
+        let docker = support::docker().await;
+        assert!(
+            support::has_image(&docker, PYTHON_IMAGE).await,
+            "{PYTHON_IMAGE} is missing: `cargo xtask setup` builds it with debootstrap"
         );
-        return;
-    }
-    let mut config = RuntimeConfig::new("burrow test python runtime");
-    config.base_image = Some(PYTHON_IMAGE.to_owned());
-    config.run_as_uid = Some(1000);
-    let sandbox =
-        DockerSandbox::from_runtime_on(docker, &config, support::options("runtime-python"))
-            .await
-            .unwrap();
-    let _removal = Removal(sandbox.id().to_owned());
-    // A tiny package, written through the file API and installed offline.
-    sandbox
+        let mut config = RuntimeConfig::new("burrow test python runtime");
+        config.base_image = Some(PYTHON_IMAGE.to_owned());
+        config.run_as_uid = Some(1000);
+        let sandbox =
+            DockerSandbox::from_runtime_on(docker, &config, support::options("runtime-python"))
+                .await
+                .unwrap();
+        let _removal = Removal(sandbox.id().to_owned());
+        // A tiny package, written through the file API and installed offline.
+        sandbox
         .write(
             &cx(),
             &VPath::parse("/pkg/setup.py").unwrap(),
@@ -150,7 +153,7 @@ async fn pip_installs_into_the_users_virtualenv() {
         )
         .await
         .unwrap();
-    sandbox
+        sandbox
         .write(
             &cx(),
             &VPath::parse("/pkg/burrowpkg.py").unwrap(),
@@ -158,7 +161,7 @@ async fn pip_installs_into_the_users_virtualenv() {
         )
         .await
         .unwrap();
-    let r = sandbox
+        let r = sandbox
         .execute(
             &cx(),
             "id -u && command -v python && command -v pip && { pip install --no-index --no-build-isolation ./pkg > /tmp/pip.log 2>&1 || { cat /tmp/pip.log; exit 1; }; } && python -c 'import burrowpkg; print(burrowpkg.VALUE)' && burrow-hello",
@@ -166,19 +169,20 @@ async fn pip_installs_into_the_users_virtualenv() {
         )
         .await
         .unwrap();
-    assert_eq!(r.exit_code, Some(0), "{}", r.output);
-    let lines: Vec<&str> = r.output.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert_eq!(
-        lines,
-        [
-            "1000",
-            "/opt/venv/bin/python",
-            "/opt/venv/bin/pip",
-            "installed by an unprivileged user",
-            "console script on PATH"
-        ],
-        "{}",
-        r.output
-    );
-    sandbox.close().await.unwrap();
+        assert_eq!(r.exit_code, Some(0), "{}", r.output);
+        let lines: Vec<&str> = r.output.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(
+            lines,
+            [
+                "1000",
+                "/opt/venv/bin/python",
+                "/opt/venv/bin/pip",
+                "installed by an unprivileged user",
+                "console script on PATH"
+            ],
+            "{}",
+            r.output
+        );
+        sandbox.close().await.unwrap();
+    }
 }

@@ -11,8 +11,10 @@ pub const PYTHON_IMAGE: &str = "burrow-test-python:latest";
 /// A label every container these tests start carries (with a per-test value where counted).
 pub const TEST_LABEL: &str = "burrow.test";
 
-/// An engine connection; panics with what to do when there is none.
+/// An engine connection; fails the test, naming the part, when setup found no engine
+/// (`burrow_testkit::Part::Docker`), and says what went wrong when it cannot connect.
 pub async fn docker() -> Docker {
+    burrow_testkit::require(burrow_testkit::Part::Docker);
     burrow_docker::connect(&DockerOptions::default())
         .await
         .unwrap_or_else(|e| panic!("these tests need a Docker engine: {e}"))

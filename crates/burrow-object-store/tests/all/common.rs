@@ -8,21 +8,15 @@ use std::time::{Duration, Instant};
 use burrow_object_store::object_store::aws::AmazonS3Builder;
 use burrow_object_store::{ObjectStoreBackend, ObjectStoreOptions};
 
-/// The variable `cargo xtask setup` exports with the S3 server's endpoint.
-pub const ENDPOINT_VAR: &str = "BURROW_S3_ENDPOINT";
+use burrow_testkit::{Part, require};
+
 /// The variable `cargo xtask setup` exports with the Python interpreter that has moto.
 pub const PYTHON_VAR: &str = "BURROW_S3_PYTHON";
 
-/// The S3 endpoint to test against, or `None` (the caller skips and says why).
-pub fn s3_endpoint() -> Option<String> {
-    std::env::var(ENDPOINT_VAR).ok().filter(|v| !v.is_empty())
-}
-
-/// Prints why a test that needs the S3 server does nothing here.
-pub fn skip_no_s3(test: &str) {
-    eprintln!(
-        "SKIP {test}: {ENDPOINT_VAR} is not set; run `cargo xtask setup` (or `cargo xtask test`), which starts a local S3 server and sets it"
-    );
+/// The S3 endpoint to test against (`BURROW_S3_ENDPOINT`); the test fails, naming
+/// the part, without one. Call it only from a module named `s3`.
+pub fn s3_endpoint() -> String {
+    require(Part::S3)
 }
 
 /// A fresh, unique name ("{what}-{uuid}"), for buckets and key prefixes.
@@ -102,9 +96,18 @@ pub struct PrivateServer {
 }
 
 impl PrivateServer {
-    /// Starts one on a free port, or `None` when no interpreter with moto is configured.
-    pub fn start() -> Option<PrivateServer> {
-        let python = std::env::var(PYTHON_VAR).ok().filter(|v| !v.is_empty())?;
+    /// Starts one on a free port with the interpreter that has moto (`BURROW_S3_PYTHON`,
+    /// exported by the setup step that provides Part::S3); panics without it.
+    pub fn start() -> PrivateServer {
+        let python = std::env::var(PYTHON_VAR)
+            .ok()
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| {
+                panic!(
+                    "{PYTHON_VAR} is not set: the setup step that starts the S3 server exports it \
+                     with BURROW_S3_ENDPOINT; run `cargo xtask setup`"
+                )
+            });
         let launcher = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/s3/moto_server.py");
         let port = free_port();
         let child = Command::new(python)
@@ -126,7 +129,7 @@ impl PrivateServer {
             );
             std::thread::sleep(Duration::from_millis(100));
         }
-        Some(server)
+        server
     }
 
     /// Stops the server (SIGKILL) and waits for it to be gone.

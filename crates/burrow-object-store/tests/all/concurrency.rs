@@ -12,7 +12,7 @@ use burrow_object_store::object_store::{
 use burrow_object_store::{ObjectStoreBackend, ObjectStoreOptions};
 use futures::future::join_all;
 
-use super::common::{s3_backend, s3_endpoint, skip_no_s3};
+use super::common::{s3_backend, s3_endpoint};
 use super::spy::Spy;
 
 const EDITORS: usize = 16;
@@ -83,20 +83,6 @@ async fn in_memory_enforces_preconditions() {
     store_enforces_preconditions(&InMemory::new(), &Path::from("k")).await;
 }
 
-#[tokio::test]
-async fn s3_server_enforces_if_match_and_if_none_match() {
-    let Some(endpoint) = s3_endpoint() else {
-        return skip_no_s3("s3_server_enforces_if_match_and_if_none_match");
-    };
-    let backend = tokio::task::spawn_blocking(move || {
-        s3_backend(&endpoint, "preconditions", ObjectStoreOptions::default())
-    })
-    .await
-    .expect("setup");
-    let key = Path::from(format!("{}/raw-object", backend.options().root));
-    store_enforces_preconditions(backend.store().as_ref(), &key).await;
-}
-
 /// 16 handles over one store, each editing its own slot of one file at once: every edit lands.
 async fn sixteen_handles_lose_nothing(handles: Vec<ObjectStoreBackend>) {
     let path = p("/shared.txt");
@@ -135,28 +121,6 @@ async fn sixteen_handles_on_in_memory_lose_nothing() {
     let handles = (0..EDITORS)
         .map(|_| ObjectStoreBackend::new(Arc::clone(&store)))
         .collect();
-    sixteen_handles_lose_nothing(handles).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sixteen_handles_on_s3_lose_nothing() {
-    let Some(endpoint) = s3_endpoint() else {
-        return skip_no_s3("sixteen_handles_on_s3_lose_nothing");
-    };
-    let first = tokio::task::spawn_blocking(move || {
-        s3_backend(&endpoint, "sixteen", ObjectStoreOptions::default())
-    })
-    .await
-    .expect("setup");
-    let options = first.options().clone();
-    let mut handles = vec![];
-    for _ in 1..EDITORS {
-        handles.push(
-            ObjectStoreBackend::with_options(Arc::clone(first.store()), options.clone())
-                .expect("handle"),
-        );
-    }
-    handles.push(first);
     sixteen_handles_lose_nothing(handles).await;
 }
 
@@ -228,4 +192,41 @@ async fn endless_lost_races_end_in_conflict_and_change_nothing() {
         bytes, b"a\ninterfering write 0\ninterfering write 1\ninterfering write 2\n",
         "only the other writer's changes"
     );
+}
+
+/// The tests that need the S3 test server (`burrow_testkit::Part::S3`).
+mod s3 {
+    use super::*;
+
+    #[tokio::test]
+    async fn s3_server_enforces_if_match_and_if_none_match() {
+        let endpoint = s3_endpoint();
+        let backend = tokio::task::spawn_blocking(move || {
+            s3_backend(&endpoint, "preconditions", ObjectStoreOptions::default())
+        })
+        .await
+        .expect("setup");
+        let key = Path::from(format!("{}/raw-object", backend.options().root));
+        store_enforces_preconditions(backend.store().as_ref(), &key).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sixteen_handles_on_s3_lose_nothing() {
+        let endpoint = s3_endpoint();
+        let first = tokio::task::spawn_blocking(move || {
+            s3_backend(&endpoint, "sixteen", ObjectStoreOptions::default())
+        })
+        .await
+        .expect("setup");
+        let options = first.options().clone();
+        let mut handles = vec![];
+        for _ in 1..EDITORS {
+            handles.push(
+                ObjectStoreBackend::with_options(Arc::clone(first.store()), options.clone())
+                    .expect("handle"),
+            );
+        }
+        handles.push(first);
+        sixteen_handles_lose_nothing(handles).await;
+    }
 }

@@ -9,7 +9,7 @@ use burrow_object_store::object_store::path::Path;
 use burrow_object_store::object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use burrow_object_store::{ObjectStoreBackend, ObjectStoreOptions, S3_MAX_KEY_BYTES};
 
-use super::common::{s3_backend, s3_endpoint, skip_no_s3};
+use super::common::{s3_backend, s3_endpoint};
 use super::spy::Spy;
 
 fn ctx() -> FileContext {
@@ -119,18 +119,6 @@ async fn keys_longer_than_the_store_allows_are_invalid_paths() {
 }
 
 #[tokio::test]
-async fn s3_keys_are_limited_to_1024_bytes() {
-    let Some(endpoint) = s3_endpoint() else {
-        return skip_no_s3("s3_keys_are_limited_to_1024_bytes");
-    };
-    let options = ObjectStoreOptions::default().with_max_key_bytes(Some(S3_MAX_KEY_BYTES));
-    let backend = tokio::task::spawn_blocking(move || s3_backend(&endpoint, "keylimit", options))
-        .await
-        .expect("setup");
-    long_keys_refused(&backend).await;
-}
-
-#[tokio::test]
 async fn local_names_over_255_bytes_once_escaped_are_invalid_paths() {
     let dir = tempfile::tempdir().expect("temp dir");
     let backend = ObjectStoreBackend::local(dir.path()).expect("backend");
@@ -146,4 +134,20 @@ async fn local_names_over_255_bytes_once_escaped_are_invalid_paths() {
         .write(&ctx(), &fits, "x")
         .await
         .expect("255 bytes once escaped fits");
+}
+
+/// The tests that need the S3 test server (`burrow_testkit::Part::S3`).
+mod s3 {
+    use super::*;
+
+    #[tokio::test]
+    async fn s3_keys_are_limited_to_1024_bytes() {
+        let endpoint = s3_endpoint();
+        let options = ObjectStoreOptions::default().with_max_key_bytes(Some(S3_MAX_KEY_BYTES));
+        let backend =
+            tokio::task::spawn_blocking(move || s3_backend(&endpoint, "keylimit", options))
+                .await
+                .expect("setup");
+        long_keys_refused(&backend).await;
+    }
 }

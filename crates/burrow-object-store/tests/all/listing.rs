@@ -8,7 +8,7 @@ use burrow_object_store::object_store::{ObjectStore, ObjectStoreExt, PutPayload}
 use burrow_object_store::{ObjectStoreBackend, ObjectStoreOptions};
 use futures::{StreamExt, TryStreamExt, stream};
 
-use super::common::{s3_backend, s3_endpoint, skip_no_s3};
+use super::common::{s3_backend, s3_endpoint};
 
 const FILES: usize = 4_900;
 const SUBDIRS: usize = 100;
@@ -86,15 +86,18 @@ async fn five_thousand_entries_in_memory() {
     five_thousand_entries(&ObjectStoreBackend::in_memory()).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn five_thousand_entries_on_s3_page_correctly() {
-    let Some(endpoint) = s3_endpoint() else {
-        return skip_no_s3("five_thousand_entries_on_s3_page_correctly");
-    };
-    let backend = tokio::task::spawn_blocking(move || {
-        s3_backend(&endpoint, "paging", ObjectStoreOptions::default())
-    })
-    .await
-    .expect("setup");
-    five_thousand_entries(&backend).await;
+/// The tests that need the S3 test server (`burrow_testkit::Part::S3`).
+mod s3 {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn five_thousand_entries_on_s3_page_correctly() {
+        let endpoint = s3_endpoint();
+        let backend = tokio::task::spawn_blocking(move || {
+            s3_backend(&endpoint, "paging", ObjectStoreOptions::default())
+        })
+        .await
+        .expect("setup");
+        five_thousand_entries(&backend).await;
+    }
 }

@@ -193,32 +193,28 @@ fn burrow_written_fixture_is_current() {
     assert!(!has_surrogate_escape(&json) && !json.contains("\\u0000"));
 }
 
-#[test]
-fn python_reads_what_burrow_writes() {
-    let python = std::env::var("BURROW_PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    let probe = Command::new(&python)
-        .args(["-c", "import pydantic_ai_backends"])
-        .output();
-    if !probe.is_ok_and(|out| out.status.success()) {
-        eprintln!(
-            "SKIP python_reads_what_burrow_writes: `{python} -c \"import pydantic_ai_backends\"` \
-             failed; install it with `pip install pydantic-ai-backend==0.2.37` (or point \
-             BURROW_PYTHON at an interpreter that has it)"
+/// The test that needs Python with pydantic-ai-backend (`burrow_testkit::Part::PythonInterop`).
+mod python {
+    use super::*;
+
+    #[test]
+    fn python_reads_what_burrow_writes() {
+        // The interpreter setup checked imports pydantic_ai_backends; if it does not
+        // (BURROW_PYTHON set by hand to another), the check script fails and so does this test.
+        let python = burrow_testkit::require(burrow_testkit::Part::PythonInterop);
+        let out = Command::new(&python)
+            .arg(fixture("python/make_fixtures.py"))
+            .arg("--check")
+            .arg(fixture(BURROW_WRITTEN))
+            .output()
+            .unwrap_or_else(|e| panic!("running {python}: {e}"));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        eprintln!("{stdout}{stderr}");
+        assert!(
+            out.status.success(),
+            "Python check failed:\n{stdout}{stderr}"
         );
-        return;
+        assert!(stdout.starts_with("ok: "), "{stdout}");
     }
-    let out = Command::new(&python)
-        .arg(fixture("python/make_fixtures.py"))
-        .arg("--check")
-        .arg(fixture(BURROW_WRITTEN))
-        .output()
-        .unwrap_or_else(|e| panic!("running {python}: {e}"));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    eprintln!("{stdout}{stderr}");
-    assert!(
-        out.status.success(),
-        "Python check failed:\n{stdout}{stderr}"
-    );
-    assert!(stdout.starts_with("ok: "), "{stdout}");
 }
