@@ -5,6 +5,7 @@ mod all {
     mod agent;
     mod golden;
     mod guard;
+    mod hooks;
     #[cfg(feature = "mcp")]
     mod mcp;
     mod model;
