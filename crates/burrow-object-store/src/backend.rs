@@ -17,6 +17,7 @@ use crate::keys::Keys;
 use crate::local::LocalStore;
 use crate::mutate::{Stripes, Versions};
 use crate::options::{HOST_MAX_NAME_BYTES, ObjectStoreOptions};
+use crate::replay::Guard;
 use crate::store::{Fetched, Store};
 
 /// burrow files on an object store: keys `{root}/{tenant}/{path}`,
@@ -223,8 +224,14 @@ impl Backend for ObjectStoreBackend {
         bytes: &[u8],
     ) -> Result<WriteResult> {
         let bytes = Bytes::copy_from_slice(bytes);
-        self.guarded(ctx, "write", path, self.put_file(ctx, path, bytes))
-            .await
+        match self.guard(ctx, "write", path).await? {
+            Guard::Free => self.put_file(ctx, path, bytes, None).await,
+            Guard::Replay(outcome) => outcome,
+            Guard::Mine(fence) => {
+                let result = self.put_file(ctx, path, bytes, Some(&fence)).await;
+                fence.finish(result).await
+            }
+        }
     }
 
     async fn edit(
@@ -235,18 +242,27 @@ impl Backend for ObjectStoreBackend {
         new: &str,
         replace_all: bool,
     ) -> Result<EditResult> {
-        self.guarded(
-            ctx,
-            "edit",
-            path,
-            self.edit_file(ctx, path, old, new, replace_all),
-        )
-        .await
+        match self.guard(ctx, "edit", path).await? {
+            Guard::Free => self.edit_file(ctx, path, old, new, replace_all, None).await,
+            Guard::Replay(outcome) => outcome,
+            Guard::Mine(fence) => {
+                let result = self
+                    .edit_file(ctx, path, old, new, replace_all, Some(&fence))
+                    .await;
+                fence.finish(result).await
+            }
+        }
     }
 
     async fn delete(&self, ctx: &FileContext, path: &VPath) -> Result<()> {
-        self.guarded(ctx, "delete", path, self.delete_file(ctx, path))
-            .await
+        match self.guard(ctx, "delete", path).await? {
+            Guard::Free => self.delete_file(ctx, path, None).await,
+            Guard::Replay(outcome) => outcome,
+            Guard::Mine(fence) => {
+                let result = self.delete_file(ctx, path, Some(&fence)).await;
+                fence.finish(result).await
+            }
+        }
     }
 
     async fn glob(

@@ -255,6 +255,15 @@ impl Keys {
     }
 }
 
+impl Keys {
+    /// The key of a short-lived probe object beside the effect records
+    /// (`{root}/.burrow-effects/.clock/{name}`), put to read the store's clock;
+    /// no tenant's records can live there (a tenant's leading "." is escaped).
+    pub fn clock_probe(&self, name: &str) -> Result<Path> {
+        parse(&self.join(&format!("{EFFECTS_DIR}/.clock/{}", escape_tenant(name))))
+    }
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -55,6 +55,7 @@ use object_store::{ObjectMeta, ObjectStoreExt, PutMode, PutResult, UpdateVersion
 use tokio::sync::{Mutex as AsyncMutex, MutexGuard};
 
 use crate::backend::ObjectStoreBackend;
+use crate::replay::{Fence, landed_outcome};
 use crate::store::{conflict, fail, lost_race};
 
 /// How many async mutexes serialise one process's mutations.
@@ -201,12 +202,28 @@ impl ObjectStoreBackend {
             .map(|(a, _)| a))
     }
 
-    /// Creates or replaces the file at `path` (no effect key handling).
+    /// True when `fence` is given and the object at `key` carries its tag:
+    /// a change with the same effect key (a claimant this call took over
+    /// from) landed. Asked only after a lost race.
+    async fn landed(&self, fence: Option<&Fence>, key: &Path, path: &VPath) -> Result<bool> {
+        let Some(fence) = fence else {
+            return Ok(false);
+        };
+        Ok(self
+            .store
+            .head_attributes(key, path)
+            .await?
+            .is_some_and(|(_, attributes)| fence.tagged(&attributes)))
+    }
+
+    /// Creates or replaces the file at `path`; with a `fence`, each put is
+    /// announced in the effect record and tagged ([`crate::replay`]).
     pub(crate) async fn put_file(
         &self,
         ctx: &FileContext,
         path: &VPath,
         bytes: Bytes,
+        fence: Option<&Fence>,
     ) -> Result<WriteResult> {
         if path.is_root() {
             return Err(Error::is_a_directory(path));
@@ -214,20 +231,33 @@ impl ObjectStoreBackend {
         check_size(path, bytes.len() as u64, self.options.max_file_size)?;
         let key = self.keys.key(&ctx.tenant, path)?;
         let _serialised = self.stripes.lock(&key).await;
+        let done = WriteResult::written(path.as_str());
+        let attributes = fence.map(Fence::attributes).unwrap_or_default();
         if self.options.conditional_puts
             && let Some(known) = self.versions.get(&key)
         {
+            if let Some(f) = fence {
+                f.intend(Some(&known), &done).await?;
+            }
             match self
                 .store
-                .put(&key, bytes.clone(), PutMode::Update(known))
+                .put_with(
+                    &key,
+                    bytes.clone(),
+                    PutMode::Update(known),
+                    attributes.clone(),
+                )
                 .await
             {
                 Ok(put) => {
                     self.remember_put(&key, put);
-                    return Ok(WriteResult::written(path.as_str()));
+                    return Ok(done);
                 }
                 Err(e) if lost_race(&e) || matches!(e, object_store::Error::NotFound { .. }) => {
-                    self.versions.forget(&key)
+                    self.versions.forget(&key);
+                    if self.landed(fence, &key, path).await? {
+                        return landed_outcome(fence, path);
+                    }
                 }
                 Err(e) => return Err(fail("write", path, e)),
             }
@@ -246,33 +276,53 @@ impl ObjectStoreBackend {
             if dir? {
                 return Err(Error::is_a_directory(path));
             }
-            let mode = if !self.options.conditional_creates {
-                PutMode::Overwrite
+            let (mode, before) = if !self.options.conditional_creates {
+                (PutMode::Overwrite, None)
             } else {
                 // Most writes create: try that first, and look the object up only when it exists.
-                match self.store.put(&key, bytes.clone(), PutMode::Create).await {
+                if let Some(f) = fence {
+                    f.intend(None, &done).await?;
+                }
+                match self
+                    .store
+                    .put_with(&key, bytes.clone(), PutMode::Create, attributes.clone())
+                    .await
+                {
                     Ok(put) => {
                         self.remember_put(&key, put);
-                        return Ok(WriteResult::written(path.as_str()));
+                        return Ok(done);
                     }
                     Err(e) if lost_race(&e) => {}
                     Err(e) => return Err(fail("write", path, e)),
                 }
-                match self.store.head(&key, path).await? {
-                    Some(meta) if self.options.conditional_puts => {
-                        PutMode::Update(version_of(&meta))
+                match self.store.head_attributes(&key, path).await? {
+                    Some((_, found)) if fence.is_some_and(|f| f.tagged(&found)) => {
+                        return landed_outcome(fence, path);
                     }
-                    Some(_) => PutMode::Overwrite,
+                    Some((meta, _)) if self.options.conditional_puts => {
+                        (PutMode::Update(version_of(&meta)), Some(version_of(&meta)))
+                    }
+                    Some((meta, _)) => (PutMode::Overwrite, Some(version_of(&meta))),
                     // Deleted in between: start over.
                     None => continue,
                 }
             };
-            match self.store.put(&key, bytes.clone(), mode).await {
+            if let Some(f) = fence {
+                f.intend(before.as_ref(), &done).await?;
+            }
+            match self
+                .store
+                .put_with(&key, bytes.clone(), mode, attributes.clone())
+                .await
+            {
                 Ok(put) => {
                     self.remember_put(&key, put);
-                    return Ok(WriteResult::written(path.as_str()));
+                    return Ok(done);
                 }
                 Err(e) if lost_race(&e) || matches!(e, object_store::Error::NotFound { .. }) => {
+                    if self.landed(fence, &key, path).await? {
+                        return landed_outcome(fence, path);
+                    }
                     self.pause(attempt).await;
                 }
                 Err(e) => return Err(fail("write", path, e)),
@@ -281,7 +331,7 @@ impl ObjectStoreBackend {
         Err(conflict(path, attempts))
     }
 
-    /// Replaces `old` by `new` in the file at `path` (no effect key handling).
+    /// Replaces `old` by `new` in the file at `path`; with a `fence`, as [`Self::put_file`].
     pub(crate) async fn edit_file(
         &self,
         ctx: &FileContext,
@@ -289,6 +339,7 @@ impl ObjectStoreBackend {
         old: &str,
         new: &str,
         replace_all: bool,
+        fence: Option<&Fence>,
     ) -> Result<EditResult> {
         burrow_backend::text::check_edit_args(old, new)?;
         if path.is_root() {
@@ -296,6 +347,7 @@ impl ObjectStoreBackend {
         }
         let key = self.keys.key(&ctx.tenant, path)?;
         let _serialised = self.stripes.lock(&key).await;
+        let attributes = fence.map(Fence::attributes).unwrap_or_default();
         let attempts = self.options.max_attempts.max(1);
         for attempt in 0..attempts {
             let Some(fetched) = self
@@ -305,17 +357,28 @@ impl ObjectStoreBackend {
             else {
                 return Err(self.missing_file(ctx, path).await);
             };
+            if fence.is_some_and(|f| f.tagged(&fetched.attributes)) {
+                return landed_outcome(fence, path);
+            }
             let (edited, count) = apply_edit(path, &fetched.bytes, old, new, replace_all)?;
             check_size(path, edited.len() as u64, self.options.max_file_size)?;
+            let result = edit_result(path, count);
+            if let Some(f) = fence {
+                f.intend(Some(&version_of(&fetched.meta)), &result).await?;
+            }
             let mode = if self.options.conditional_puts {
                 PutMode::Update(version_of(&fetched.meta))
             } else {
                 PutMode::Overwrite
             };
-            match self.store.put(&key, Bytes::from(edited), mode).await {
+            match self
+                .store
+                .put_with(&key, Bytes::from(edited), mode, attributes.clone())
+                .await
+            {
                 Ok(put) => {
                     self.remember_put(&key, put);
-                    return Ok(edit_result(path, count));
+                    return Ok(result);
                 }
                 // S3 answers a conditional put on a vanished object with NotFound or 412.
                 Err(e) if lost_race(&e) || matches!(e, object_store::Error::NotFound { .. }) => {
@@ -328,11 +391,16 @@ impl ObjectStoreBackend {
         Err(conflict(path, attempts))
     }
 
-    /// Deletes the file at `path` (no effect key handling).
+    /// Deletes the file at `path`; with a `fence`, the delete is announced in the effect record first.
     ///
     /// object_store has no conditional delete: a file another process
     /// rewrote between this HEAD and this DELETE is deleted all the same.
-    pub(crate) async fn delete_file(&self, ctx: &FileContext, path: &VPath) -> Result<()> {
+    pub(crate) async fn delete_file(
+        &self,
+        ctx: &FileContext,
+        path: &VPath,
+        fence: Option<&Fence>,
+    ) -> Result<()> {
         if path.is_root() {
             return Err(Error::refusal(
                 ErrorKind::InvalidPath,
@@ -341,7 +409,7 @@ impl ObjectStoreBackend {
         }
         let key = self.keys.key(&ctx.tenant, path)?;
         let _serialised = self.stripes.lock(&key).await;
-        if self.store.head(&key, path).await?.is_none() {
+        let Some(meta) = self.store.head(&key, path).await? else {
             return Err(if self.store.any_under(&key, path).await? {
                 Error::refusal(
                     ErrorKind::DirectoryNotEmpty,
@@ -350,6 +418,9 @@ impl ObjectStoreBackend {
             } else {
                 Error::not_found(path)
             });
+        };
+        if let Some(f) = fence {
+            f.intend(Some(&version_of(&meta)), &()).await?;
         }
         self.versions.forget(&key);
         match self.store.inner.delete(&key).await {

@@ -1,21 +1,26 @@
 //! ls, glob and grep over key prefixes: one level with `list_with_delimiter`, a subtree with `list`, names decoded and sorted by virtual path.
 //!
 //! Escaped keys do not sort like the names they encode ("%20" sorts after
-//! "!", " " before it), so every answer is decoded and sorted by virtual
-//! path before the limit is applied; what is held meanwhile is the
-//! metadata of one directory (ls) or of the matching files beneath `under`
-//! (glob, grep), never a file's bytes beyond the one being searched.
+//! "!", " " before it), and not every store lists in key order, so no
+//! answer relies on the listing's order: entries stream through a bounded
+//! collector of the `limit + 1` smallest virtual paths ([`crate::topk`]),
+//! so an answer costs memory in proportion to its limit, not to the store.
+//! `ls` lists one level with a delimiter (object_store hands that level
+//! over whole; only the collector's entries are turned into answers);
+//! glob and grep stream the listing beneath `under`.
 
 use burrow_backend::{
-    CompiledGrep, Error, FileContext, FileInfo, Glob, GlobResult, GrepCollector, GrepQuery,
-    GrepResult, Listing, Result, VPath,
+    CompiledGrep, Error, FileContext, FileInfo, Glob, GlobResult, GrepCollector, GrepMatch,
+    GrepQuery, GrepResult, Listing, Result, VPath,
 };
-use futures::{StreamExt, stream};
+use futures::StreamExt;
+use futures::future::join_all;
 use object_store::ObjectMeta;
 use object_store::path::Path;
 
 use crate::backend::ObjectStoreBackend;
 use crate::store::{absent, fail};
+use crate::topk::{TopK, limited};
 
 /// `modified_at` of an object: its last-modified time, RFC 3339.
 fn stamp(meta: &ObjectMeta) -> Option<String> {
@@ -33,14 +38,6 @@ fn file_info(path: &VPath, meta: &ObjectMeta) -> FileInfo {
         size: Some(meta.size),
         modified_at: stamp(meta),
     }
-}
-
-/// Sorts `items` by path and keeps `limit`, saying whether more were there.
-fn bounded<T>(mut items: Vec<(VPath, T)>, limit: usize) -> (Vec<T>, bool) {
-    items.sort_by(|a, b| a.0.cmp(&b.0));
-    let truncated = items.len() > limit;
-    items.truncate(limit);
-    (items.into_iter().map(|(_, t)| t).collect(), truncated)
 }
 
 impl ObjectStoreBackend {
@@ -68,13 +65,17 @@ impl ObjectStoreBackend {
             },
             Err(e) => return Err(fail("list", dir, e)),
         };
-        let mut entries: Vec<(VPath, FileInfo)> =
-            Vec::with_capacity(level.objects.len() + level.common_prefixes.len());
+        let mut entries = TopK::new(limit.saturating_add(1));
+        let mut any = false;
         for meta in &level.objects {
             if let Some(path) = self.keys.path_of(&tenant, &meta.location)
                 && path.parent().as_ref() == Some(dir)
             {
-                entries.push((path.clone(), file_info(&path, meta)));
+                any = true;
+                if entries.wants(&path) {
+                    let info = file_info(&path, meta);
+                    entries.offer(path, info);
+                }
             }
         }
         for prefix in &level.common_prefixes {
@@ -88,39 +89,56 @@ impl ObjectStoreBackend {
                     size: None,
                     modified_at: None,
                 };
-                entries.push((path, info));
+                any = true;
+                entries.offer(path, info);
             }
         }
-        if entries.is_empty() && !dir.is_root() {
+        if !any && !dir.is_root() {
             return Err(if self.store.head(&key, dir).await?.is_some() {
                 Error::not_a_directory(dir)
             } else {
                 Error::not_found(dir)
             });
         }
-        let (entries, truncated) = bounded(entries, limit);
+        let (entries, truncated) = limited(entries, limit);
         Ok(Listing { entries, truncated })
     }
 
-    /// Every object beneath `under` whose path relative to `under` passes `keep`.
-    async fn files_beneath(
+    /// Streams every object beneath `under` and hands those whose path
+    /// relative to `under` passes `keep` to `visit`; returns how many passed.
+    /// Nothing is gathered here: the visitor keeps what it needs.
+    async fn each_beneath(
         &self,
         ctx: &FileContext,
         under: &VPath,
         keep: impl Fn(&str, &ObjectMeta) -> bool,
-    ) -> Result<Vec<(VPath, ObjectMeta)>> {
+        mut visit: impl FnMut(VPath, ObjectMeta),
+    ) -> Result<usize> {
         let key = self.dir_key(ctx, under)?;
         let tenant = self.keys.tenant_prefix(&ctx.tenant);
-        self.store
-            .each_under(&key, under, |meta| {
-                let path = self.keys.path_of(&tenant, &meta.location)?;
-                let relative = path.relative_to(under)?;
-                (!relative.is_empty() && keep(relative, &meta)).then_some((path, meta))
-            })
-            .await
+        let mut listing = self.store.listing(&key);
+        let mut passed = 0;
+        while let Some(meta) = listing.next().await {
+            let meta = meta.map_err(|e| fail("list", under, e))?;
+            let Some(path) = self.keys.path_of(&tenant, &meta.location) else {
+                continue;
+            };
+            if path
+                .relative_to(under)
+                .is_some_and(|relative| !relative.is_empty() && keep(relative, &meta))
+            {
+                passed += 1;
+                visit(path, meta);
+            }
+        }
+        Ok(passed)
     }
 
-    /// `glob`: files beneath `under` matching `pattern`.
+    /// `glob`: files beneath `under` matching `pattern`, the first `limit` by path.
+    ///
+    /// The listing streams through a collector of the `limit + 1` smallest
+    /// paths, so the answer costs memory in proportion to the limit, in
+    /// whatever order the store lists.
     pub(crate) async fn glob_files(
         &self,
         ctx: &FileContext,
@@ -130,24 +148,37 @@ impl ObjectStoreBackend {
     ) -> Result<GlobResult> {
         let glob = Glob::new(pattern)?;
         let limit = self.options.limits().results(limit);
+        let mut top = TopK::new(limit.saturating_add(1));
         let found = self
-            .files_beneath(ctx, under, |relative, _| glob.is_match(relative))
+            .each_beneath(
+                ctx,
+                under,
+                |relative, _| glob.is_match(relative),
+                |path, meta| {
+                    if top.wants(&path) {
+                        let info = file_info(&path, &meta);
+                        top.offer(path, info);
+                    }
+                },
+            )
             .await?;
-        if found.is_empty() && !under.is_root() {
+        if found == 0 && !under.is_root() {
             let key = self.dir_key(ctx, under)?;
             if self.store.head(&key, under).await?.is_some() {
                 return Err(Error::not_a_directory(under));
             }
         }
-        let found = found.into_iter().map(|(path, meta)| {
-            let info = file_info(&path, &meta);
-            (path, info)
-        });
-        let (files, truncated) = bounded(found.collect(), limit);
+        let (files, truncated) = limited(top, limit);
         Ok(GlobResult { files, truncated })
     }
 
     /// `grep`: matching lines in text files beneath `under`, or in `under` itself when it is a file.
+    ///
+    /// Files are searched as the listing streams, `concurrency` at a time;
+    /// matches go into a collector of the `limit + 1` first by (path, line),
+    /// and once it is full a listed file whose path sorts after every kept
+    /// match is passed by unread. Memory: the limit's matches plus the
+    /// files being read, in whatever order the store lists.
     pub(crate) async fn grep_files(
         &self,
         ctx: &FileContext,
@@ -157,48 +188,80 @@ impl ObjectStoreBackend {
     ) -> Result<GrepResult> {
         let grep = CompiledGrep::new(query)?;
         let max = self.options.max_file_size;
-        let mut collector = GrepCollector::new(self.options.limits().results(limit));
-        let mut candidates = self
-            .files_beneath(ctx, under, |relative, meta| {
-                meta.size <= max && grep.includes(relative)
-            })
-            .await?;
-        if candidates.is_empty() && !under.is_root() {
-            let key = self.dir_key(ctx, under)?;
-            if let Some(meta) = self.store.head(&key, under).await?
-                && meta.size <= max
-                && grep.includes(under.name())
-            {
-                candidates.push((under.clone(), meta));
-            }
-        }
-        candidates.sort_by(|a, b| a.0.cmp(&b.0));
-        let keys = candidates
-            .into_iter()
-            .map(|(path, _)| self.keys.key(&ctx.tenant, &path).map(|key| (path, key)))
-            .collect::<Result<Vec<_>>>()?;
-        let store = self.store.clone();
-        let mut reads = stream::iter(keys)
-            .map(move |(path, key)| {
-                let store = store.clone();
-                async move {
-                    let fetched = store.get(&key, &path, max).await;
-                    (path, fetched)
+        let limit = self.options.limits().results(limit);
+        let cap = limit.saturating_add(1);
+        let mut top: TopK<(VPath, u64), GrepMatch> = TopK::new(cap);
+        let key = self.dir_key(ctx, under)?;
+        let tenant = self.keys.tenant_prefix(&ctx.tenant);
+        let mut listing = self.store.listing(&key);
+        let mut listed_any = false;
+        let batch = self.options.concurrency.max(1);
+        loop {
+            // The next batch of candidates the collector still wants.
+            let mut paths = Vec::with_capacity(batch);
+            while paths.len() < batch {
+                let Some(meta) = listing.next().await else {
+                    break;
+                };
+                let meta = meta.map_err(|e| fail("list", under, e))?;
+                let Some(path) = self.keys.path_of(&tenant, &meta.location) else {
+                    continue;
+                };
+                let Some(relative) = path.relative_to(under) else {
+                    continue;
+                };
+                if relative.is_empty() {
+                    continue;
                 }
-            })
-            .buffered(self.options.concurrency);
-        while let Some((path, fetched)) = reads.next().await {
-            match fetched {
-                Ok(Some(f)) => collector.search(&grep, &path, &f.bytes),
-                // Deleted, or grown past the limit, since the listing: skipped like any file not there.
-                Ok(None) => {}
-                Err(e) if e.is_refusal() => {}
-                Err(e) => return Err(e),
+                listed_any = true;
+                if meta.size <= max && grep.includes(relative) && top.wants(&(path.clone(), 0)) {
+                    paths.push((path, meta.location));
+                }
             }
-            if collector.is_full() {
+            if paths.is_empty() {
                 break;
             }
+            let reads = join_all(
+                paths
+                    .iter()
+                    .map(|(path, key)| self.store.get(key, path, max)),
+            )
+            .await;
+            for ((path, _), fetched) in paths.into_iter().zip(reads) {
+                match fetched {
+                    Ok(Some(f)) => offer_matches(&mut top, &grep, &path, &f.bytes, cap),
+                    // Deleted, or grown past the limit, since the listing: skipped like any file not there.
+                    Ok(None) => {}
+                    Err(e) if e.is_refusal() => {}
+                    Err(e) => return Err(e),
+                }
+            }
         }
-        Ok(collector.finish())
+        if !listed_any
+            && !under.is_root()
+            && let Some(meta) = self.store.head(&key, under).await?
+            && meta.size <= max
+            && grep.includes(under.name())
+            && let Some(f) = self.store.get(&key, under, max).await?
+        {
+            offer_matches(&mut top, &grep, under, &f.bytes, cap);
+        }
+        let (matches, truncated) = limited(top, limit);
+        Ok(GrepResult { matches, truncated })
+    }
+}
+
+/// Searches one file and offers its first `cap` matches to `top`.
+fn offer_matches(
+    top: &mut TopK<(VPath, u64), GrepMatch>,
+    grep: &CompiledGrep,
+    path: &VPath,
+    bytes: &[u8],
+    cap: usize,
+) {
+    let mut one = GrepCollector::new(cap);
+    one.search(grep, path, bytes);
+    for m in one.finish().matches {
+        top.offer((path.clone(), m.line_number), m);
     }
 }

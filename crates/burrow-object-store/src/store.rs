@@ -4,10 +4,11 @@ use std::sync::Arc;
 
 use burrow_backend::{Error, ErrorKind, Result, VPath, text};
 use bytes::{Bytes, BytesMut};
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 use object_store::path::Path;
 use object_store::{
-    GetOptions, ObjectMeta, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, PutResult,
+    Attributes, GetOptions, ObjectMeta, ObjectStore, ObjectStoreExt, PutMode, PutOptions,
+    PutPayload, PutResult,
 };
 
 /// An object's bytes and the metadata they were read with (its ETag and version).
@@ -15,6 +16,8 @@ use object_store::{
 pub(crate) struct Fetched {
     pub bytes: Bytes,
     pub meta: ObjectMeta,
+    /// The object's attributes (user metadata such as the effect tag).
+    pub attributes: Attributes,
 }
 
 /// A failure of the store while doing `op` on `path`: a short sentence naming
@@ -107,6 +110,7 @@ impl Store {
         };
         text::check_size(path, result.meta.size, max)?;
         let meta = result.meta.clone();
+        let attributes = result.attributes.clone();
         let mut chunks: Vec<Bytes> = Vec::new();
         let mut len = 0u64;
         let mut stream = result.into_stream();
@@ -131,13 +135,35 @@ impl Store {
                 all.freeze()
             }
         };
-        Ok(Some(Fetched { bytes, meta }))
+        Ok(Some(Fetched {
+            bytes,
+            meta,
+            attributes,
+        }))
     }
 
     /// The metadata of the object at `key`, or `None`.
     pub async fn head(&self, key: &Path, path: &VPath) -> Result<Option<ObjectMeta>> {
         match self.inner.head(key).await {
             Ok(meta) => Ok(Some(meta)),
+            Err(e) if absent(&e) => Ok(None),
+            Err(e) => Err(fail("look up", path, e)),
+        }
+    }
+
+    /// The metadata and attributes of the object at `key`, or `None` (a HEAD
+    /// that also reports user metadata, which a plain HEAD does not).
+    pub async fn head_attributes(
+        &self,
+        key: &Path,
+        path: &VPath,
+    ) -> Result<Option<(ObjectMeta, Attributes)>> {
+        let options = GetOptions {
+            head: true,
+            ..GetOptions::default()
+        };
+        match self.inner.get_opts(key, options).await {
+            Ok(r) => Ok(Some((r.meta.clone(), r.attributes.clone()))),
             Err(e) if absent(&e) => Ok(None),
             Err(e) => Err(fail("look up", path, e)),
         }
@@ -156,23 +182,18 @@ impl Store {
         }
     }
 
-    /// Every object beneath `key`, streamed page by page, each passed to `keep`.
-    pub async fn each_under<T>(
+    /// Every object beneath `key`, streamed page by page, in the store's
+    /// order (key order on S3, not promised by every store); the listing of
+    /// a missing prefix is empty.
+    pub fn listing(
         &self,
         key: &Path,
-        path: &VPath,
-        mut keep: impl FnMut(ObjectMeta) -> Option<T>,
-    ) -> Result<Vec<T>> {
-        let mut out = Vec::new();
-        let mut listing = self.inner.list(Some(key));
-        loop {
-            match listing.try_next().await {
-                Ok(Some(meta)) => out.extend(keep(meta)),
-                Ok(None) => return Ok(out),
-                Err(e) if absent(&e) => return Ok(out),
-                Err(e) => return Err(fail("list", path, e)),
-            }
-        }
+    ) -> futures::stream::BoxStream<'static, object_store::Result<ObjectMeta>> {
+        self.inner
+            .list(Some(key))
+            .take_while(|item| std::future::ready(!matches!(item, Err(e) if absent(e))))
+            .fuse()
+            .boxed()
     }
 
     /// Puts `bytes` at `key` with `mode`; the raw object_store result, so callers can see lost races.
@@ -182,8 +203,24 @@ impl Store {
         bytes: bytes::Bytes,
         mode: PutMode,
     ) -> object_store::Result<PutResult> {
+        self.put_with(key, bytes, mode, Attributes::new()).await
+    }
+
+    /// As [`Store::put`], with `attributes` (user metadata) on the object.
+    pub async fn put_with(
+        &self,
+        key: &Path,
+        bytes: bytes::Bytes,
+        mode: PutMode,
+        attributes: Attributes,
+    ) -> object_store::Result<PutResult> {
+        let options = PutOptions {
+            mode,
+            attributes,
+            ..PutOptions::default()
+        };
         self.inner
-            .put_opts(key, PutPayload::from(bytes), PutOptions::from(mode))
+            .put_opts(key, PutPayload::from(bytes), options)
             .await
     }
 }

@@ -2,6 +2,7 @@
 
 #[cfg(test)]
 mod all {
+    mod bounds;
     mod common;
     mod concurrency;
     mod conformance_local;

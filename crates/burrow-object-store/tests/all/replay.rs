@@ -11,6 +11,7 @@ use burrow_object_store::object_store::{ObjectStore, ObjectStoreExt, PutPayload}
 use burrow_object_store::{ObjectStoreBackend, ObjectStoreOptions};
 use futures::TryStreamExt;
 
+use super::common::s3_backend;
 use super::spy::Spy;
 
 fn p(s: &str) -> VPath {
@@ -130,7 +131,7 @@ async fn put_pending(store: &dyn ObjectStore, key: &str) {
     store
         .put(
             &Path::from(format!("{EFFECTS_DIR}/t/{key}")),
-            PutPayload::from(r#"{"op":"write","state":"pending"}"#),
+            PutPayload::from(r#"{"op":"write","path":"/f","state":"pending"}"#),
         )
         .await
         .expect("put");
@@ -219,4 +220,183 @@ async fn a_failure_records_nothing_so_a_retry_runs() {
             .expect("read"),
         b"y"
     );
+}
+
+#[tokio::test]
+async fn a_key_replays_only_the_same_operation_on_the_same_path() {
+    let backend = ObjectStoreBackend::in_memory();
+    let keyed = FileContext::for_tenant("t").with_effect_key("k");
+    backend
+        .write(&keyed, &p("/a.txt"), "first")
+        .await
+        .expect("write");
+    let err = backend
+        .write(&keyed, &p("/b.txt"), "second")
+        .await
+        .expect_err("same key, another path");
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{}", err.message());
+    assert!(
+        err.message().contains("/a.txt") && err.message().contains("/b.txt"),
+        "{}",
+        err.message()
+    );
+    assert_eq!(
+        backend
+            .read_bytes(&keyed, &p("/b.txt"))
+            .await
+            .expect_err("nothing written")
+            .kind(),
+        ErrorKind::NotFound
+    );
+    let err = backend
+        .edit(&keyed, &p("/a.txt"), "first", "x", false)
+        .await
+        .expect_err("same key, another operation");
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{}", err.message());
+    assert_eq!(
+        backend
+            .read_bytes(&keyed, &p("/a.txt"))
+            .await
+            .expect("read"),
+        b"first"
+    );
+}
+
+/// A keyed edit whose outcome record cannot be stored after the edit landed, then retried: applied once.
+async fn a_lost_outcome_record_never_applies_twice(backend: ObjectStoreBackend, spy: &Spy) {
+    let plain = FileContext::for_tenant("t");
+    let keyed = FileContext::for_tenant("t").with_effect_key("append-once");
+    backend
+        .write(&plain, &p("/log.txt"), "x")
+        .await
+        .expect("write");
+    spy.fail_next_outcome_records(1);
+    let first = backend.edit(&keyed, &p("/log.txt"), "x", "xx", false).await;
+    let first = first.expect("the edit landed, so its outcome is returned");
+    assert_eq!(first.occurrences, Some(1));
+    // However the retries come (the claim is stale at once), the edit is not applied again.
+    for _ in 0..2 {
+        let again = backend
+            .edit(&keyed, &p("/log.txt"), "x", "xx", false)
+            .await
+            .expect("replayed");
+        assert_eq!(again, first);
+        assert_eq!(
+            backend
+                .read_bytes(&plain, &p("/log.txt"))
+                .await
+                .expect("read"),
+            b"xx",
+            "applied exactly once"
+        );
+    }
+    // A keyed write whose outcome record fails: the retry replays it, even after another write.
+    let keyed = FileContext::for_tenant("t").with_effect_key("write-once");
+    spy.fail_next_outcome_records(1);
+    backend
+        .write(&keyed, &p("/w.txt"), "keyed")
+        .await
+        .expect("written");
+    backend
+        .write(&keyed, &p("/w.txt"), "keyed")
+        .await
+        .expect("replayed from the tag");
+    backend
+        .write(&plain, &p("/w.txt"), "later")
+        .await
+        .expect("write");
+    backend
+        .write(&keyed, &p("/w.txt"), "keyed")
+        .await
+        .expect("replayed from the record");
+    assert_eq!(
+        backend
+            .read_bytes(&plain, &p("/w.txt"))
+            .await
+            .expect("read"),
+        b"later"
+    );
+}
+
+fn ttl_zero() -> ObjectStoreOptions {
+    ObjectStoreOptions::default().with_pending_effect_ttl(Duration::ZERO)
+}
+
+#[tokio::test]
+async fn a_lost_outcome_record_never_applies_twice_in_memory() {
+    let spy = Arc::new(Spy::new(Arc::new(InMemory::new())));
+    let backend =
+        ObjectStoreBackend::with_options(Arc::clone(&spy) as Arc<dyn ObjectStore>, ttl_zero())
+            .expect("backend");
+    a_lost_outcome_record_never_applies_twice(backend, &spy).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_outcome_record_never_applies_twice_on_s3() {
+    let endpoint = burrow_testkit::require(burrow_testkit::Part::S3);
+    let on_s3 = s3_backend(&endpoint, "replay-once", ttl_zero());
+    let spy = Arc::new(Spy::new(Arc::clone(on_s3.store())));
+    let backend = ObjectStoreBackend::with_options(
+        Arc::clone(&spy) as Arc<dyn ObjectStore>,
+        on_s3.options().clone(),
+    )
+    .expect("backend");
+    a_lost_outcome_record_never_applies_twice(backend, &spy).await;
+}
+
+#[tokio::test]
+async fn a_fresh_claim_is_judged_by_the_store_clock_not_the_local_one() {
+    // The store's clock runs an hour behind: by the local clock every claim
+    // looks an hour old, by the store's it is fresh.
+    let spy = Arc::new(Spy::new(Arc::new(InMemory::new())));
+    spy.skew_clock(-3600);
+    let backend = ObjectStoreBackend::new(Arc::clone(&spy) as Arc<dyn ObjectStore>);
+    put_pending(spy.as_ref(), "running").await;
+    let keyed = FileContext::for_tenant("t").with_effect_key("running");
+    let err = backend
+        .write(&keyed, &p("/f"), "x")
+        .await
+        .expect_err("still running by the store's clock");
+    assert_eq!(err.kind(), ErrorKind::Conflict, "{}", err.message());
+    assert_eq!(
+        backend
+            .read_bytes(&keyed, &p("/f"))
+            .await
+            .expect_err("nothing written")
+            .kind(),
+        ErrorKind::NotFound
+    );
+}
+
+#[tokio::test]
+async fn an_interrupted_change_whose_file_moved_on_is_refused_not_repeated() {
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let backend = ObjectStoreBackend::with_options(Arc::clone(&store), ttl_zero()).expect("b");
+    let plain = FileContext::for_tenant("t");
+    backend.write(&plain, &p("/f"), "v1").await.expect("write");
+    // A claimant that announced "write /f over version \"0\"" and died; /f has changed since.
+    store
+        .put(
+            &Path::from(format!("{EFFECTS_DIR}/t/gone")),
+            PutPayload::from(
+                r#"{"op":"write","path":"/f","state":"pending","intent":{"before":{"e_tag":"\"old\"","version":null},"outcome":{"path":"/f"}}}"#,
+            ),
+        )
+        .await
+        .expect("put");
+    let keyed = FileContext::for_tenant("t").with_effect_key("gone");
+    let err = backend
+        .write(&keyed, &p("/f"), "v2")
+        .await
+        .expect_err("undecidable");
+    assert_eq!(err.kind(), ErrorKind::Conflict, "{}", err.message());
+    assert_eq!(
+        backend.read_bytes(&plain, &p("/f")).await.expect("read"),
+        b"v1"
+    );
+    let again = backend
+        .write(&keyed, &p("/f"), "v2")
+        .await
+        .expect_err("recorded");
+    assert_eq!(again.message(), err.message());
 }

@@ -2,7 +2,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use burrow_object_store::keys::EFFECTS_DIR;
@@ -28,6 +28,10 @@ pub struct Spy {
     pub interfered: AtomicUsize,
     /// How many of the next puts of files (not effect records) fail as a broken store would.
     fail_puts: AtomicUsize,
+    /// How many of the next puts of finished effect records (outcomes, not pending claims) fail.
+    fail_outcomes: AtomicUsize,
+    /// Seconds added to every last-modified time the store reports (its clock's skew).
+    skew_secs: AtomicI64,
 }
 
 impl fmt::Display for Spy {
@@ -44,7 +48,23 @@ impl Spy {
             interfere: AtomicUsize::new(0),
             interfered: AtomicUsize::new(0),
             fail_puts: AtomicUsize::new(0),
+            fail_outcomes: AtomicUsize::new(0),
+            skew_secs: AtomicI64::new(0),
         }
+    }
+
+    /// Makes the next `n` puts of an effect record's outcome fail (after the change itself landed).
+    pub fn fail_next_outcome_records(&self, n: usize) {
+        self.fail_outcomes.store(n, Ordering::SeqCst);
+    }
+
+    /// Makes the store's clock run `secs` seconds off the local one.
+    pub fn skew_clock(&self, secs: i64) {
+        self.skew_secs.store(secs, Ordering::SeqCst);
+    }
+
+    fn skewed(&self, meta: ObjectMeta) -> ObjectMeta {
+        shift(meta, self.skew_secs.load(Ordering::SeqCst))
     }
 
     /// Makes the next `n` puts of files (keys outside the effect records) fail.
@@ -78,6 +98,19 @@ impl ObjectStore for Spy {
                 source: "the disk caught fire at /host/secret/path".into(),
             });
         }
+        if location.as_ref().contains(EFFECTS_DIR)
+            && !location.as_ref().contains(".clock")
+            && !payload_text(&payload).contains("pending")
+            && self
+                .fail_outcomes
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+        {
+            return Err(Error::Generic {
+                store: "Spy",
+                source: "the connection dropped while recording".into(),
+            });
+        }
         if matches!(opts.mode, PutMode::Update(_))
             && self
                 .interfere
@@ -103,6 +136,7 @@ impl ObjectStore for Spy {
 
     async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
         let mut result = self.inner.get_opts(location, options).await?;
+        result.meta = self.skewed(result.meta);
         let stream = match result.payload {
             GetResultPayload::Stream(s) => s,
             other => {
@@ -132,7 +166,11 @@ impl ObjectStore for Spy {
     }
 
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
-        self.inner.list(prefix)
+        let secs = self.skew_secs.load(Ordering::SeqCst);
+        self.inner
+            .list(prefix)
+            .map(move |m| m.map(|meta| shift(meta, secs)))
+            .boxed()
     }
 
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
@@ -142,4 +180,21 @@ impl ObjectStore for Spy {
     async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
         self.inner.copy_opts(from, to, options).await
     }
+}
+
+/// The bytes of `payload` as text (lossy).
+fn payload_text(payload: &PutPayload) -> String {
+    let bytes: Vec<u8> = payload.iter().flat_map(|b| b.to_vec()).collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// `meta` with its last-modified time moved by `secs` seconds.
+fn shift(mut meta: ObjectMeta, secs: i64) -> ObjectMeta {
+    let by = std::time::Duration::from_secs(secs.unsigned_abs());
+    meta.last_modified = if secs >= 0 {
+        meta.last_modified + by
+    } else {
+        meta.last_modified - by
+    };
+    meta
 }
