@@ -312,7 +312,7 @@ fn create_temp(dir: &Dir) -> io::Result<(LiveTemp, File)> {
     ))
 }
 
-/// A fresh temporary name: the reserved prefix and 64 random bits in hex.
+/// A fresh temporary name: the prefix and 64 random bits in hex.
 fn temp_name() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let mut hasher = RandomState::new().build_hasher();
