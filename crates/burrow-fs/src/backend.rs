@@ -53,11 +53,13 @@ const ONE_WORKSPACE: &str = "*";
 /// shortly after a write may lose the write, but never leaves half of it.
 /// A crash may leave a temporary file behind.
 ///
-/// # Reserved names
+/// # No reserved names
 ///
-/// Names starting with [`crate::TEMP_PREFIX`] (".burrow-tmp-") belong to the
-/// backend: they never appear in `ls`, `glob` or `grep`, and any operation on
-/// a path with such a segment is refused with InvalidPath.
+/// Every legal name is the user's, including names that start with
+/// [`crate::TEMP_PREFIX`] (".burrow-tmp-"). The temporary files this process
+/// is writing right now are hidden from its `ls`, `glob` and `grep`; another
+/// process's, for the moment it writes, and those a crash left behind, are
+/// ordinary files.
 ///
 /// # Concurrency
 ///
@@ -215,7 +217,6 @@ impl Backend for FsBackend {
     ) -> Result<LineWindow> {
         let path = path.clone();
         self.blocking(move |root| {
-            crate::errors::check_reserved(&path)?;
             let bytes = root.read_all(&path)?;
             text::read_window(&path, &bytes, offset, limit)
         })
@@ -224,11 +225,7 @@ impl Backend for FsBackend {
 
     async fn read_bytes(&self, _ctx: &FileContext, path: &VPath) -> Result<Vec<u8>> {
         let path = path.clone();
-        self.blocking(move |root| {
-            crate::errors::check_reserved(&path)?;
-            root.read_all(&path)
-        })
-        .await
+        self.blocking(move |root| root.read_all(&path)).await
     }
 
     async fn write_bytes(

@@ -4,8 +4,6 @@ use std::io;
 
 use burrow_backend::{Error, ErrorKind, VPath};
 
-use crate::options::TEMP_PREFIX;
-
 /// True for cap-std's refusal of a path that would lead outside the root.
 ///
 /// cap-std reports an escape as PermissionDenied without an OS error code
@@ -49,24 +47,6 @@ pub(crate) fn dangling(path: &VPath) -> Error {
         ErrorKind::PermissionDenied,
         format!("{path} is a symbolic link to nothing; delete it or write somewhere else."),
     )
-}
-
-/// A refusal for a path with a reserved segment.
-pub(crate) fn reserved(path: &VPath) -> Error {
-    Error::refusal(
-        ErrorKind::InvalidPath,
-        format!(
-            "{path} uses a name starting with \"{TEMP_PREFIX}\", which is reserved for temporary files; choose another name."
-        ),
-    )
-}
-
-/// InvalidPath when a segment of `path` starts with the reserved temporary prefix.
-pub(crate) fn check_reserved(path: &VPath) -> Result<(), Error> {
-    if path.segments().any(|s| s.starts_with(TEMP_PREFIX)) {
-        return Err(reserved(path));
-    }
-    Ok(())
 }
 
 /// The contract error for an I/O error `e` met while doing `what` to `path`.

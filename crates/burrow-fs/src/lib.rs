@@ -45,7 +45,7 @@
 //! glob dialect, grep over a buffer) comes from `burrow-backend`, so a folder
 //! behaves exactly like every other backend; `burrow-conformance` proves it.
 //!
-//! See [`FsBackend`] for the semantics (atomic writes, reserved names,
+//! See [`FsBackend`] for the semantics (atomic writes, temporary names,
 //! symlinks, special files, limits) under headings.
 
 mod backend;

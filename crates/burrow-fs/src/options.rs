@@ -4,9 +4,9 @@ use burrow_backend::{DEFAULT_MAX_FILE_SIZE, DEFAULT_MAX_RESULTS, Limits};
 
 /// The name prefix of the temporary files writes go through.
 ///
-/// Names starting with it are reserved: they never appear in `ls`, `glob` or
-/// `grep`, and any operation on a path with such a segment is refused with
-/// InvalidPath.
+/// No name is reserved (ADR 0061): a user's file may start with it too. Only
+/// the temporary files the process is writing right now are hidden from its
+/// `ls`, `glob` and `grep`.
 pub const TEMP_PREFIX: &str = ".burrow-tmp-";
 
 /// How an [`crate::FsBackend`] behaves. `FsOptions::default()` is what

@@ -96,9 +96,12 @@ impl Ord for Named {
     }
 }
 
-/// True for a name the listing hides: a temporary file of an atomic write.
+/// True for a name the listing hides: the temporary file of an atomic write
+/// that this process is making right now. No name is reserved: a user's
+/// `.burrow-tmp-x` is an ordinary file, and so is a temporary file left by a
+/// crash.
 pub(crate) fn is_hidden_temp(name: &str) -> bool {
-    name.starts_with(TEMP_PREFIX)
+    name.starts_with(TEMP_PREFIX) && crate::write::is_live_temp(name)
 }
 
 impl Root {
@@ -162,7 +165,6 @@ impl Root {
 
     /// The entries directly beneath `dir`.
     pub(crate) fn ls(&self, dir: &VPath, limit: usize) -> Result<Listing, Error> {
-        errors::check_reserved(dir)?;
         let handle = if dir.is_root() {
             self.dir.try_clone().map_err(|e| from_io(e, dir, "list"))?
         } else {
@@ -249,7 +251,6 @@ impl Root {
                 "the root \"/\" cannot be deleted; delete the files inside it instead.",
             ));
         }
-        errors::check_reserved(path)?;
         let locked = self.lock_dir_of(path, rel(path), "delete")?;
         let (dir, name) = (&locked.dir, locked.name.as_os_str());
         let meta = dir

@@ -37,7 +37,6 @@ enum Start {
 
 impl Root {
     fn start(&self, under: &VPath) -> Result<Start, Error> {
-        errors::check_reserved(under)?;
         let meta = match self.stat(under) {
             Ok(meta) => meta,
             Err(e) if errors::is_missing(&e) => return Ok(Start::Nothing),

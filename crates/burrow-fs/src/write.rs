@@ -5,14 +5,18 @@
 //! temporary file named `.burrow-tmp-<16 hex digits>` beside the target (28
 //! bytes, so even a target whose name is already 255 bytes long gets a legal
 //! temporary name), which is then renamed over the target in one `renameat`.
-//! A crash can leave a temporary file behind; its name is reserved and hidden
-//! from listings and searches.
+//! No name is reserved: the temporary name is random and created with
+//! `O_EXCL` (it never replaces a user's file), and only the temporary files
+//! this process is writing right now are hidden from its listings. A crash
+//! can leave one behind; it is then an ordinary file the user can delete.
 
+use std::collections::BTreeSet;
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use burrow_backend::{Error, ErrorKind, VPath, text};
 use cap_std::fs::{Dir, File, Metadata, OpenOptions};
@@ -27,7 +31,6 @@ impl Root {
         if path.is_root() {
             return Err(Error::is_a_directory(path));
         }
-        errors::check_reserved(path)?;
         text::check_size(path, bytes.len() as u64, self.options.max_file_size)?;
         self.ensure_parents(path)?;
         let target = self.write_target(path)?;
@@ -46,7 +49,6 @@ impl Root {
         replace_all: bool,
     ) -> Result<usize, Error> {
         text::check_edit_args(old, new)?;
-        errors::check_reserved(path)?;
         // The file the edit replaces decides which directory is locked; a
         // path that cannot be read is refused as a read would refuse it.
         let target = match self.write_target(path) {
@@ -142,8 +144,13 @@ impl Root {
             let target = self.canonical(path)?;
             let named = self.dir.symlink_metadata(&target);
             if named.is_ok_and(|m| m.is_file() && same_file(&m, &followed)) {
-                if Root::vpath_of(&target).is_none_or(|t| errors::check_reserved(&t).is_err()) {
-                    return Err(errors::reserved(path));
+                if Root::vpath_of(&target).is_none() {
+                    return Err(Error::refusal(
+                        ErrorKind::InvalidPath,
+                        format!(
+                            "{path} is a symbolic link to a name that is not a valid path; write somewhere else."
+                        ),
+                    ));
                 }
                 return Ok(target);
             }
@@ -193,11 +200,12 @@ impl Root {
             .map(|m| m.permissions());
         let (temp, file) = create_temp(parent).map_err(fail)?;
         let staged = fill(file, bytes, permissions, self.options.fsync)
-            .and_then(|()| parent.rename(&temp, parent, name));
+            .and_then(|()| parent.rename(&temp.0, parent, name));
         if let Err(e) = staged {
-            let _ = parent.remove_file(&temp);
+            let _ = parent.remove_file(&temp.0);
             return Err(fail(e));
         }
+        drop(temp);
         if self.options.fsync {
             sync_dir(parent).map_err(fail)?;
         }
@@ -249,13 +257,50 @@ fn sync_dir(dir: &Dir) -> io::Result<()> {
     dir.open(".")?.sync_all()
 }
 
+/// The temporary names this process is writing now (hidden from its own listings).
+static LIVE_TEMPS: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+
+/// True when `name` is a temporary file this process is writing now.
+pub(crate) fn is_live_temp(name: &str) -> bool {
+    LIVE_TEMPS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .contains(name)
+}
+
+/// A temporary name in use; dropping it forgets the name.
+struct LiveTemp(String);
+
+impl LiveTemp {
+    fn new(name: String) -> LiveTemp {
+        LIVE_TEMPS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(name.clone());
+        LiveTemp(name)
+    }
+}
+
+impl Drop for LiveTemp {
+    fn drop(&mut self) {
+        LIVE_TEMPS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.0);
+    }
+}
+
 /// Creates a new, empty temporary file in `dir`, returning its name.
-fn create_temp(dir: &Dir) -> io::Result<(String, File)> {
+///
+/// The name is random and created with `O_EXCL`, so it never replaces a
+/// user's file of the same name (it tries another); it is registered as live
+/// before the file exists, so this process's listings never show it.
+fn create_temp(dir: &Dir) -> io::Result<(LiveTemp, File)> {
     let mut options = OpenOptions::new();
     options.write(true).create_new(true);
     for _ in 0..16 {
-        let name = temp_name();
-        match dir.open_with(&name, &options) {
+        let name = LiveTemp::new(temp_name());
+        match dir.open_with(&name.0, &options) {
             Ok(file) => return Ok((name, file)),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(e),
@@ -267,7 +312,7 @@ fn create_temp(dir: &Dir) -> io::Result<(String, File)> {
     ))
 }
 
-/// A fresh temporary name: the reserved prefix and 64 random bits in hex.
+/// A fresh temporary name: the prefix and 64 random bits in hex.
 fn temp_name() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let mut hasher = RandomState::new().build_hasher();

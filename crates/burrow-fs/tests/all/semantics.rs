@@ -74,48 +74,71 @@ async fn a_fifo_is_refused_never_opened() {
 }
 
 #[tokio::test]
-async fn temporary_names_are_reserved_and_hidden() {
+async fn names_starting_like_temporary_files_are_ordinary_names() {
     let w = World::new();
     let b = &w.backend;
-    let reserved = format!("/{TEMP_PREFIX}abc");
-    assert_refused(
-        b.write(&ctx(), &p(&reserved), "x").await,
-        ErrorKind::InvalidPath,
-    );
-    assert_refused(
-        b.write(&ctx(), &p(&format!("/d{reserved}/x")), "x").await,
-        ErrorKind::InvalidPath,
-    );
-    assert!(
-        std::fs::read_dir(w.root()).unwrap().next().is_none(),
-        "a refused write created something"
-    );
-    // A stale temporary file left by a crash is invisible and untouchable.
-    w.put("d/a.txt", "needle\n");
-    w.put(&format!("d/{TEMP_PREFIX}0123456789abcdef"), "needle\n");
-    let stale = p(&format!("/d/{TEMP_PREFIX}0123456789abcdef"));
-    assert_refused(b.read(&ctx(), &stale, 0, 10).await, ErrorKind::InvalidPath);
-    assert_refused(b.delete(&ctx(), &stale).await, ErrorKind::InvalidPath);
-    let listing = b.ls(&ctx(), &p("/d"), 10).await.unwrap();
+    // A legal name is the user's, whatever its prefix: write, read, list,
+    // glob, grep, edit and delete all work on it.
+    let plain = format!("/{TEMP_PREFIX}x");
+    let exact = format!("/d/{TEMP_PREFIX}0123456789abcdef");
+    let nested = format!("/{TEMP_PREFIX}dir/inner.txt");
+    for path in [&plain, &exact, &nested] {
+        b.write(&ctx(), &p(path), "needle\n").await.unwrap();
+        assert_eq!(b.read_bytes(&ctx(), &p(path)).await.unwrap(), b"needle\n");
+    }
+    let root: Vec<String> = b
+        .ls(&ctx(), &p("/"), 10)
+        .await
+        .unwrap()
+        .entries
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
     assert_eq!(
-        listing
-            .entries
-            .iter()
-            .map(|e| e.name.as_str())
-            .collect::<Vec<_>>(),
-        ["a.txt"]
+        root,
+        [
+            format!("{TEMP_PREFIX}dir"),
+            format!("{TEMP_PREFIX}x"),
+            "d".to_owned()
+        ]
     );
+    let globbed: Vec<String> = b
+        .glob(&ctx(), &format!("{TEMP_PREFIX}*"), &p("/"), 10)
+        .await
+        .unwrap()
+        .files
+        .into_iter()
+        .map(|f| f.path)
+        .collect();
+    assert_eq!(globbed, [plain.clone(), exact.clone()]);
+    let grepped: Vec<String> = b
+        .grep(&ctx(), &GrepQuery::fixed("needle"), &p("/"), 10)
+        .await
+        .unwrap()
+        .matches
+        .into_iter()
+        .map(|m| m.path)
+        .collect();
+    assert_eq!(grepped, [nested.clone(), plain.clone(), exact.clone()]);
+    b.edit(&ctx(), &p(&plain), "needle", "pin", false)
+        .await
+        .unwrap();
+    assert_eq!(b.read_bytes(&ctx(), &p(&plain)).await.unwrap(), b"pin\n");
+    b.delete(&ctx(), &p(&exact)).await.unwrap();
+    assert!(!w.host(&exact[1..]).exists());
+    // And the writes left no temporary file of their own behind.
+    let mut names: Vec<String> = std::fs::read_dir(w.root())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
     assert_eq!(
-        b.glob(&ctx(), "**", &p("/"), 10).await.unwrap().files.len(),
-        1
-    );
-    assert_eq!(
-        b.grep(&ctx(), &GrepQuery::fixed("needle"), &p("/"), 10)
-            .await
-            .unwrap()
-            .matches
-            .len(),
-        1
+        names,
+        [
+            format!("{TEMP_PREFIX}dir"),
+            format!("{TEMP_PREFIX}x"),
+            "d".to_owned()
+        ]
     );
 }
 
@@ -462,7 +485,10 @@ async fn a_page_of_ls_is_full_even_when_hidden_entries_sort_first() {
     }
     let listing = b.ls(&ctx(), &p("/"), 5).await.unwrap();
     let names: Vec<&str> = listing.entries.iter().map(|e| e.name.as_str()).collect();
-    assert_eq!(names, ["z00.txt", "z01.txt", "z02.txt", "z03.txt", "z04.txt"]);
+    assert_eq!(
+        names,
+        ["z00.txt", "z01.txt", "z02.txt", "z03.txt", "z04.txt"]
+    );
     assert!(listing.truncated);
     let all = b.ls(&ctx(), &p("/"), 10).await.unwrap();
     assert_eq!(all.entries.len(), 10);
