@@ -209,9 +209,11 @@ impl CompositeBackend {
         timeout: Option<Duration>,
     ) -> Result<ExecuteResponse> {
         let Some(backend) = self.mounted(prefix) else {
-            return Err(Error::refusal(
+            return Err(Error::refusal_at(
                 ErrorKind::NotFound,
-                format!("nothing is mounted at {prefix}; name one of the mount points."),
+                prefix,
+                "nothing is mounted at ",
+                "; name one of the mount points.",
             ));
         };
         match backend.as_sandbox() {
@@ -421,17 +423,19 @@ impl Backend for CompositeBackend {
     async fn delete(&self, ctx: &FileContext, path: &VPath) -> Result<()> {
         let table = &self.inner.table;
         if !path.is_root() && table.is_mount_point(path) {
-            return Err(Error::refusal(
+            return Err(Error::refusal_at(
                 ErrorKind::InvalidPath,
-                format!(
-                    "{path} is a mount point, the root of another backend; it cannot be deleted (delete the files inside it instead)."
-                ),
+                path,
+                "",
+                " is a mount point, the root of another backend; it cannot be deleted (delete the files inside it instead).",
             ));
         }
         if !path.is_root() && table.has_mount_below(path) {
-            return Err(Error::refusal(
+            return Err(Error::refusal_at(
                 ErrorKind::DirectoryNotEmpty,
-                format!("{path} holds a mount point; it cannot be deleted."),
+                path,
+                "",
+                " holds a mount point; it cannot be deleted.",
             ));
         }
         let (i, inner) = table.route(path);
