@@ -86,7 +86,10 @@ pub fn read_window(path: &VPath, bytes: &[u8], offset: usize, limit: usize) -> R
             ErrorKind::InvalidArgument,
             path,
             format!("offset {offset} is past the end of "),
-            format!(", which has {total_lines} lines; use an offset below {total_lines}."),
+            format!(
+                ", which has {total_lines} {}; use an offset below {total_lines}.",
+                if total_lines == 1 { "line" } else { "lines" }
+            ),
         ));
     }
     let lines: Vec<String> = lines(text)
@@ -235,6 +238,22 @@ mod tests {
 
     fn p() -> VPath {
         VPath::parse("/f.txt").unwrap()
+    }
+
+    #[test]
+    fn the_past_the_end_refusal_counts_one_line_in_the_singular() {
+        let one = read_window(&p(), b"only\n", 1, 10).unwrap_err();
+        assert!(
+            one.message().contains("which has 1 line;"),
+            "{}",
+            one.message()
+        );
+        let two = read_window(&p(), b"a\nb\n", 2, 10).unwrap_err();
+        assert!(
+            two.message().contains("which has 2 lines;"),
+            "{}",
+            two.message()
+        );
     }
 
     #[test]
