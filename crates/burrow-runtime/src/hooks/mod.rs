@@ -90,7 +90,16 @@ impl HookEvent {
         }
     }
 
-    /// The event named `name`, if burrow fires it.
+    /// True for the events the agent loop fires today (the tool events);
+    /// the others parse but their hooks never run yet.
+    pub fn is_fired(self) -> bool {
+        matches!(
+            self,
+            HookEvent::PreToolUse | HookEvent::PostToolUse | HookEvent::PostToolUseFailure
+        )
+    }
+
+    /// The event named `name` (Claude Code's spelling).
     pub fn from_name(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|e| e.as_str() == name)
     }
