@@ -537,10 +537,14 @@ impl Hooks {
                 continue;
             }
             if hook.background {
-                let (hook, input, cwd) = (hook.clone(), input.clone(), self.cwd.clone());
-                tokio::spawn(async move {
-                    let _ = run_hook(&hook, &input, &cwd).await;
-                });
+                // Outside a tokio runtime there is nowhere to leave it running
+                // (and a command hook could not run at all): it is skipped.
+                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                    let (hook, input, cwd) = (hook.clone(), input.clone(), self.cwd.clone());
+                    runtime.spawn(async move {
+                        let _ = run_hook(&hook, &input, &cwd).await;
+                    });
+                }
                 continue;
             }
             let input = input.clone();
