@@ -9,8 +9,9 @@
 //!    arguments.
 //! 3. Each call waits for the earlier calls its keys meet (the workspace key
 //!    meets every key), then runs; a panic is caught and is a failure of that
-//!    call. Cancellation turns every call still waiting or running into a
-//!    "cancelled" result.
+//!    call. Its `PostToolUse` (or `PostToolUseFailure`) hooks run right after
+//!    it; calls waiting on it do not wait for them. Cancellation turns every
+//!    call still waiting or running into a "cancelled" result.
 //! 4. The results come back in call order once the whole batch has ended.
 
 use std::collections::HashMap;
@@ -274,40 +275,39 @@ pub(crate) async fn run_batch(
                     }
                 }
             };
+            // Calls waiting on this one may start; its post hooks only observe.
             drop(tx);
-            ended
+            let post = match &ended {
+                Ended::Output(output) if p.early.is_none() && hooks.has_post_tool_use() => Some(
+                    hooks
+                        .post_tool_use(hook_cx, p.call, &p.arguments, output)
+                        .await,
+                ),
+                Ended::Failed(message) if hooks.has_post_tool_use_failure() => Some(
+                    hooks
+                        .post_tool_use_failure(hook_cx, p.call, &p.arguments, message)
+                        .await,
+                ),
+                _ => None,
+            };
+            (ended, post)
         });
     let ended = join_all(runs).await;
 
-    for (p, ended) in prepared.iter().zip(ended) {
-        let (content, is_error) = match ended {
-            Ended::Output(output) => {
-                let mut context = p.context.clone();
-                if p.early.is_none() && hooks.has_post_tool_use() {
-                    let post = hooks
-                        .post_tool_use(hook_cx, p.call, &p.arguments, &output)
-                        .await;
-                    context.extend(post.context);
-                    if let Some(stop) = post.stop {
-                        out.stop.get_or_insert(stop);
-                    }
-                    if let Some(f) = post.run_failure {
-                        out.hook_failure.get_or_insert(f);
-                    }
-                }
-                (with_context(output.text, &context), output.is_error)
+    for (p, (ended, post)) in prepared.iter().zip(ended) {
+        let mut context = p.context.clone();
+        if let Some(post) = post {
+            context.extend(post.context);
+            if let Some(stop) = post.stop {
+                out.stop.get_or_insert(stop);
             }
+            if let Some(f) = post.run_failure {
+                out.hook_failure.get_or_insert(f);
+            }
+        }
+        let (content, is_error) = match ended {
+            Ended::Output(output) => (with_context(output.text, &context), output.is_error),
             Ended::Failed(message) => {
-                let mut context = p.context.clone();
-                if hooks.has_post_tool_use_failure() {
-                    let post = hooks
-                        .post_tool_use_failure(hook_cx, p.call, &p.arguments, &message)
-                        .await;
-                    context.extend(post.context);
-                    if let Some(stop) = post.stop {
-                        out.stop.get_or_insert(stop);
-                    }
-                }
                 let text = format!(
                     "The tool {} failed: {message}. The run ends here.",
                     p.call.name

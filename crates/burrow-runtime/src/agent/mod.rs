@@ -12,6 +12,7 @@
 
 mod batch;
 mod cancel;
+mod context;
 mod instructions;
 
 use std::sync::Arc;
@@ -27,6 +28,7 @@ use crate::model::{Model, ModelRequest, ModelSettings, ResponseBuilder, StreamEv
 use crate::tool::ToolRegistry;
 
 pub use cancel::CancelToken;
+pub use context::{ContextFiles, DEFAULT_CONTEXT_CHARS, DEFAULT_CONTEXT_FILES};
 pub use instructions::{FnProvider, InstructionProvider, Instructions};
 
 /// Bounds on one run.

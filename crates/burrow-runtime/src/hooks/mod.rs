@@ -90,7 +90,16 @@ impl HookEvent {
         }
     }
 
-    /// The event named `name`, if burrow fires it.
+    /// True for the events the agent loop fires today (the tool events);
+    /// the others parse but their hooks never run yet.
+    pub fn is_fired(self) -> bool {
+        matches!(
+            self,
+            HookEvent::PreToolUse | HookEvent::PostToolUse | HookEvent::PostToolUseFailure
+        )
+    }
+
+    /// The event named `name` (Claude Code's spelling).
     pub fn from_name(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|e| e.as_str() == name)
     }
@@ -528,10 +537,14 @@ impl Hooks {
                 continue;
             }
             if hook.background {
-                let (hook, input, cwd) = (hook.clone(), input.clone(), self.cwd.clone());
-                tokio::spawn(async move {
-                    let _ = run_hook(&hook, &input, &cwd).await;
-                });
+                // Outside a tokio runtime there is nowhere to leave it running
+                // (and a command hook could not run at all): it is skipped.
+                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                    let (hook, input, cwd) = (hook.clone(), input.clone(), self.cwd.clone());
+                    runtime.spawn(async move {
+                        let _ = run_hook(&hook, &input, &cwd).await;
+                    });
+                }
                 continue;
             }
             let input = input.clone();

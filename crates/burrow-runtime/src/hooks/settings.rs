@@ -41,7 +41,7 @@ struct Entry {
 
 impl Hooks {
     /// Hooks from a settings document (JSON text). Other settings keys are
-    /// ignored; events burrow does not fire are listed in
+    /// ignored; events burrow does not fire (yet) are listed in
     /// [`Hooks::ignored_events`]; a hook type other than `command`, a command
     /// hook without a command, a bad timeout or a matcher that is not a valid
     /// regex is a configuration error.
@@ -60,7 +60,7 @@ impl Hooks {
         })?;
         let mut hooks = Hooks::new();
         for (name, groups) in settings.hooks {
-            let Some(event) = HookEvent::from_name(&name) else {
+            let Some(event) = HookEvent::from_name(&name).filter(|e| e.is_fired()) else {
                 hooks.ignored_events.push(name);
                 continue;
             };

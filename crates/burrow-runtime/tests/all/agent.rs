@@ -553,3 +553,93 @@ async fn a_streaming_run_emits_the_events_burrow_run_json_prints() {
         matches!(&history[1], Message::Assistant { parts } if matches!(parts[0], AssistantPart::Thinking { .. }))
     );
 }
+
+#[tokio::test]
+async fn a_call_holding_the_workspace_key_runs_alone_between_the_others() {
+    let ws = burrow_runtime::tool::workspace_lock();
+    let log = Arc::new(Log::default());
+    let mut tools = ToolRegistry::new();
+    tools.add(step_tool(log.clone()));
+    let answer = ScriptedResponse::calls()
+        .call(
+            "a",
+            "step",
+            json!({"key": "k1", "n": 0, "sleep_us": 20_000}),
+        )
+        .call(
+            "w",
+            "step",
+            json!({"key": ws.as_str(), "n": 1, "sleep_us": 5_000}),
+        )
+        .call("b", "step", json!({"key": "k2", "n": 2}))
+        .call("c", "step", json!({"key": "k3", "n": 3}));
+    agent_run(answer, tools).await;
+    let spans = log.spans.lock().unwrap().clone();
+    let span = |n: usize| *spans.iter().find(|s| s.0 == n).unwrap();
+    let (a, w, b, c) = (span(0), span(1), span(2), span(3));
+    assert!(
+        a.2 <= w.1,
+        "the workspace call started before an earlier keyed call ended"
+    );
+    assert!(
+        w.2 <= b.1 && w.2 <= c.1,
+        "a later keyed call started before the workspace call ended"
+    );
+}
+
+#[tokio::test]
+async fn context_files_are_read_through_the_backend_and_bounded() {
+    use burrow_runtime::agent::{ContextFiles, InstructionProvider};
+    let backend = Arc::new(StateBackend::new());
+    let provider = ContextFiles::new(backend.clone(), ctx());
+    assert_eq!(
+        provider.instructions(&[]).await.unwrap(),
+        None,
+        "no files, no context"
+    );
+    backend
+        .write(&ctx(), &super::support::p("/AGENTS.md"), "Use tabs.")
+        .await
+        .unwrap();
+    backend
+        .write(&ctx(), &super::support::p("/CLAUDE.md"), &"x".repeat(50))
+        .await
+        .unwrap();
+    let text = ContextFiles::new(backend.clone(), ctx())
+        .with_max_chars(20)
+        .instructions(&[])
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        text.contains("Contents of /AGENTS.md (project instructions):\n\nUse tabs."),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "{}\n[... /CLAUDE.md is cut here: 30 more characters",
+            "x".repeat(20)
+        )),
+        "{text}"
+    );
+    assert!(!text.contains(&"x".repeat(21)));
+    let only = ContextFiles::new(backend.clone(), ctx())
+        .with_paths(["/NOTES.md", "/CLAUDE.md"])
+        .unwrap()
+        .instructions(&[])
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!only.contains("AGENTS") && only.contains("/CLAUDE.md"));
+    // As a provider of an agent, each request sees the file as it is now.
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let model = ScriptedModel::new(move |req| {
+        s.lock().unwrap().push(req.system.to_owned());
+        Ok(ScriptedResponse::text("ok"))
+    });
+    let agent =
+        Agent::new(Arc::new(model)).with_provider(Arc::new(ContextFiles::new(backend, ctx())));
+    agent.run(&mut Vec::new(), "hi").await;
+    assert!(seen.lock().unwrap()[0].contains("Use tabs."));
+}
