@@ -74,7 +74,7 @@ impl Part {
             Part::Docker => "docker",
             Part::DockerPython => "docker_python",
             Part::PythonInterop => "python",
-            Part::McpClient => "mcp",
+            Part::McpClient => "mcp_client",
             Part::Ripgrep => "ripgrep",
             Part::Postgres => "postgres",
         }
