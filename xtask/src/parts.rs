@@ -225,7 +225,10 @@ mod tests {
         ];
         assert_eq!(
             exclusion(&states).as_deref(),
-            Some("not (test(/(^|::)s3::/) | (package(burrow-docker) | test(/(^|::)docker::/)))")
+            Some(
+                "not ((kind(test) & test(/(^|::)s3::/)) | \
+                 (kind(test) & (package(burrow-docker) | test(/(^|::)docker::/))))"
+            )
         );
         assert!(exclusion(&states[1..2]).is_none());
         let sentence = states[0].missing_sentence();

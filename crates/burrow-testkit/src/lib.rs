@@ -13,7 +13,8 @@
 //! at any depth (`all::s3::...`, `all::concurrency::s3::...`); the Docker part also
 //! owns every test of `burrow-docker`. [`Part::filter`] is that rule as a nextest
 //! filterset, and [`require`] fails a test that needs a part but sits outside the
-//! part's modules (it could not be skipped), naming the module to move it into.
+//! part's modules (it could not be skipped), naming the module to move it into. Only
+//! integration tests (`tests/all.rs`) may need a part; unit tests never do.
 //!
 //! This crate is a path-only dev-dependency and is never published.
 
@@ -73,7 +74,7 @@ impl Part {
             Part::Docker => "docker",
             Part::DockerPython => "docker_python",
             Part::PythonInterop => "python",
-            Part::McpClient => "mcp",
+            Part::McpClient => "mcp_client",
             Part::Ripgrep => "ripgrep",
             Part::Postgres => "postgres",
         }
@@ -87,12 +88,14 @@ impl Part {
         }
     }
 
-    /// The nextest filterset that selects exactly the tests needing the part.
+    /// The nextest filterset that selects exactly the tests needing the part: the
+    /// integration tests (`kind(test)`, the `tests/all.rs` binaries) in the part's
+    /// module, or of its whole package. Unit tests never need a part.
     pub fn filter(self) -> String {
         let by_name = format!("test(/(^|::){}::/)", self.module());
         match self.whole_package() {
-            Some(package) => format!("(package({package}) | {by_name})"),
-            None => by_name,
+            Some(package) => format!("(kind(test) & (package({package}) | {by_name}))"),
+            None => format!("(kind(test) & {by_name})"),
         }
     }
 
@@ -219,10 +222,10 @@ mod tests {
         assert!(Part::Docker.selects("burrow-cli", "all::docker::exec"));
         assert!(!Part::Docker.selects("burrow-cli", "all::docker_python::pip"));
         assert!(Part::DockerPython.selects("burrow-docker", "all::runtime::docker_python::pip"));
-        assert_eq!(Part::S3.filter(), "test(/(^|::)s3::/)");
+        assert_eq!(Part::S3.filter(), "(kind(test) & test(/(^|::)s3::/))");
         assert_eq!(
             Part::Docker.filter(),
-            "(package(burrow-docker) | test(/(^|::)docker::/))"
+            "(kind(test) & (package(burrow-docker) | test(/(^|::)docker::/)))"
         );
     }
 
