@@ -1,4 +1,4 @@
-//! grep keeps only its limit's matches: 1,000 files of 1,000 matching lines each are searched with a limit of 5 in a child process whose peak memory is measured.
+//! grep keeps only its limit's matches: 1,000 files of 1,000 matching lines each are searched with a limit of 1,000 in a child process whose peak memory is measured (a collector per file would hold a million).
 
 use burrow_backend::{Backend, FileContext, GrepQuery, Sandbox, VPath};
 use burrow_testkit::{Part, require};
@@ -42,7 +42,8 @@ fn grep_holds_only_its_limit() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "runs as a child of grep_holds_only_its_limit, which measures its memory alone"]
 async fn grep_child() {
-    let sandbox = support::sandbox("bounds-grep").await;
+    let sandbox =
+        support::sandbox_with(support::options("bounds-grep").with_max_results(1000)).await;
     let _removal = Removal(sandbox.id().to_owned());
     let ctx = FileContext::default();
     let made = sandbox
@@ -55,11 +56,11 @@ async fn grep_child() {
         .unwrap();
     assert_eq!(made.exit_code, Some(0), "{}", made.output);
     let found = sandbox
-        .grep(&ctx, &GrepQuery::regex("needle"), &VPath::root(), 5)
+        .grep(&ctx, &GrepQuery::regex("needle"), &VPath::root(), 1000)
         .await
         .unwrap();
     assert!(found.truncated);
-    assert_eq!(found.matches.len(), 5);
+    assert_eq!(found.matches.len(), 1000);
     assert!(found.matches.iter().all(|m| m.path == "/f1.txt"));
     let peak = peak_rss();
     println!("peak resident memory: {peak} bytes");
