@@ -13,6 +13,7 @@ use burrow_backend::{
 use crate::archive;
 use crate::exec::{self, ExecEnv};
 use crate::listing::{self, Place};
+use crate::options::{MAX_EXEC_TIMEOUT, MIN_EXEC_TIMEOUT, clamp};
 use crate::paths::{self, Follow, Kind, Resolved, special};
 use crate::sandbox::DockerSandbox;
 use crate::search::{self, GlobVisit, GrepVisit};
@@ -74,6 +75,22 @@ impl DockerSandbox {
         )
         .await?;
         Ok((bytes, real, stat.perm))
+    }
+
+    /// Waits for, and holds, the lock of the file `path` resolves to (its
+    /// link's target, when it is a link), so edits through a link and
+    /// through its target serialise. A path that cannot be resolved is
+    /// locked as given; the operation then refuses it.
+    async fn lock_resolved(&self, path: &VPath, follow: Follow) -> tokio::sync::MutexGuard<'_, ()> {
+        let real = match self.resolve(path, follow).await {
+            Ok(Resolved {
+                target: Some((real, _)),
+                ..
+            }) => real,
+            Ok(r) if !r.dangling => paths::join(&r.base, &r.missing.join("/")),
+            _ => self.layout.container(path),
+        };
+        self.locks.lock(&real).await
     }
 
     /// Writes `bytes` at `path` (the caller holds its lock).
@@ -170,7 +187,7 @@ impl Backend for DockerSandbox {
         bytes: &[u8],
     ) -> Result<WriteResult> {
         let _busy = self.begin()?;
-        let _lock = self.locks.lock(path).await;
+        let _lock = self.lock_resolved(path, Follow::Yes).await;
         self.put(path, bytes).await?;
         Ok(WriteResult::written(path.as_str()))
     }
@@ -185,7 +202,7 @@ impl Backend for DockerSandbox {
     ) -> Result<EditResult> {
         let _busy = self.begin()?;
         burrow_backend::text::check_edit_args(old, new)?;
-        let _lock = self.locks.lock(path).await;
+        let _lock = self.lock_resolved(path, Follow::Yes).await;
         let (bytes, _, _) = self.fetch(path).await?;
         let (edited, count) = apply_edit(path, &bytes, old, new, replace_all)?;
         self.put(path, &edited).await?;
@@ -200,7 +217,7 @@ impl Backend for DockerSandbox {
                 "the workspace root \"/\" cannot be deleted; delete the entries beneath it.",
             ));
         }
-        let _lock = self.locks.lock(path).await;
+        let _lock = self.lock_resolved(path, Follow::No).await;
         let resolved = self.resolve(path, Follow::No).await?;
         match resolved.target {
             None => Err(Error::not_found(path)),
@@ -271,25 +288,24 @@ impl Backend for DockerSandbox {
                     return Ok(GrepResult::default());
                 }
                 let (bytes, _, _) = self.fetch(under).await?;
-                let found = search::search(&grep, under, &bytes, limit.saturating_add(1));
-                return Ok(search::grep_result(vec![(under.clone(), found)], limit));
+                let mut visit = GrepVisit::new(grep, under.clone(), limit, max);
+                visit.offer(under, &bytes);
+                return Ok(search::grep_result(visit.found, limit));
             }
             Some((_, s)) if s.kind != Kind::Dir => return Ok(GrepResult::default()),
             Some((real, _)) => real,
         };
-        let visit = GrepVisit::new(grep.clone(), under.clone(), limit, max);
-        let visit = archive::walk(&self.docker, &self.id, &real, visit).await?;
-        let mut found = visit.found;
-        for path in visit.later {
+        let visit = GrepVisit::new(grep, under.clone(), limit, max);
+        let mut visit = archive::walk(&self.docker, &self.id, &real, visit).await?;
+        for path in std::mem::take(&mut visit.later) {
             // A link leading out, nowhere, or to something not a file is passed by.
-            if let Ok((bytes, _, _)) = self.fetch(&path).await {
-                let matches = search::search(&grep, &path, &bytes, limit.saturating_add(1));
-                if !matches.is_empty() {
-                    found.push((path, matches));
-                }
+            if visit.wants(&path)
+                && let Ok((bytes, _, _)) = self.fetch(&path).await
+            {
+                visit.offer(&path, &bytes);
             }
         }
-        Ok(search::grep_result(found, limit))
+        Ok(search::grep_result(visit.found, limit))
     }
 
     fn as_sandbox(&self) -> Option<&dyn Sandbox> {
@@ -306,7 +322,7 @@ impl Sandbox for DockerSandbox {
         timeout: Option<Duration>,
     ) -> Result<ExecuteResponse> {
         let _busy = self.begin()?;
-        let timeout = timeout.unwrap_or(self.options.exec_timeout);
+        let timeout = exec_timeout(timeout, self.options.exec_timeout)?;
         exec::execute(
             &self.docker,
             self.exec_env(),
@@ -315,5 +331,48 @@ impl Sandbox for DockerSandbox {
             timeout,
         )
         .await
+    }
+}
+
+/// The timeout one `execute` runs with: the caller's, or the configured
+/// default (raised to [`MIN_EXEC_TIMEOUT`]), cut to [`MAX_EXEC_TIMEOUT`].
+/// A timeout of zero from the caller is refused: it would kill every
+/// command before it starts (the MCP tool refuses it too).
+fn exec_timeout(given: Option<Duration>, default: Duration) -> Result<Duration> {
+    match given {
+        Some(Duration::ZERO) => Err(Error::invalid_argument(
+            "a timeout of 0 s would kill the command before it starts; give a positive timeout, or none for the default.",
+        )),
+        Some(t) => Ok(t.min(MAX_EXEC_TIMEOUT)),
+        None => Ok(clamp(default, (MIN_EXEC_TIMEOUT, MAX_EXEC_TIMEOUT))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exec_timeouts_are_clamped_and_zero_is_refused() {
+        let default = Duration::from_secs(120);
+        assert_eq!(
+            exec_timeout(Some(Duration::ZERO), default)
+                .unwrap_err()
+                .kind(),
+            ErrorKind::InvalidArgument
+        );
+        for huge in [Duration::from_secs(u64::MAX), Duration::MAX] {
+            assert_eq!(exec_timeout(Some(huge), default).unwrap(), MAX_EXEC_TIMEOUT);
+            assert_eq!(exec_timeout(None, huge).unwrap(), MAX_EXEC_TIMEOUT);
+        }
+        assert_eq!(
+            exec_timeout(None, Duration::ZERO).unwrap(),
+            MIN_EXEC_TIMEOUT
+        );
+        assert_eq!(
+            exec_timeout(Some(Duration::from_millis(1)), default).unwrap(),
+            Duration::from_millis(1)
+        );
+        assert_eq!(exec_timeout(None, default).unwrap(), default);
     }
 }

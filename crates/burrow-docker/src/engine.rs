@@ -1,12 +1,10 @@
 //! Talking to the Docker engine: connecting within a bounded time, and turning engine errors into burrow failures without host paths.
 
-use std::time::Duration;
-
 use bollard::Docker;
 use bollard::errors::Error as EngineError;
 use burrow_backend::{Error, Result};
 
-use crate::options::DockerOptions;
+use crate::options::{CONNECT_TIMEOUT_BOUNDS, DockerOptions, REQUEST_TIMEOUT_BOUNDS, clamp};
 
 /// The engine's socket when `DOCKER_HOST` is unset.
 const LOCAL_SOCKET: &str = "unix:///var/run/docker.sock";
@@ -38,8 +36,8 @@ pub async fn connect_to(host: &str, options: &DockerOptions) -> Result<Docker> {
 /// version (the engine may be older than bollard), failing within
 /// `options.connect_timeout` when the engine does not answer.
 pub async fn negotiate(docker: Docker, options: &DockerOptions) -> Result<Docker> {
-    let docker = docker.with_timeout(at_least_a_second(options.request_timeout));
-    let limit = options.connect_timeout;
+    let docker = docker.with_timeout(clamp(options.request_timeout, REQUEST_TIMEOUT_BOUNDS));
+    let limit = clamp(options.connect_timeout, CONNECT_TIMEOUT_BOUNDS);
     match tokio::time::timeout(limit, docker.negotiate_version()).await {
         Ok(Ok(docker)) => Ok(docker),
         Ok(Err(e)) => Err(Error::failure(
@@ -54,11 +52,6 @@ pub async fn negotiate(docker: Docker, options: &DockerOptions) -> Result<Docker
             limit.as_secs_f64()
         ))),
     }
-}
-
-/// bollard counts its request timeout in whole seconds; zero would time out at once.
-fn at_least_a_second(d: Duration) -> Duration {
-    d.max(Duration::from_secs(1))
 }
 
 /// The HTTP status of an engine's error response, if it was one.

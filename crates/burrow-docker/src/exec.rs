@@ -29,6 +29,14 @@ const DRAIN_GRACE: Duration = Duration::from_secs(10);
 /// Output kept from an internal helper command.
 const HELPER_CAP: usize = 64 << 20;
 
+/// The instant `after` from now; never overflows (an unrepresentable one is about a century away).
+fn later(after: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(after)
+        .or_else(|| now.checked_add(Duration::from_secs(100 * 365 * 86_400)))
+        .unwrap_or(now)
+}
+
 /// Where and as whom a command runs.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ExecEnv<'a> {
@@ -96,7 +104,7 @@ fn exec_error(what: &str, e: bollard::errors::Error) -> Error {
 
 /// The exit code of a finished exec; a failure if the container died under it.
 async fn exit_code(docker: &Docker, container: &str, exec_id: &str) -> Result<i64> {
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = later(Duration::from_secs(5));
     loop {
         let inspected = docker
             .inspect_exec(exec_id)
@@ -251,7 +259,7 @@ pub(crate) async fn execute(
         truncated: false,
     };
     let mut group = Group::Reading(Vec::new());
-    let deadline = Instant::now() + timeout;
+    let deadline = later(timeout);
     let mut timed_out = false;
     let mut drain_until = None;
     // The kill runs while the output keeps being drained: an engine that cannot
@@ -273,7 +281,7 @@ pub(crate) async fn execute(
                 break;
             }
             timed_out = true;
-            drain_until = Some(Instant::now() + DRAIN_GRACE);
+            drain_until = Some(later(DRAIN_GRACE));
             continue;
         }
         tokio::select! {
@@ -364,6 +372,15 @@ mod tests {
         c.push(b"f");
         assert!(c.truncated);
         assert_eq!(c.kept, b"abcde");
+    }
+
+    #[test]
+    fn deadlines_never_overflow() {
+        let now = Instant::now();
+        for d in [Duration::ZERO, Duration::from_secs(u64::MAX), Duration::MAX] {
+            assert!(later(d) >= now);
+        }
+        assert!(later(Duration::MAX) > now + Duration::from_secs(365 * 86_400));
     }
 
     #[test]

@@ -46,8 +46,11 @@
 //! reused while the config is unchanged (ADR 0104). Containers start with no
 //! network, every capability dropped, `no-new-privileges`, and pids, memory
 //! and CPU limits ([`DockerOptions`]); they carry the label
-//! `burrow.sandbox=1` and are removed on [`DockerSandbox::close`], on drop,
-//! by a [`SandboxManager`]'s idle reaper, or by [`remove_labelled`].
+//! `burrow.sandbox=1` and their owner (host, boot, pid, process start time),
+//! and are removed on [`DockerSandbox::close`], on drop, by a
+//! [`SandboxManager`]'s idle reaper, by [`remove_labelled`], or, when their
+//! owner died without removing them (SIGKILL), by [`remove_orphans`], which
+//! every sandbox start runs first.
 
 mod archive;
 mod backend;
@@ -59,14 +62,22 @@ mod listing;
 mod locks;
 mod manager;
 mod options;
+mod owner;
 mod paths;
 mod sandbox;
 mod search;
+mod topk;
 
 pub use bollard::Docker;
 pub use dockerfile::{Dockerfile, VENV_PATH, dockerfile};
 pub use engine::{connect, connect_to, negotiate};
 pub use image::{RuntimeImage, build, ensure_image, image_exists, runtime_image};
-pub use manager::{SandboxManager, SandboxSource};
-pub use options::{DockerOptions, SANDBOX_LABEL, SESSION_LABEL};
+pub use manager::{REAP_INTERVAL_BOUNDS, SandboxManager, SandboxSource};
+pub use options::{
+    CONNECT_TIMEOUT_BOUNDS, DockerOptions, MAX_EXEC_TIMEOUT, MIN_EXEC_TIMEOUT,
+    REQUEST_TIMEOUT_BOUNDS, SANDBOX_LABEL, SESSION_LABEL,
+};
+pub use owner::{
+    OWNER_BOOT_LABEL, OWNER_HOST_LABEL, OWNER_PID_LABEL, OWNER_START_LABEL, remove_orphans,
+};
 pub use sandbox::{DockerSandbox, remove_labelled};

@@ -133,19 +133,25 @@ pub(crate) async fn list(
 
 /// Where the link at `real` leads, when it stays inside and reaches a file or directory.
 pub(crate) async fn follow_link(place: &Place<'_>, real: &str) -> Result<Option<(bool, String)>> {
-    let Some(link) = paths::stat(place.docker, place.at.id, real).await? else {
-        return Ok(None);
+    // A loop of links leads nowhere: left out, like a link leading out.
+    let link = match paths::stat(place.docker, place.at.id, real).await {
+        Ok(Some(link)) => link,
+        Ok(None) => return Ok(None),
+        Err(e) if paths::is_loop(&e) => return Ok(None),
+        Err(e) => return Err(e),
     };
     if link.kind != Kind::Symlink || !place.layout.contains(&link.link_target) {
         return Ok(None);
     }
-    Ok(
-        match paths::stat(place.docker, place.at.id, &link.link_target).await? {
-            Some(t) if t.kind == Kind::Dir => Some((true, link.link_target)),
-            Some(t) if t.kind == Kind::File => Some((false, link.link_target)),
-            _ => None,
-        },
-    )
+    let target = match paths::stat(place.docker, place.at.id, &link.link_target).await {
+        Err(e) if paths::is_loop(&e) => return Ok(None),
+        other => other?,
+    };
+    Ok(match target {
+        Some(t) if t.kind == Kind::Dir => Some((true, link.link_target)),
+        Some(t) if t.kind == Kind::File => Some((false, link.link_target)),
+        _ => None,
+    })
 }
 
 /// The listing entry for `r`: directories as they are, files with their size and time.

@@ -1,9 +1,8 @@
-//! Per-path async locks, so mutations of one path in this process run one at a time (no lost edit).
+//! Per-path async locks, so mutations of one file in this process run one at a time (no lost edit); keyed by the *resolved* container path, so a link and its target share one lock.
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 
-use burrow_backend::VPath;
 use tokio::sync::{Mutex, MutexGuard};
 
 /// How many locks paths are spread over; two paths sharing one only wait for each other.
@@ -22,10 +21,10 @@ impl PathLocks {
         }
     }
 
-    /// Waits for, and holds, the lock of `path`.
-    pub async fn lock(&self, path: &VPath) -> MutexGuard<'_, ()> {
+    /// Waits for, and holds, the lock of the real container path `real`.
+    pub async fn lock(&self, real: &str) -> MutexGuard<'_, ()> {
         let mut hasher = DefaultHasher::new();
-        path.hash(&mut hasher);
+        real.hash(&mut hasher);
         let index = usize::try_from(hasher.finish() % STRIPES as u64).unwrap_or(0);
         self.stripes[index].lock().await
     }

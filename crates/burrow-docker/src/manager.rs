@@ -14,6 +14,10 @@ use crate::engine;
 use crate::options::{DockerOptions, SESSION_LABEL};
 use crate::sandbox::DockerSandbox;
 
+/// The shortest and longest interval of [`SandboxManager::spawn_reaper`]; others are clamped to these.
+pub const REAP_INTERVAL_BOUNDS: (Duration, Duration) =
+    (Duration::from_millis(10), Duration::from_secs(24 * 3600));
+
 /// What a manager starts its sandboxes from.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SandboxSource {
@@ -51,6 +55,10 @@ impl SandboxManager {
     /// named by `DOCKER_HOST`: at most 8 running, reaped after 10 idle minutes.
     pub async fn new(source: SandboxSource, options: DockerOptions) -> Result<SandboxManager> {
         let docker = engine::connect(&options).await?;
+        // Containers of a burrow that died without removing them (SIGKILL) go first.
+        if let Err(e) = crate::owner::remove_orphans(&docker).await {
+            tracing::warn!(error = %e, "could not remove orphaned sandbox containers");
+        }
         Ok(Self::on(docker, source, options))
     }
 
@@ -200,9 +208,11 @@ impl SandboxManager {
         first_error.map_or(Ok(()), Err)
     }
 
-    /// Runs [`SandboxManager::reap_idle`] every `every` on the current
-    /// runtime until the manager is dropped.
+    /// Runs [`SandboxManager::reap_idle`] every `every` (clamped to
+    /// [`REAP_INTERVAL_BOUNDS`]: zero would spin, and a huge interval cannot
+    /// be scheduled) on the current runtime until the manager is dropped.
     pub fn spawn_reaper(self: &Arc<Self>, every: Duration) -> JoinHandle<()> {
+        let every = every.clamp(REAP_INTERVAL_BOUNDS.0, REAP_INTERVAL_BOUNDS.1);
         let weak: Weak<Self> = Arc::downgrade(self);
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(every);

@@ -13,6 +13,25 @@ pub const SANDBOX_LABEL: &str = "burrow.sandbox";
 /// The label holding the session id a [`crate::SandboxManager`] gave the container.
 pub const SESSION_LABEL: &str = "burrow.session";
 
+/// The longest an `execute` may run: a longer timeout (from the caller or
+/// [`DockerOptions::exec_timeout`]) is cut to this. One day is far beyond
+/// any command an agent waits for, and keeps every deadline representable.
+pub const MAX_EXEC_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+/// The shortest default `execute` timeout: a shorter [`DockerOptions::exec_timeout`] is raised to this.
+pub const MIN_EXEC_TIMEOUT: Duration = Duration::from_secs(1);
+/// The bounds of [`DockerOptions::connect_timeout`] (shorter or longer values are clamped).
+pub const CONNECT_TIMEOUT_BOUNDS: (Duration, Duration) =
+    (Duration::from_millis(100), Duration::from_secs(3600));
+/// The bounds of [`DockerOptions::request_timeout`]: the engine client counts
+/// whole seconds, so at least one; at most a day.
+pub const REQUEST_TIMEOUT_BOUNDS: (Duration, Duration) =
+    (Duration::from_secs(1), Duration::from_secs(24 * 3600));
+
+/// `d` clamped into `bounds` (inclusive).
+pub(crate) fn clamp(d: Duration, bounds: (Duration, Duration)) -> Duration {
+    d.clamp(bounds.0, bounds.1)
+}
+
 /// How a [`crate::DockerSandbox`]'s container is created, and its limits.
 ///
 /// The defaults are the secure ones: no network, every Linux capability
@@ -48,15 +67,18 @@ pub struct DockerOptions {
     pub labels: BTreeMap<String, String>,
     /// Bytes of command output kept by `execute`; the rest is drained and discarded.
     pub output_cap: usize,
-    /// The timeout of `execute` when the caller gives none.
+    /// The timeout of `execute` when the caller gives none (clamped to
+    /// [`MIN_EXEC_TIMEOUT`]..=[`MAX_EXEC_TIMEOUT`]).
     pub exec_timeout: Duration,
     /// The largest file read, written or searched, in bytes.
     pub max_file_size: u64,
     /// The most entries one ls, glob or grep returns.
     pub max_results: usize,
-    /// How long connecting to the engine (the first version probe) may take.
+    /// How long connecting to the engine (the first version probe) may take
+    /// (clamped to [`CONNECT_TIMEOUT_BOUNDS`]).
     pub connect_timeout: Duration,
-    /// How long one engine request may take until its response starts.
+    /// How long one engine request may take until its response starts
+    /// (clamped to [`REQUEST_TIMEOUT_BOUNDS`]).
     pub request_timeout: Duration,
 }
 

@@ -172,8 +172,43 @@ pub(crate) async fn stat(docker: &Docker, id: &str, real: &str) -> Result<Option
                 Ok(None)
             }
         }
+        // A HEAD answers a loop of links with a bare 500: ask the container whether `real` resolves.
+        Err(e) if engine::status(&e) == Some(500) && unresolvable(docker, id, real).await => {
+            Err(Error::refusal(ErrorKind::PermissionDenied, LOOP_MESSAGE))
+        }
         Err(e) => Err(engine::failure("look up a path in the sandbox", e)),
     }
+}
+
+/// The message of the refusal [`stat`] gives for a loop of links (replaced by [`looped`] once the path is known).
+const LOOP_MESSAGE: &str = "the path goes through a loop of symbolic links; it is refused.";
+
+/// True when `e` is [`stat`]'s refusal for a loop of links.
+pub(crate) fn is_loop(e: &Error) -> bool {
+    e.kind() == ErrorKind::PermissionDenied && e.message() == LOOP_MESSAGE
+}
+
+/// The refusal for `path`, which goes through a loop of symbolic links.
+pub(crate) fn looped(path: &VPath) -> Error {
+    Error::refusal(
+        ErrorKind::PermissionDenied,
+        format!("{path} goes through a loop of symbolic links; it is refused."),
+    )
+}
+
+/// True when `readlink -f` cannot resolve `real` in the container (a loop of links).
+async fn unresolvable(docker: &Docker, id: &str, real: &str) -> bool {
+    let at = crate::exec::ExecEnv {
+        id,
+        work_dir: "/",
+        env: &[],
+        user: None,
+    };
+    let argv = ["readlink", "-f", "--", real]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+    matches!(crate::exec::run_argv(docker, at, argv).await, Ok((code, _)) if code != 0)
 }
 
 /// True when a 404 is about the container, not the path.
@@ -238,6 +273,18 @@ pub(crate) fn special(path: &VPath) -> Error {
 /// makes the target missing, with `blocked_by` naming it (a write refuses
 /// that with NotADirectory; a read finds nothing).
 pub(crate) async fn resolve(
+    docker: &Docker,
+    id: &str,
+    layout: &Layout,
+    path: &VPath,
+    follow: Follow,
+) -> Result<Resolved> {
+    resolve_inner(docker, id, layout, path, follow)
+        .await
+        .map_err(|e| if is_loop(&e) { looped(path) } else { e })
+}
+
+async fn resolve_inner(
     docker: &Docker,
     id: &str,
     layout: &Layout,

@@ -147,6 +147,13 @@ impl DockerSandbox {
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         labels.insert(SANDBOX_LABEL.to_owned(), "1".to_owned());
+        // Containers left by a burrow that died (SIGKILL) go first; this one names its owner.
+        if let Err(e) = crate::owner::remove_orphans(&docker).await {
+            tracing::warn!(error = %e, "could not remove orphaned sandbox containers");
+        }
+        if let Some(me) = crate::owner::Owner::current() {
+            labels.extend(me.labels());
+        }
         let env: Vec<String> = options
             .env
             .iter()

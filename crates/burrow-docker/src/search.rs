@@ -2,8 +2,10 @@
 //!
 //! The engine tars a directory in its own walk order ("a" before "a-b"
 //! before "a/x" is not byte order), so results are gathered per file and
-//! sorted by path before the limit applies. Content is read only for files
-//! grep will search; everything else is skipped in the stream.
+//! sorted by path before the limit applies. grep keeps only the first
+//! `limit + 1` matches by (path, line) and reads content only for files it
+//! will search and whose matches could still be kept; everything else is
+//! skipped in the stream.
 
 use std::collections::HashMap;
 use std::io::{self, Read};
@@ -13,6 +15,7 @@ use burrow_backend::{
 };
 
 use crate::archive::{Item, ItemKind, Next, Visit};
+use crate::topk::{TopK, limited};
 
 /// Collects the files whose relative path matches a glob.
 pub(crate) struct GlobVisit {
@@ -85,28 +88,43 @@ pub(crate) fn glob_result(mut files: Vec<FileInfo>, limit: usize) -> GlobResult 
     GlobResult { files, truncated }
 }
 
-/// Searches the text files of a streamed subtree, keeping each file's matches.
+/// Searches the text files of a streamed subtree, keeping the first `limit + 1` matches by (path, line).
+///
+/// Once the collector is full, a file whose path sorts after every kept
+/// match is passed by without reading its content.
 pub(crate) struct GrepVisit {
     grep: CompiledGrep,
     under: VPath,
-    per_file: usize,
+    cap: usize,
     max_file_size: u64,
-    /// Matches per file, in walk order.
-    pub found: Vec<(VPath, Vec<GrepMatch>)>,
+    /// The first matches by (path, line), whatever the walk order.
+    pub found: TopK<(VPath, u64), GrepMatch>,
     /// Links and hard links to read and search after the walk.
     pub later: Vec<VPath>,
 }
 
 impl GrepVisit {
     pub fn new(grep: CompiledGrep, under: VPath, limit: usize, max_file_size: u64) -> Self {
+        let cap = limit.saturating_add(1);
         Self {
             grep,
             under,
-            // One more than the limit, so a file with too many matches still marks the result truncated.
-            per_file: limit.saturating_add(1),
+            cap,
             max_file_size,
-            found: Vec::new(),
+            found: TopK::new(cap),
             later: Vec::new(),
+        }
+    }
+
+    /// True when matches in `path` could still be kept.
+    pub fn wants(&self, path: &VPath) -> bool {
+        self.found.wants(&(path.clone(), 0))
+    }
+
+    /// Searches `bytes` of the file `path` and offers its matches.
+    pub fn offer(&mut self, path: &VPath, bytes: &[u8]) {
+        for m in search(&self.grep, path, bytes, self.cap) {
+            self.found.offer((path.clone(), m.line_number), m);
         }
     }
 }
@@ -119,14 +137,14 @@ impl Visit for GrepVisit {
         let Ok(path) = self.under.join(&item.rel) else {
             return Ok(Next::Continue);
         };
+        if !self.wants(&path) {
+            return Ok(Next::Continue);
+        }
         match item.kind {
             ItemKind::File if item.size <= self.max_file_size => {
                 let mut bytes = Vec::with_capacity(usize::try_from(item.size).unwrap_or(0));
                 content.read_to_end(&mut bytes)?;
-                let matches = search(&self.grep, &path, &bytes, self.per_file);
-                if !matches.is_empty() {
-                    self.found.push((path, matches));
-                }
+                self.offer(&path, &bytes);
             }
             ItemKind::Symlink | ItemKind::HardLink(_) => self.later.push(path),
             _ => {}
@@ -147,16 +165,8 @@ pub(crate) fn search(
     collector.finish().matches
 }
 
-/// Merges per-file matches in path order, keeping at most `limit`.
-pub(crate) fn grep_result(mut found: Vec<(VPath, Vec<GrepMatch>)>, limit: usize) -> GrepResult {
-    found.sort_by(|a, b| a.0.cmp(&b.0));
-    found.dedup_by(|a, b| a.0 == b.0);
-    let mut collector = GrepCollector::new(limit);
-    for (_, matches) in found {
-        if collector.is_full() {
-            break;
-        }
-        collector.extend(matches);
-    }
-    collector.finish()
+/// The first `limit` matches the visit kept, and whether more were there.
+pub(crate) fn grep_result(found: TopK<(VPath, u64), GrepMatch>, limit: usize) -> GrepResult {
+    let (matches, truncated) = limited(found, limit);
+    GrepResult { matches, truncated }
 }

@@ -5,10 +5,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod all {
+    mod bounds;
     mod conformance;
     mod dockerfile;
+    mod extremes;
     mod faults;
+    mod links;
     mod manager;
+    mod orphans;
     mod runtime;
     mod sandbox;
     mod support;
