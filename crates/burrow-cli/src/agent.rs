@@ -69,6 +69,12 @@ impl Config {
 
 /// The model `spec` names.
 fn open_model(spec: &str) -> Result<Arc<dyn Model>, String> {
+    if spec.is_empty() {
+        return Err(
+            "the --model value is empty: give scripted:FILE.jsonl, openai:NAME, openai-responses:NAME or anthropic:NAME"
+                .to_owned(),
+        );
+    }
     let Some((scheme, rest)) = spec.split_once(':') else {
         return Err(unknown_model(spec));
     };
