@@ -240,6 +240,7 @@ pub enum Exit {
     /// An operation was refused: 1.
     Refused,
     /// `burrow run`: the run paused, waiting for approval: 3.
+    #[cfg_attr(not(feature = "run"), allow(dead_code))]
     Paused,
     /// The storage or an input broke, or the command line was wrong: 2.
     Failed,
