@@ -12,7 +12,8 @@ use crate::spec::BackendArg;
 ///
 /// Exit codes: 0 success; 1 refusal (the operation is not allowed: a missing
 /// file, a bad path, an ambiguous edit ...); 2 failure (the storage broke, a
-/// corrupt state file, an unreadable input file) or bad usage.
+/// corrupt state file, an unreadable input file) or bad usage; `run` exits 3
+/// when the run pauses (see `burrow run --help`).
 #[derive(Debug, Parser)]
 #[command(name = "burrow", version, max_term_width = 100)]
 #[command(after_help = AFTER_HELP)]
