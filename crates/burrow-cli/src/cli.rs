@@ -12,7 +12,8 @@ use crate::spec::BackendArg;
 ///
 /// Exit codes: 0 success; 1 refusal (the operation is not allowed: a missing
 /// file, a bad path, an ambiguous edit ...); 2 failure (the storage broke, a
-/// corrupt state file, an unreadable input file) or bad usage.
+/// corrupt state file, an unreadable input file) or bad usage; `run` exits 3
+/// when the run pauses (see `burrow run --help`).
 #[derive(Debug, Parser)]
 #[command(name = "burrow", version, max_term_width = 100)]
 #[command(after_help = AFTER_HELP)]
@@ -87,6 +88,33 @@ stdout carries only the MCP protocol; notes go to stderr. Add it to a client's c
 A state:FILE.json workspace is saved after every tool call that changes it. A refusal (a missing
 file, an edit of a file not read first, a path outside the workspace) is a tool result with
 isError true; a storage failure is a JSON-RPC error.";
+
+#[cfg(feature = "run")]
+const RUN_HELP: &str = "\
+Run an agent in the workspace: the model answers PROMPT, calling the file tools (ls, read_file,
+write_file, edit_file, glob, grep, and execute on a sandbox backend) until it answers without a
+tool call.
+
+MODEL: scripted:FILE.jsonl, one answer per line: {\"text\": \"...\", \"tool_calls\": [{\"id\": \"c1\",
+\"name\": \"read_file\", \"arguments\": {\"file_path\": \"/a.txt\"}}]} (also \"thinking\" and \"usage\");
+running out of lines fails the run. openai:NAME, openai-responses:NAME and anthropic:NAME are
+recognised but not built into this burrow yet.
+
+Human output: the answer's text on stdout; on stderr one line per tool call (`burrow: tool NAME
+ARGS: ok|refused`) and a closing line with the outcome, turns, tool calls and token usage.
+--json: one event per line on stdout, each an object with a \"type\": run_started (run_id,
+thread_id), text_delta (text), thinking_delta (text), tool_call (id, name, arguments),
+tool_result (id, name, content, is_error), usage (usage), run_ended (outcome, reason, message,
+usage). A usage count the model did not report is left out (unknown is not zero).
+
+--settings FILE: hooks in Claude Code's settings form; command hooks run on this machine with
+sh -c, in the current directory. A failing PreToolUse hook denies the call unless it says
+\"on_error\": \"allow\". A state:FILE.json workspace is saved after every change, before the
+tool result reaches the model.
+
+Exit codes: 0 the run completed; 3 it paused (a hook asked for approval); 2 it failed or
+stopped, or the configuration is wrong (an unknown model, an unreadable script or settings
+file, a hook matcher that is not a valid regex): then nothing runs.";
 
 /// One operation of the file contract.
 #[derive(Debug, Subcommand)]
@@ -190,4 +218,22 @@ pub enum Command {
     #[cfg(feature = "mcp")]
     #[command(long_about = MCP_HELP)]
     Mcp,
+    /// Run an agent in the workspace: the model answers PROMPT, calling the file tools.
+    #[cfg(feature = "run")]
+    #[command(long_about = RUN_HELP)]
+    Run {
+        /// What the user asks.
+        prompt: String,
+        /// The model: scripted:FILE.jsonl (openai:NAME, openai-responses:NAME and
+        /// anthropic:NAME are not built into this burrow yet).
+        #[arg(long, value_name = "MODEL")]
+        model: String,
+        /// Hooks in Claude Code's settings form ({"hooks": {"PreToolUse": [...]}}).
+        #[arg(long, value_name = "FILE")]
+        settings: Option<PathBuf>,
+        /// Most model requests in the run.
+        #[arg(long, value_name = "N", default_value_t = 100,
+              value_parser = clap::value_parser!(u32).range(1..))]
+        max_turns: u32,
+    },
 }

@@ -26,6 +26,8 @@
     allow(dead_code, unused_imports, unused_variables)
 )]
 
+#[cfg(feature = "run")]
+mod agent;
 mod batch;
 mod cli;
 mod display;
@@ -82,12 +84,43 @@ fn main() -> ExitCode {
 /// stderr and makes the exit code 2.
 async fn run(cli: Cli) -> io::Result<Exit> {
     let json = cli.json;
+    // `burrow run` checks its configuration before any backend is opened:
+    // a bad one runs nothing (no container is started, no file created).
+    #[cfg(feature = "run")]
+    let run_config = match &cli.command {
+        cli::Command::Run {
+            model,
+            settings,
+            max_turns,
+            ..
+        } => match agent::Config::load(model, settings.as_deref(), *max_turns) {
+            Ok(config) => Some(config),
+            Err(message) => {
+                writeln!(io::stderr(), "burrow run: {message}")?;
+                return Ok(Exit::Failed);
+            }
+        },
+        _ => None,
+    };
     let opened = match spec::open(&cli.backends).await {
         Ok(opened) => opened,
         Err(e) => return report(&e, json),
     };
     let closer = opened.closer();
+    #[cfg(feature = "run")]
+    if let Some(config) = run_config
+        && let cli::Command::Run { prompt, .. } = cli.command
+    {
+        let ctx = FileContext::for_tenant(cli.tenant);
+        let outcome = agent::run(config, prompt, &opened, ctx, json).await;
+        return close(closer, outcome).await;
+    }
     let outcome = run_on(cli, opened).await;
+    close(closer, outcome).await
+}
+
+/// Shuts down what the backends started, after the command's `outcome`.
+async fn close(closer: spec::Closer, outcome: io::Result<Exit>) -> io::Result<Exit> {
     match closer.close().await {
         Ok(()) => outcome,
         Err(e) => {

@@ -140,6 +140,13 @@ impl Op {
                     "mcp is a server, not a file operation.",
                 ));
             }
+            // `burrow run` is run by main before any operation is built.
+            #[cfg(feature = "run")]
+            Command::Run { .. } => {
+                return Err(Error::invalid_argument(
+                    "run runs an agent, not a file operation.",
+                ));
+            }
         };
         Ok(Some(op))
     }

@@ -239,6 +239,9 @@ pub enum Exit {
     Success,
     /// An operation was refused: 1.
     Refused,
+    /// `burrow run`: the run paused, waiting for approval: 3.
+    #[cfg_attr(not(feature = "run"), allow(dead_code))]
+    Paused,
     /// The storage or an input broke, or the command line was wrong: 2.
     Failed,
 }
@@ -258,6 +261,7 @@ impl Exit {
         match self {
             Exit::Success => ExitCode::SUCCESS,
             Exit::Refused => ExitCode::from(1),
+            Exit::Paused => ExitCode::from(3),
             Exit::Failed => ExitCode::from(2),
         }
     }

@@ -22,6 +22,8 @@ mod all {
     mod json;
     #[cfg(feature = "mcp")]
     mod mcp;
+    #[cfg(feature = "run")]
+    mod run;
     #[cfg(feature = "s3")]
     mod s3;
     mod spec_support;
