@@ -7,8 +7,8 @@ use burrow_backend::{Backend, FileContext, VPath};
 use tokio::sync::mpsc::unbounded_channel;
 
 use crate::FsBackend;
+use crate::hook::lock_users;
 use crate::hook::on_after_edit_read;
-use crate::locks::holders_and_waiters;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_edit_future_keeps_the_path_locked_until_its_write_ends() {
@@ -66,7 +66,7 @@ async fn a_dropped_edit_future_keeps_the_path_locked_until_its_write_ends() {
         if read_rx.try_recv().is_ok() {
             break true;
         }
-        if holders_and_waiters(&root_id, &path) >= 2 {
+        if lock_users(&root_id, &path) >= 2 {
             break false;
         }
         tokio::task::yield_now().await;

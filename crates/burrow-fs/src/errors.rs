@@ -23,29 +23,31 @@ pub(crate) fn is_missing(e: &io::Error) -> bool {
 
 /// A refusal for a path that leads outside the workspace.
 pub(crate) fn escape(path: &VPath) -> Error {
-    Error::refusal(
+    Error::refusal_at(
         ErrorKind::PermissionDenied,
-        format!(
-            "{path} leads outside the workspace through a symbolic link; it is refused, not followed."
-        ),
+        path,
+        "",
+        " leads outside the workspace through a symbolic link; it is refused, not followed.",
     )
 }
 
 /// A refusal for a FIFO, socket, device or other non-regular file.
 pub(crate) fn special(path: &VPath) -> Error {
-    Error::refusal(
+    Error::refusal_at(
         ErrorKind::PermissionDenied,
-        format!(
-            "{path} is neither a regular file nor a directory (a pipe, socket or device); it is not opened."
-        ),
+        path,
+        "",
+        " is neither a regular file nor a directory (a pipe, socket or device); it is not opened.",
     )
 }
 
 /// A refusal for a symbolic link whose target does not exist.
 pub(crate) fn dangling(path: &VPath) -> Error {
-    Error::refusal(
+    Error::refusal_at(
         ErrorKind::PermissionDenied,
-        format!("{path} is a symbolic link to nothing; delete it or write somewhere else."),
+        path,
+        "",
+        " is a symbolic link to nothing; delete it or write somewhere else.",
     )
 }
 
@@ -62,33 +64,33 @@ pub(crate) fn from_io(e: io::Error, path: &VPath, what: &str) -> Error {
         io::ErrorKind::NotFound => Error::not_found(path),
         io::ErrorKind::NotADirectory => Error::not_found(path),
         io::ErrorKind::IsADirectory => Error::is_a_directory(path),
-        io::ErrorKind::DirectoryNotEmpty => not_empty(path),
-        io::ErrorKind::PermissionDenied => Error::refusal(
+        io::ErrorKind::DirectoryNotEmpty => Error::directory_not_empty(path),
+        io::ErrorKind::PermissionDenied => Error::refusal_at(
             ErrorKind::PermissionDenied,
-            format!("{path} is not accessible: the host denies permission."),
+            path,
+            "",
+            " is not accessible: the host denies permission.",
         ),
-        io::ErrorKind::InvalidFilename => Error::refusal(
+        io::ErrorKind::InvalidFilename => Error::refusal_at(
             ErrorKind::InvalidPath,
-            format!("{path} is not a name this file system accepts; choose another name."),
+            path,
+            "",
+            " is not a name this file system accepts; choose another name.",
         ),
-        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => Error::refusal(
+        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => Error::refusal_at(
             ErrorKind::QuotaExceeded,
-            format!("there is no space left to {what} {path}; delete files first."),
+            path,
+            format!("there is no space left to {what} "),
+            "; delete files first.",
         ),
-        _ if is_loop(&e) => Error::refusal(
+        _ if is_loop(&e) => Error::refusal_at(
             ErrorKind::PermissionDenied,
-            format!("{path} goes through a loop of symbolic links; it is refused."),
+            path,
+            "",
+            " goes through a loop of symbolic links; it is refused.",
         ),
         _ => Error::failure(format!("could not {what} {path}"), e),
     }
-}
-
-/// DirectoryNotEmpty for `path`.
-pub(crate) fn not_empty(path: &VPath) -> Error {
-    Error::refusal(
-        ErrorKind::DirectoryNotEmpty,
-        format!("{path} is a directory that still holds files; delete them first."),
-    )
 }
 
 /// True for "too many levels of symbolic links".

@@ -1,5 +1,6 @@
-//! A test-only hook inside the blocking part of an edit, so tests can pause an edit between its read and its write.
+//! Test-only hooks inside the blocking part of an edit and a grep, and a count of who holds or waits for a path's lock.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use burrow_backend::VPath;
@@ -43,4 +44,49 @@ fn call(registry: &Mutex<Vec<Hook>>, path: &VPath) {
     for hook in &hooks {
         hook(path);
     }
+}
+
+type LockUser = (Arc<str>, VPath);
+
+static LOCK_USERS: Mutex<Option<HashMap<LockUser, usize>>> = Mutex::new(None);
+
+/// Counts one mutation holding or waiting for the lock of `path` under the
+/// root `root_id`, from now until the returned value is dropped (it travels
+/// with the lock guard into the blocking work).
+#[derive(Debug)]
+pub(crate) struct CountedLockUser(LockUser);
+
+pub(crate) fn count_lock_user(root_id: &Arc<str>, path: &VPath) -> CountedLockUser {
+    let key = (Arc::clone(root_id), path.clone());
+    let mut users = LOCK_USERS.lock().unwrap_or_else(PoisonError::into_inner);
+    *users
+        .get_or_insert_with(HashMap::new)
+        .entry(key.clone())
+        .or_default() += 1;
+    CountedLockUser(key)
+}
+
+impl Drop for CountedLockUser {
+    fn drop(&mut self) {
+        let mut users = LOCK_USERS.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(map) = users.as_mut()
+            && let Some(n) = map.get_mut(&self.0)
+        {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                map.remove(&self.0);
+            }
+        }
+    }
+}
+
+/// How many mutations hold or wait for the lock of `path` under `root_id`.
+pub(crate) fn lock_users(root_id: &str, path: &VPath) -> usize {
+    let users = LOCK_USERS.lock().unwrap_or_else(PoisonError::into_inner);
+    users.as_ref().map_or(0, |map| {
+        map.iter()
+            .filter(|((r, p), _)| &**r == root_id && p == path)
+            .map(|(_, n)| *n)
+            .sum()
+    })
 }

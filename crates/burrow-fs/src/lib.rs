@@ -54,12 +54,10 @@ mod cancel_tests;
 mod errors;
 #[cfg(test)]
 mod hook;
-mod locks;
 mod options;
 mod pool;
 mod root;
 mod search;
-mod topk;
 mod walk;
 mod write;
 mod xlock;

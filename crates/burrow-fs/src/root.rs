@@ -6,12 +6,11 @@
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
-use burrow_backend::{Error, FileInfo, Listing, VPath, text};
+use burrow_backend::{Error, FileInfo, Listing, ResultOrder, Smallest, VPath, text};
 use cap_std::fs::{Dir, File, Metadata, OpenOptions};
 
 use crate::errors::{self, from_io};
 use crate::options::{FsOptions, TEMP_PREFIX};
-use crate::topk::TopK;
 
 /// The workspace folder: a directory handle plus the options it was opened with.
 #[derive(Debug)]
@@ -76,23 +75,9 @@ struct Named {
     file_type: cap_std::fs::FileType,
 }
 
-impl PartialEq for Named {
-    fn eq(&self, other: &Self) -> bool {
-        self.name == other.name
-    }
-}
-
-impl Eq for Named {}
-
-impl PartialOrd for Named {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Named {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.name.as_bytes().cmp(other.name.as_bytes())
+impl ResultOrder for Named {
+    fn order_path(&self) -> &str {
+        &self.name
     }
 }
 
@@ -172,13 +157,14 @@ impl Root {
                 .open_dir(rel(dir))
                 .map_err(|e| self.ls_error(e, dir))?
         };
-        // The limit + 1 first names, held while the directory is read, so a
-        // listing costs memory in proportion to its limit. Entries that turn
-        // out not to be shown (special files, links leading out) can leave
-        // the page short: then the directory is read again, holding more.
+        // The `keep` first names (and whether there are more), held while the
+        // directory is read, so a listing costs memory in proportion to its
+        // limit. Entries that turn out not to be shown (special files, links
+        // leading out) can leave the page short: then the directory is read
+        // again, holding more.
         let mut keep = limit.saturating_add(1);
         loop {
-            let mut top = TopK::new(keep);
+            let mut top = Smallest::new(keep);
             for entry in handle.entries().map_err(|e| from_io(e, dir, "list"))? {
                 let entry = entry.map_err(|e| from_io(e, dir, "list"))?;
                 let Ok(name) = entry.file_name().into_string() else {
@@ -190,9 +176,9 @@ impl Root {
                 let file_type = entry.file_type().map_err(|e| from_io(e, dir, "list"))?;
                 top.push(Named { name, file_type });
             }
-            let more = top.dropped();
+            let (held, more) = top.finish();
             let mut listing = Listing::default();
-            for Named { name, file_type } in top.into_sorted_vec() {
+            for Named { name, file_type } in held {
                 let Ok(path) = dir.join(&name) else {
                     continue;
                 };
@@ -246,10 +232,7 @@ impl Root {
     /// special file is unlinked without being opened.
     pub(crate) fn delete(&self, path: &VPath) -> Result<(), Error> {
         if path.is_root() {
-            return Err(Error::refusal(
-                burrow_backend::ErrorKind::InvalidPath,
-                "the root \"/\" cannot be deleted; delete the files inside it instead.",
-            ));
+            return Err(Error::root_cannot_be_deleted());
         }
         let locked = self.lock_dir_of(path, rel(path), "delete")?;
         let (dir, name) = (&locked.dir, locked.name.as_os_str());
@@ -261,10 +244,7 @@ impl Root {
         } else {
             dir.remove_file(name)
         };
-        removed.map_err(|e| match e.kind() {
-            io::ErrorKind::DirectoryNotEmpty => errors::not_empty(path),
-            _ => from_io(e, path, "delete"),
-        })
+        removed.map_err(|e| from_io(e, path, "delete"))
     }
 
     /// The path of the root-relative `target` as a `VPath`, for messages.

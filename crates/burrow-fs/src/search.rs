@@ -7,18 +7,17 @@
 //! into one bounded collector of the limit + 1 first by (path, line), so a
 //! small `limit` stops the search early and memory follows the limit.
 
-use std::cmp::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use burrow_backend::{
-    CompiledGrep, Error, Glob, GlobResult, GrepCollector, GrepMatch, GrepQuery, GrepResult, VPath,
+    CompiledGrep, Error, Glob, GlobResult, GrepCollector, GrepMatch, GrepQuery, GrepResult,
+    Smallest, VPath, grep_file,
 };
 use cap_std::fs::Dir;
 
 use crate::errors::{self, from_io};
 use crate::pool;
 use crate::root::{Root, file_info, rel};
-use crate::topk::TopK;
 
 /// The first batch of files searched holds this many files per thread; each
 /// next batch is twice as large, up to `MAX_BATCH`.
@@ -75,15 +74,15 @@ impl Root {
         };
         // The limit + 1 first matches by path: held while walking, so a glob
         // costs memory in proportion to its limit, not to the folder.
-        let mut top = TopK::new(limit.saturating_add(1));
+        let mut top = Smallest::new(limit.saturating_add(1));
         self.walk(under, dir, |f| {
             if glob.is_match(f.relative()) {
                 top.push(f.path);
             }
         })?;
-        let more = top.dropped();
+        let (held, more) = top.finish();
         let mut result = GlobResult::default();
-        for f in top.into_sorted_vec() {
+        for f in held {
             let Ok(path) = VPath::parse(&f) else {
                 continue;
             };
@@ -111,15 +110,16 @@ impl Root {
         limit: usize,
     ) -> Result<GrepResult, Error> {
         let grep = CompiledGrep::new(query)?;
-        let mut collector = GrepCollector::new(limit);
         let dir = match self.start(under)? {
-            Start::Nothing => return Ok(collector.finish()),
+            Start::Nothing => return Ok(GrepResult::default()),
             Start::File => {
-                if grep.includes(under.name()) {
-                    let found = self.search_file(&grep, under, limit.saturating_add(1), false)?;
-                    collector.extend(found);
+                if !grep.includes_itself(under) {
+                    return Ok(GrepResult::default());
                 }
-                return Ok(collector.finish());
+                return Ok(match self.read_to_search(under, false)? {
+                    Some(bytes) => grep_file(&grep, under, &bytes, limit),
+                    None => GrepResult::default(),
+                });
             }
             Start::Dir(dir) => dir,
         };
@@ -132,7 +132,7 @@ impl Root {
             }
         })?;
         files.sort_unstable();
-        self.search_files(grep, files, limit, collector)
+        self.search_files(grep, files, limit)
     }
 
     /// Searches `files` (in path order) in batches on the shared blocking pool.
@@ -147,13 +147,12 @@ impl Root {
         grep: CompiledGrep,
         files: Vec<VPath>,
         limit: usize,
-        mut collector: GrepCollector,
     ) -> Result<GrepResult, Error> {
         let threads = self.options.threads.max(1);
         let keep = limit.saturating_add(1);
         let files = Arc::new(files);
         let grep = Arc::new(grep);
-        let top = Arc::new(Mutex::new(TopK::<Hit>::new(keep)));
+        let top = Arc::new(Mutex::new(Smallest::<GrepMatch>::new(limit)));
         // The first failure, by file index.
         let failed: Arc<Mutex<Option<(usize, Error)>>> = Arc::default();
         let mut batch = FIRST_BATCH_PER_THREAD * threads;
@@ -165,15 +164,14 @@ impl Root {
                 let (top, failed) = (Arc::clone(&top), Arc::clone(&failed));
                 Arc::new(move |j: usize| {
                     let file = start + j;
-                    if cannot_enter(&top, file) {
+                    if cannot_enter(&top, &files[file]) {
                         return;
                     }
-                    match root.search_file(&grep, &files[file], keep, true) {
+                    match root.search_file(&grep, &files[file], keep) {
                         Ok(found) => {
-                            let mut top = top.lock().unwrap_or_else(PoisonError::into_inner);
-                            for (line, m) in found.into_iter().enumerate() {
-                                top.push(Hit { file, line, m });
-                            }
+                            top.lock()
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .extend(found);
                         }
                         Err(e) => {
                             let mut failed = failed.lock().unwrap_or_else(PoisonError::into_inner);
@@ -189,11 +187,15 @@ impl Root {
             let mut failed = failed.lock().unwrap_or_else(PoisonError::into_inner);
             // A failure counts unless the result was complete before that file.
             if let Some((file, e)) = failed.take()
-                && !top.is_full_before(file)
+                && top.would_keep(files[file].as_str(), 0)
             {
                 return Err(e);
             }
-            if top.is_full() {
+            // No match of a later file could enter: they all sort after this one.
+            if files
+                .get(end)
+                .is_some_and(|next| !top.would_keep(next.as_str(), 0))
+            {
                 break;
             }
             start = end;
@@ -201,26 +203,19 @@ impl Root {
         }
         let top = std::mem::replace(
             &mut *top.lock().unwrap_or_else(PoisonError::into_inner),
-            TopK::new(0),
+            Smallest::new(0),
         );
-        collector.extend(top.into_sorted_vec().into_iter().map(|h| h.m));
-        Ok(collector.finish())
+        Ok(top.into_grep_result())
     }
 
-    /// The matches in one file, at most `limit`. A file that is not a
-    /// readable regular text file within the size limit has none (it is
-    /// skipped, as on every backend); a failure of the storage is returned.
+    /// The bytes of the file at `path` to search, or `None` when it is not a
+    /// readable regular file within the size limit (it is skipped, as on
+    /// every backend); a failure of the storage is returned.
     ///
     /// `found` says the walk just saw `path` as a regular file (so it is
     /// opened directly, its handle checked) rather than an arbitrary path
     /// (type checked before the open).
-    fn search_file(
-        &self,
-        grep: &CompiledGrep,
-        path: &VPath,
-        limit: usize,
-        found: bool,
-    ) -> Result<Vec<GrepMatch>, Error> {
+    fn read_to_search(&self, path: &VPath, found: bool) -> Result<Option<Vec<u8>>, Error> {
         #[cfg(test)]
         crate::hook::search_file(path);
         let read = if found {
@@ -228,15 +223,36 @@ impl Root {
         } else {
             self.read_all(path)
         };
-        let bytes = match read {
-            Ok(bytes) => bytes,
-            Err(e) if e.is_refusal() => return Ok(Vec::new()),
-            Err(e) => return Err(e),
+        match read {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.is_refusal() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The matches in the file at `path`, which a walk has just seen, at most
+    /// `limit`; none when it is skipped (see [`Root::read_to_search`]).
+    fn search_file(
+        &self,
+        grep: &CompiledGrep,
+        path: &VPath,
+        limit: usize,
+    ) -> Result<Vec<GrepMatch>, Error> {
+        let Some(bytes) = self.read_to_search(path, true)? else {
+            return Ok(Vec::new());
         };
         let mut collector = GrepCollector::new(limit);
         collector.search(grep, path, &bytes);
         Ok(collector.finish().matches)
     }
+}
+
+/// True when no match of the file at `path` could enter the collector any
+/// more: it is full of matches from files before it.
+fn cannot_enter(top: &Mutex<Smallest<GrepMatch>>, path: &VPath) -> bool {
+    !top.lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .would_keep(path.as_str(), 0)
 }
 
 #[cfg(test)]
@@ -293,46 +309,4 @@ mod tests {
             "{n} files were read for a grep the first file answers"
         );
     }
-}
-
-/// One match, ordered by its file's place in path order, then its place in the file.
-#[derive(Debug)]
-struct Hit {
-    file: usize,
-    line: usize,
-    m: GrepMatch,
-}
-
-impl PartialEq for Hit {
-    fn eq(&self, other: &Self) -> bool {
-        (self.file, self.line) == (other.file, other.line)
-    }
-}
-
-impl Eq for Hit {}
-
-impl PartialOrd for Hit {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Hit {
-    fn cmp(&self, other: &Self) -> Ordering {
-        (self.file, self.line).cmp(&(other.file, other.line))
-    }
-}
-
-impl TopK<Hit> {
-    /// True when the collector is full of matches from files before `file`.
-    fn is_full_before(&self, file: usize) -> bool {
-        self.is_full() && self.largest().is_some_and(|h| h.file < file)
-    }
-}
-
-/// True when no match of `file` could enter the collector any more.
-fn cannot_enter(top: &Mutex<TopK<Hit>>, file: usize) -> bool {
-    top.lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .is_full_before(file)
 }

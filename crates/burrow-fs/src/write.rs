@@ -40,7 +40,7 @@ impl Root {
 
     /// Replaces `old` by `new` in the text file at `path`; returns the count.
     ///
-    /// A read-modify-write: callers serialise edits of one path (see `locks`).
+    /// A read-modify-write: callers serialise edits of one path (`PATH_LOCKS` in `backend`).
     pub(crate) fn edit(
         &self,
         path: &VPath,
@@ -145,21 +145,21 @@ impl Root {
             let named = self.dir.symlink_metadata(&target);
             if named.is_ok_and(|m| m.is_file() && same_file(&m, &followed)) {
                 if Root::vpath_of(&target).is_none() {
-                    return Err(Error::refusal(
+                    return Err(Error::refusal_at(
                         ErrorKind::InvalidPath,
-                        format!(
-                            "{path} is a symbolic link to a name that is not a valid path; write somewhere else."
-                        ),
+                        path,
+                        "",
+                        " is a symbolic link to a name that is not a valid path; write somewhere else.",
                     ));
                 }
                 return Ok(target);
             }
         }
-        Err(Error::refusal(
+        Err(Error::refusal_at(
             ErrorKind::Conflict,
-            format!(
-                "{path} is a symbolic link that kept changing while it was written; try again."
-            ),
+            path,
+            "",
+            " is a symbolic link that kept changing while it was written; try again.",
         ))
     }
 

@@ -1,6 +1,7 @@
 //! Cross-process locks: an advisory `flock` on a directory serialises every read-modify-write in it across processes.
 //!
-//! The in-process per-path mutex (`locks`) cannot see another process. Each
+//! The in-process per-path lock (`PATH_LOCKS`, a `burrow_backend::LockTable`)
+//! cannot see another process. Each
 //! mutation therefore also takes an exclusive advisory lock on the directory
 //! that holds the entry it changes, for as long as it reads, computes and
 //! renames (ADR 0064). The lock is on the directory, not on the file,

@@ -185,7 +185,7 @@ impl StoreBackend {
                     &ctx.tenant,
                     ctx.effect_key.as_deref(),
                     "write_many",
-                    &batch_target(&files),
+                    &files.iter().map(|(path, _)| path).collect::<Vec<_>>(),
                     &now,
                     |c| {
                         files
@@ -208,12 +208,6 @@ fn lock_scope(location: &str) -> String {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     location.hash(&mut hasher);
     format!("sqlite:{:016x}", hasher.finish())
-}
-
-/// The paths of a batch as one effect-record target: one per line, in order.
-fn batch_target(files: &[(VPath, Vec<u8>)]) -> String {
-    let paths: Vec<&str> = files.iter().map(|(path, _)| path.as_str()).collect();
-    paths.join("\n")
 }
 
 pub(crate) fn now() -> String {
@@ -282,7 +276,7 @@ impl Backend for StoreBackend {
                     &ctx.tenant,
                     ctx.effect_key.as_deref(),
                     "write",
-                    path.as_str(),
+                    &[&path],
                     &now,
                     |c| tree::write_file(c, &settings, &ctx.tenant, &path, &bytes, &now),
                 )
@@ -309,7 +303,7 @@ impl Backend for StoreBackend {
                     &ctx.tenant,
                     ctx.effect_key.as_deref(),
                     "edit",
-                    path.as_str(),
+                    &[&path],
                     &now,
                     |c| {
                         tree::edit_file(
@@ -339,7 +333,7 @@ impl Backend for StoreBackend {
                     &ctx.tenant,
                     ctx.effect_key.as_deref(),
                     "delete",
-                    path.as_str(),
+                    &[&path],
                     &now,
                     |c| tree::delete_file(c, &ctx.tenant, &path),
                 )

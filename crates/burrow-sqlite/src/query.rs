@@ -3,7 +3,7 @@
 use burrow_backend::text::read_window;
 use burrow_backend::{
     CompiledGrep, Error, FileInfo, Glob, GlobResult, GrepCollector, GrepQuery, GrepResult,
-    LineWindow, Listing, Result, VPath,
+    LineWindow, Listing, Result, VPath, grep_file,
 };
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
@@ -177,29 +177,31 @@ pub(crate) fn grep(
     limit: usize,
 ) -> Result<GrepResult> {
     let grep = CompiledGrep::new(query)?;
-    let mut collector = GrepCollector::new(settings.limits.results(limit));
+    let limit = settings.limits.results(limit);
     if !is_dir(conn, tenant, under)? {
-        if grep.includes(under.name()) {
-            let max = settings.limits.max_file_size;
-            let bytes = conn
-                .prepare_cached(queries::FILE_CONTENT)
-                .map_err(sql)?
-                .query_row(params![tenant, under.as_str(), max_param(max)], |row| {
-                    // NULL for a file past the max size: skipped, as on every backend.
-                    match row.get_ref(2)? {
-                        rusqlite::types::ValueRef::Null => Ok(None),
-                        _ => content(row, 2).map(Some),
-                    }
-                })
-                .optional()
-                .map_err(sql)?
-                .flatten();
-            if let Some(bytes) = bytes {
-                collector.search(&grep, under, &bytes);
-            }
+        // The file is read only when its name passes the include filter.
+        if !grep.includes_itself(under) {
+            return Ok(GrepResult::default());
         }
-        return Ok(collector.finish());
+        let max = settings.limits.max_file_size;
+        let bytes = conn
+            .prepare_cached(queries::FILE_CONTENT)
+            .map_err(sql)?
+            .query_row(params![tenant, under.as_str(), max_param(max)], |row| {
+                // NULL for a file past the max size: skipped, as on every backend.
+                match row.get_ref(2)? {
+                    rusqlite::types::ValueRef::Null => Ok(None),
+                    _ => content(row, 2).map(Some),
+                }
+            })
+            .optional()
+            .map_err(sql)?
+            .flatten();
+        return Ok(bytes.map_or_else(GrepResult::default, |bytes| {
+            grep_file(&grep, under, &bytes, limit)
+        }));
     }
+    let mut collector = GrepCollector::new(limit);
     let base = child_prefix(under);
     let (low, high) = match &query.include {
         Some(include) => range(&base, include),

@@ -48,10 +48,12 @@ impl Quota {
         {
             let after = used_files.saturating_add(files);
             if after > to_i64(max) {
-                return Err(Error::refusal(
+                return Err(Error::refusal_at(
                     ErrorKind::QuotaExceeded,
+                    path,
+                    "writing ",
                     format!(
-                        "writing {path} would make {after} files, over this workspace's quota of {max} files; delete files you no longer need first."
+                        " would make {after} files, over this workspace's quota of {max} files; delete files you no longer need first."
                     ),
                 ));
             }
@@ -61,10 +63,12 @@ impl Quota {
         {
             let after = used_bytes.saturating_add(bytes);
             if after > to_i64(max) {
-                return Err(Error::refusal(
+                return Err(Error::refusal_at(
                     ErrorKind::QuotaExceeded,
+                    path,
+                    "writing ",
                     format!(
-                        "writing {path} would take this workspace to {after} bytes, over its quota of {max} bytes; delete files you no longer need first."
+                        " would take this workspace to {after} bytes, over its quota of {max} bytes; delete files you no longer need first."
                     ),
                 ));
             }

@@ -7,11 +7,22 @@
 //! A record matches only the same operation on the same path (for a batch,
 //! the same paths in the same order): the key of a write to `/a` given to a
 //! write to `/b`, or to an edit, is refused and changes nothing, rather than
-//! replaying an outcome that belongs to another change. (The record layout is
-//! local to this crate for now; it can move to a shared replay-record
-//! encoding in `burrow-backend` once there is one.)
+//! replaying an outcome that belongs to another change.
+//!
+//! The record layout stays this crate's own rather than
+//! `burrow_backend::EffectRecord` (ADR 0014): that record names one path, and
+//! a batch names its paths in order; and records of schema 2 and 3, kept in
+//! `effects.outcome` as `{"ok": ..}` / `{"refused": ..}`, stay readable as they
+//! are. The check is the same: another operation or another path is refused.
+//!
+//! A record's target (`effects.path`) is its paths in order, one per line,
+//! each with `\` and a newline escaped (as `\\` and `\n`), so no two lists
+//! of paths share a target; a path with neither (every path before this) is
+//! stored as it is.
 
-use burrow_backend::{Error, ErrorKind, Result};
+use std::borrow::Cow;
+
+use burrow_backend::{Error, ErrorKind, Result, VPath, shown};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -40,7 +51,7 @@ pub(crate) fn guarded<T>(
     tenant: &str,
     effect_key: Option<&str>,
     op: &str,
-    target: &str,
+    paths: &[&VPath],
     now: &str,
     f: impl FnOnce(&Connection) -> Result<T>,
 ) -> Result<Result<T>>
@@ -50,8 +61,9 @@ where
     let Some(key) = effect_key else {
         return f(conn).map(Ok);
     };
+    let target = target(paths);
     if let Some(record) = lookup(conn, tenant, key)? {
-        return Ok(replay(key, op, target, &record));
+        return Ok(replay(key, op, &target, &record));
     }
     conn.execute_batch("SAVEPOINT burrow_effect").map_err(sql)?;
     let result = f(conn);
@@ -106,13 +118,56 @@ fn lookup(conn: &Connection, tenant: &str, key: &str) -> Result<Option<Record>> 
         .map_err(sql)
 }
 
+/// The target of a batch of no paths: not a path, and not "" (a record of
+/// schema 2 whose path is unknown, which matches any path).
+const NO_PATHS: &str = "(no paths)";
+
+/// The target of a record about `paths`: one per line, in order, escaped.
+fn target(paths: &[&VPath]) -> String {
+    if paths.is_empty() {
+        return NO_PATHS.to_owned();
+    }
+    let escaped: Vec<Cow<'_, str>> = paths.iter().map(|p| escape(p.as_str())).collect();
+    escaped.join("\n")
+}
+
+/// `path` with `\` and newlines escaped; as it is when it holds neither.
+fn escape(path: &str) -> Cow<'_, str> {
+    if path.contains(['\\', '\n']) {
+        Cow::Owned(path.replace('\\', "\\\\").replace('\n', "\\n"))
+    } else {
+        Cow::Borrowed(path)
+    }
+}
+
+/// The path [`escape`] made `line` from.
+fn unescape(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some(other) => out.push(other),
+            None => out.push('\\'),
+        }
+    }
+    out
+}
+
 /// The path(s) a record names, for a message: one path, or a batch's first and count.
 fn describe(target: &str) -> String {
-    let mut paths = target.split('\n');
-    let first = paths.next().unwrap_or_default();
-    match paths.count() {
-        0 => first.to_owned(),
-        more => format!("{first} and {more} more"),
+    if target == NO_PATHS {
+        return target.to_owned();
+    }
+    let mut lines = target.split('\n');
+    let first = unescape(lines.next().unwrap_or_default());
+    match lines.count() {
+        0 => shown(&first).to_string(),
+        more => format!("{} and {more} more", shown(&first)),
     }
 }
 
@@ -121,7 +176,8 @@ fn replay<T: DeserializeOwned>(key: &str, op: &str, target: &str, record: &Recor
     let same_target = record.target.is_empty() || record.target == target;
     if record.op != op || !same_target {
         return Err(Error::invalid_argument(format!(
-            "the effect key \"{key}\" was already used by a {} of {}, not a {op} of {}; nothing was changed; use a new effect key for a new change.",
+            "the effect key {:#} was already used by a {} of {}, not a {op} of {}; nothing was changed; use a new effect key for a new change.",
+            shown(key),
             record.op,
             describe(&record.target),
             describe(target),

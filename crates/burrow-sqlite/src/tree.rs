@@ -7,7 +7,7 @@
 //! directory removes it and one entry from its parent. See ADR 0071.
 
 use burrow_backend::text::{apply_edit, check_size, edit_result};
-use burrow_backend::{EditResult, Error, ErrorKind, Limits, Result, VPath, WriteResult};
+use burrow_backend::{EditResult, Error, Limits, Result, VPath, WriteResult};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::db::sql;
@@ -161,10 +161,7 @@ pub(crate) fn edit_file(
 /// Deletes the file at `path`; a directory is never empty here, so it is refused.
 pub(crate) fn delete_file(conn: &Connection, tenant: &str, path: &VPath) -> Result<()> {
     if path.is_root() {
-        return Err(Error::refusal(
-            ErrorKind::InvalidPath,
-            "the root \"/\" cannot be deleted; delete the files inside it instead.",
-        ));
+        return Err(Error::root_cannot_be_deleted());
     }
     match file_meta(conn, tenant, path)? {
         Some(meta) => {
@@ -175,10 +172,7 @@ pub(crate) fn delete_file(conn: &Connection, tenant: &str, path: &VPath) -> Resu
             remove_entry(conn, tenant, &path.parent().unwrap_or_else(VPath::root))?;
             add_usage(conn, tenant, -meta.size, -1)
         }
-        None if is_dir(conn, tenant, path)? => Err(Error::refusal(
-            ErrorKind::DirectoryNotEmpty,
-            format!("{path} is a directory that still holds files; delete them first."),
-        )),
+        None if is_dir(conn, tenant, path)? => Err(Error::directory_not_empty(path)),
         None => Err(Error::not_found(path)),
     }
 }

@@ -6,9 +6,9 @@ use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use async_trait::async_trait;
 use burrow_backend::{
-    Backend, Capabilities, CompiledGrep, EditResult, Error, ErrorKind, FileContext, FileInfo, Glob,
+    Backend, Capabilities, CompiledGrep, EditResult, Error, FileContext, FileInfo, Glob,
     GlobResult, GrepCollector, GrepQuery, GrepResult, Limits, LineWindow, Listing, LockKey, Result,
-    VPath, WriteResult, text,
+    VPath, WriteResult, grep_file, text,
 };
 
 use crate::tree::{FileEntry, Kind, Stamp, Tree, child_prefix, join, overwrite};
@@ -253,20 +253,14 @@ impl Backend for StateBackend {
 
     async fn delete(&self, _ctx: &FileContext, path: &VPath) -> Result<()> {
         if path.is_root() {
-            return Err(Error::refusal(
-                ErrorKind::InvalidPath,
-                "the root \"/\" cannot be deleted; delete the files inside it instead.",
-            ));
+            return Err(Error::root_cannot_be_deleted());
         }
         let mut tree = self.write_tree();
         if tree.remove_file(path.as_str()).is_some() {
             return Ok(());
         }
         Err(match tree.kind(path.as_str()) {
-            Kind::Dir => Error::refusal(
-                ErrorKind::DirectoryNotEmpty,
-                format!("{path} is a directory that still holds files; delete them first."),
-            ),
+            Kind::Dir => Error::directory_not_empty(path),
             _ => Error::not_found(path),
         })
     }
@@ -311,23 +305,20 @@ impl Backend for StateBackend {
         limit: usize,
     ) -> Result<GrepResult> {
         let grep = CompiledGrep::new(query)?;
-        let mut collector = GrepCollector::new(self.shared.limits.results(limit));
+        let limit = self.shared.limits.results(limit);
         // Files past the max size (a document loaded with `from_files` may
         // hold some) are skipped, as on every backend: never searched.
         let max = self.shared.limits.max_file_size;
         let searchable = |file: &FileEntry| file.bytes.len() as u64 <= max;
         let tree = self.read_tree();
         match tree.kind(under.as_str()) {
-            Kind::Missing => {}
-            Kind::File => {
-                if let Some(file) = tree.file(under.as_str())
-                    && searchable(file)
-                    && grep.includes(under.name())
-                {
-                    collector.search(&grep, under, &file.bytes);
-                }
-            }
+            Kind::Missing => Ok(GrepResult::default()),
+            Kind::File => Ok(match tree.file(under.as_str()) {
+                Some(file) if searchable(file) => grep_file(&grep, under, &file.bytes, limit),
+                _ => GrepResult::default(),
+            }),
             Kind::Dir => {
+                let mut collector = GrepCollector::new(limit);
                 let prefix = child_prefix(under.as_str());
                 for (path, relative) in tree.paths_beneath(&prefix) {
                     if collector.is_full() {
@@ -340,8 +331,8 @@ impl Backend for StateBackend {
                         collector.search(&grep, path, &file.bytes);
                     }
                 }
+                Ok(collector.finish())
             }
         }
-        Ok(collector.finish())
     }
 }

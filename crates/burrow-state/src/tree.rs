@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Bound;
 use std::sync::Arc;
 
-use burrow_backend::{Error, ErrorKind, Result, VPath};
+use burrow_backend::{Error, Result, VPath};
 
 /// One stored file: its exact bytes and its two timestamps.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -174,10 +174,7 @@ impl Tree {
             return Ok(());
         }
         match self.file_ancestor(p) {
-            Some(file) => Err(Error::refusal(
-                ErrorKind::NotADirectory,
-                format!("cannot create {path}: {file} is a file, not a directory."),
-            )),
+            Some(file) => Err(Error::not_a_directory(file)),
             None => Ok(()),
         }
     }

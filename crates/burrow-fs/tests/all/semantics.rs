@@ -498,3 +498,57 @@ async fn a_page_of_ls_is_full_even_when_hidden_entries_sort_first() {
     assert_eq!(names, ["z00.txt", "z01.txt", "z02.txt"]);
     assert!(glob.truncated);
 }
+
+#[tokio::test]
+async fn path_refusals_keep_the_path_as_a_field() {
+    let w = World::new();
+    w.put("dir/a.txt", "a\n");
+    mkfifo(&w.host("pipe"));
+    w.symlink("/etc/passwd", "out");
+    w.symlink("missing.txt", "dangling");
+    let b = &w.backend;
+    let mount = p("/mnt");
+    let refusals = [
+        (
+            "/pipe",
+            assert_refused(
+                b.read_bytes(&ctx(), &p("/pipe")).await,
+                ErrorKind::PermissionDenied,
+            ),
+        ),
+        (
+            "/out",
+            assert_refused(
+                b.read_bytes(&ctx(), &p("/out")).await,
+                ErrorKind::PermissionDenied,
+            ),
+        ),
+        (
+            "/dangling",
+            assert_refused(
+                b.write(&ctx(), &p("/dangling"), "x").await,
+                ErrorKind::PermissionDenied,
+            ),
+        ),
+        (
+            "/dir",
+            assert_refused(
+                b.delete(&ctx(), &p("/dir")).await,
+                ErrorKind::DirectoryNotEmpty,
+            ),
+        ),
+    ];
+    for (path, err) in refusals {
+        assert_eq!(err.path(), Some(&p(path)), "{}", err.message());
+        // A composite mounting the folder at /mnt re-prefixes the field.
+        let moved = err.map_path(|inner| inner.under_prefix(&mount));
+        let shown = format!("/mnt{path}");
+        assert!(moved.message().contains(&shown), "{}", moved.message());
+    }
+    let root = assert_refused(b.delete(&ctx(), &p("/")).await, ErrorKind::InvalidPath);
+    assert_eq!(
+        root.message(),
+        burrow_backend::Error::root_cannot_be_deleted().message()
+    );
+    assert!(w.host("dir/a.txt").exists());
+}

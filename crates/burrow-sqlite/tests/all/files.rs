@@ -484,3 +484,35 @@ async fn over_size_files_are_never_loaded_refused_by_reads_and_skipped_by_grep()
         .collect();
     assert_eq!(listed, ["/small.txt"]);
 }
+
+#[tokio::test]
+async fn path_refusals_keep_the_path_as_a_field() {
+    let t = TempStore::new();
+    let files = burrow_sqlite::StoreBackend::builder(&t.store)
+        .max_files(1)
+        .build();
+    let c = ctx("t");
+    files.write(&c, &p("/dir/a.txt"), "a\n").await.unwrap();
+    let not_empty = files.delete(&c, &p("/dir")).await.unwrap_err();
+    assert_eq!(not_empty.kind(), ErrorKind::DirectoryNotEmpty);
+    assert_eq!(not_empty.path(), Some(&p("/dir")));
+    let quota = files.write(&c, &p("/b.txt"), "b").await.unwrap_err();
+    assert_eq!(quota.kind(), ErrorKind::QuotaExceeded);
+    assert_eq!(quota.path(), Some(&p("/b.txt")));
+    // A composite mounting the store at /m re-prefixes the field in the message.
+    let moved = quota.map_path(|inner| inner.under_prefix(&p("/m")));
+    assert!(
+        moved.message().starts_with("writing /m/b.txt would make"),
+        "{}",
+        moved.message()
+    );
+    let root = files.delete(&c, &p("/")).await.unwrap_err();
+    assert_eq!(
+        root.message(),
+        burrow_backend::Error::root_cannot_be_deleted().message()
+    );
+    assert_eq!(
+        files.read_bytes(&c, &p("/dir/a.txt")).await.unwrap(),
+        b"a\n"
+    );
+}

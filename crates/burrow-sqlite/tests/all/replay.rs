@@ -340,3 +340,51 @@ async fn a_key_replays_only_for_the_same_operation_on_the_same_path() {
         b"changed"
     );
 }
+
+#[tokio::test]
+async fn a_batch_target_is_unambiguous_and_the_refusal_is_one_line() {
+    let t = TempStore::new();
+    let c = ctx("t");
+    // One file whose name holds a newline, then two files that the same
+    // newline would separate: not the same batch, so the key is refused.
+    let key = c.with_effect_key("k\nnext");
+    let one = vec![(p("/a\n/b"), b"1".to_vec())];
+    assert_eq!(t.files.write_many(&key, one).await.unwrap().len(), 1);
+    let two = vec![(p("/a"), b"2".to_vec()), (p("/b"), b"3".to_vec())];
+    let err = t.files.write_many(&key, two).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    assert!(!err.message().contains('\n'), "{}", err.message());
+    assert_eq!(
+        t.files.read_bytes(&c, &p("/a")).await.unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    // A single path with a newline or a backslash still replays for itself.
+    for name in ["/x\ny", "/x\\ny"] {
+        let key = c.with_effect_key(name);
+        t.files.write(&key, &p(name), "first").await.unwrap();
+        t.files.write(&c, &p(name), "changed").await.unwrap();
+        t.files.write(&key, &p(name), "first").await.unwrap();
+        assert_eq!(t.files.read_bytes(&c, &p(name)).await.unwrap(), b"changed");
+    }
+    let err = t
+        .files
+        .write(&c.with_effect_key("/x\ny"), &p("/x\\ny"), "z")
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    // A batch of no files is a batch of its own, not one of unknown paths.
+    let empty = c.with_effect_key("empty");
+    assert!(
+        t.files
+            .write_many(&empty, Vec::new())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let err = t
+        .files
+        .write_many(&empty, vec![(p("/e"), b"e".to_vec())])
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+}

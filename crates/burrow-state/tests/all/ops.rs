@@ -211,3 +211,34 @@ async fn reads_refuse_directories_and_missing_files() {
             .is_empty()
     );
 }
+
+#[tokio::test]
+async fn path_refusals_keep_the_path_as_a_field() {
+    let b = StateBackend::new();
+    let ctx = FileContext::default();
+    b.write(&ctx, &p("/dir/a.txt"), "a\n").await.unwrap();
+    let not_empty = b.delete(&ctx, &p("/dir")).await.unwrap_err();
+    assert_eq!(not_empty.kind(), ErrorKind::DirectoryNotEmpty);
+    assert_eq!(not_empty.path(), Some(&p("/dir")));
+    // Beneath a file: the refusal is about the file in the way.
+    let beneath = b.write(&ctx, &p("/dir/a.txt/b"), "x").await.unwrap_err();
+    assert_eq!(beneath.kind(), ErrorKind::NotADirectory);
+    assert_eq!(beneath.path(), Some(&p("/dir/a.txt")));
+    // A composite mounting the store at /m re-prefixes it in the message.
+    let moved = beneath.map_path(|inner| inner.under_prefix(&p("/m")));
+    assert!(
+        moved.message().starts_with("/m/dir/a.txt is a file"),
+        "{}",
+        moved.message()
+    );
+    let root = b.delete(&ctx, &p("/")).await.unwrap_err();
+    assert_eq!(root.kind(), ErrorKind::InvalidPath);
+    assert_eq!(
+        root.message(),
+        burrow_backend::Error::root_cannot_be_deleted().message()
+    );
+    assert_eq!(
+        b.read(&ctx, &p("/dir/a.txt"), 0, 10).await.unwrap().lines,
+        ["a"]
+    );
+}
