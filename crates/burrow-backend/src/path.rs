@@ -40,10 +40,10 @@ impl VPath {
     /// Parses and normalises `input`.
     pub fn parse(input: &str) -> Result<Self> {
         if input.contains('\0') {
-            return Err(invalid(input, "contains a NUL character"));
+            return Err(invalid(input, "contains a NUL character", "remove it"));
         }
         if input.len() > MAX_PATH_BYTES {
-            return Err(invalid(input, "is longer than 4096 bytes"));
+            return Err(invalid(input, "is longer than 4096 bytes", "use a shorter path"));
         }
         let mut segments: Vec<&str> = Vec::new();
         for segment in input.split('/') {
@@ -51,12 +51,12 @@ impl VPath {
                 "" | "." => {}
                 ".." => {
                     if segments.pop().is_none() {
-                        return Err(invalid(input, "climbs above the root"));
+                        return Err(invalid(input, "climbs above the root", "use a path inside the workspace"));
                     }
                 }
                 name => {
                     if name.len() > MAX_SEGMENT_BYTES {
-                        return Err(invalid(input, "has a name longer than 255 bytes"));
+                        return Err(invalid(input, "has a name longer than 255 bytes", "shorten that name"));
                     }
                     segments.push(name);
                 }
@@ -179,7 +179,7 @@ impl VPath {
 }
 
 /// A refusal for `input`, showing at most 100 characters of it, control characters escaped.
-fn invalid(input: &str, why: &str) -> Error {
+fn invalid(input: &str, why: &str, fix: &str) -> Error {
     let cut: String = input.chars().take(100).collect();
     let ellipsis = if input.chars().count() > 100 {
         "..."
@@ -189,7 +189,7 @@ fn invalid(input: &str, why: &str) -> Error {
     Error::refusal(
         ErrorKind::InvalidPath,
         format!(
-            "the path {:#}{ellipsis} {why}; use a path inside the workspace.",
+            "the path {:#}{ellipsis} {why}; {fix}.",
             crate::shown(&cut)
         ),
     )
