@@ -43,7 +43,11 @@ impl VPath {
             return Err(invalid(input, "contains a NUL character", "remove it"));
         }
         if input.len() > MAX_PATH_BYTES {
-            return Err(invalid(input, "is longer than 4096 bytes", "use a shorter path"));
+            return Err(invalid(
+                input,
+                "is longer than 4096 bytes",
+                "use a shorter path",
+            ));
         }
         let mut segments: Vec<&str> = Vec::new();
         for segment in input.split('/') {
@@ -51,12 +55,20 @@ impl VPath {
                 "" | "." => {}
                 ".." => {
                     if segments.pop().is_none() {
-                        return Err(invalid(input, "climbs above the root", "use a path inside the workspace"));
+                        return Err(invalid(
+                            input,
+                            "climbs above the root",
+                            "use a path inside the workspace",
+                        ));
                     }
                 }
                 name => {
                     if name.len() > MAX_SEGMENT_BYTES {
-                        return Err(invalid(input, "has a name longer than 255 bytes", "shorten that name"));
+                        return Err(invalid(
+                            input,
+                            "has a name longer than 255 bytes",
+                            "shorten that name",
+                        ));
                     }
                     segments.push(name);
                 }
@@ -188,10 +200,7 @@ fn invalid(input: &str, why: &str, fix: &str) -> Error {
     };
     Error::refusal(
         ErrorKind::InvalidPath,
-        format!(
-            "the path {:#}{ellipsis} {why}; {fix}.",
-            crate::shown(&cut)
-        ),
+        format!("the path {:#}{ellipsis} {why}; {fix}.", crate::shown(&cut)),
     )
 }
 
