@@ -122,13 +122,20 @@ fn load_hooks(path: &Path) -> Result<(Hooks, Vec<String>), String> {
         .map_err(|e| format!("the settings file {shown} cannot be used: {e}"))?;
     let mut notes = Vec::new();
     for name in hooks.ignored_events() {
+        // burrow-runtime lists the events its loop does not fire yet among
+        // the ignored ones: those get the "not yet" note below.
+        if HookEvent::from_name(name).is_some_and(|e| NOT_FIRED.contains(&e)) {
+            continue;
+        }
         notes.push(format!(
             "the settings name {} hooks, an event burrow does not know; they never run",
             display::sentence(name)
         ));
     }
     for event in NOT_FIRED {
-        if hooks.hooks().iter().any(|h| h.event == event) {
+        if hooks.hooks().iter().any(|h| h.event == event)
+            || hooks.ignored_events().iter().any(|n| n == event.as_str())
+        {
             notes.push(format!(
                 "burrow run does not fire {} yet; those hooks do not run",
                 event.as_str()

@@ -218,6 +218,10 @@ pub enum Command {
     #[cfg(feature = "mcp")]
     #[command(long_about = MCP_HELP)]
     Mcp,
+    /// Docker engine housekeeping (needs no --backend).
+    #[cfg(feature = "docker")]
+    #[command(subcommand)]
+    Docker(DockerCommand),
     /// Run an agent in the workspace: the model answers PROMPT, calling the file tools.
     #[cfg(feature = "run")]
     #[command(long_about = RUN_HELP)]
@@ -236,4 +240,13 @@ pub enum Command {
               value_parser = clap::value_parser!(u32).range(1..))]
         max_turns: u32,
     },
+}
+
+/// `burrow docker ...`: housekeeping on the Docker engine, with no backend opened.
+#[cfg(feature = "docker")]
+#[derive(Debug, Subcommand)]
+pub enum DockerCommand {
+    /// Remove the burrow sandbox containers of this host whose owner process is gone
+    /// (with --json: {"removed": N}).
+    Gc,
 }

@@ -31,6 +31,8 @@ mod agent;
 mod batch;
 mod cli;
 mod display;
+#[cfg(feature = "docker")]
+mod docker;
 #[cfg(feature = "mcp")]
 mod mcp;
 #[cfg(feature = "composite")]
@@ -66,7 +68,11 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(e) => return fail(&Error::failure("cannot start the async runtime", e), json),
     };
-    match runtime.block_on(run(cli)) {
+    let outcome = runtime.block_on(run(cli));
+    // A caught signal ends the process from its guard thread, with 128+signal.
+    #[cfg(feature = "docker")]
+    docker::settle();
+    match outcome {
         Ok(exit) => exit.code(),
         // stdout closed early (`burrow cat big | head`): not an error.
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
@@ -84,6 +90,11 @@ fn main() -> ExitCode {
 /// stderr and makes the exit code 2.
 async fn run(cli: Cli) -> io::Result<Exit> {
     let json = cli.json;
+    // `burrow docker gc` opens no backend.
+    #[cfg(feature = "docker")]
+    if let cli::Command::Docker(cli::DockerCommand::Gc) = cli.command {
+        return docker::gc(json).await;
+    }
     // `burrow run` checks its configuration before any backend is opened:
     // a bad one runs nothing (no container is started, no file created).
     #[cfg(feature = "run")]

@@ -140,6 +140,13 @@ impl Op {
                     "mcp is a server, not a file operation.",
                 ));
             }
+            // `burrow docker gc` is run by main before any backend is opened.
+            #[cfg(feature = "docker")]
+            Command::Docker(_) => {
+                return Err(Error::invalid_argument(
+                    "docker gc is engine housekeeping, not a file operation.",
+                ));
+            }
             // `burrow run` is run by main before any operation is built.
             #[cfg(feature = "run")]
             Command::Run { .. } => {

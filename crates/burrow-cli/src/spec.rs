@@ -391,7 +391,7 @@ impl Spec {
             #[cfg(feature = "docker")]
             Spec::Docker(image) => {
                 let sandbox = Arc::new(
-                    burrow::DockerSandbox::start(image)
+                    burrow::DockerSandbox::start_with(image, crate::docker::options())
                         .await
                         .map_err(|e| self.cannot_open(e))?,
                 );

@@ -124,3 +124,169 @@ fn a_missing_image_is_a_failure_naming_it() {
         "{message}"
     );
 }
+
+/// Ids of the containers (running or not) carrying `label` (`key=value`).
+fn containers_labelled(label: &str) -> Vec<String> {
+    let out = Command::new("docker")
+        .args(["ps", "-aq", "--filter", &format!("label={label}")])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "docker ps failed");
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Polls `check` until it holds or `secs` seconds pass; returns whether it held.
+fn eventually(secs: u64, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while std::time::Instant::now() < deadline {
+        if check() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    check()
+}
+
+fn read_trimmed(path: &str) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+}
+
+/// Starts a sandbox-labelled container of `image` owned by `pid` with
+/// process start time `start`, on this host and boot; returns its id.
+fn owned_container(image: &str, pid: u32, start: &str) -> String {
+    let host = read_trimmed("/etc/machine-id")
+        .or_else(|| read_trimmed("/proc/sys/kernel/hostname"))
+        .unwrap();
+    let boot = read_trimmed("/proc/sys/kernel/random/boot_id").unwrap();
+    let labels = [
+        (burrow::docker::SANDBOX_LABEL, "1".to_owned()),
+        (burrow::docker::OWNER_HOST_LABEL, host),
+        (burrow::docker::OWNER_BOOT_LABEL, boot),
+        (burrow::docker::OWNER_PID_LABEL, pid.to_string()),
+        (burrow::docker::OWNER_START_LABEL, start.to_owned()),
+    ];
+    let mut args = vec!["run".to_owned(), "-d".to_owned()];
+    for (k, v) in labels {
+        args.push("--label".to_owned());
+        args.push(format!("{k}={v}"));
+    }
+    args.extend([image.to_owned(), "sleep".to_owned(), "300".to_owned()]);
+    let out = Command::new("docker").args(&args).output().unwrap();
+    assert!(out.status.success(), "docker run failed: {out:?}");
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+/// The start time (field 22 of /proc/self/stat) of this test process.
+fn own_start_time() -> String {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let rest = &stat[stat.rfind(')').unwrap() + 1..];
+    rest.split_whitespace().nth(19).unwrap().to_owned()
+}
+
+#[test]
+fn gc_removes_a_container_whose_owner_is_gone_and_keeps_a_live_ones() {
+    let image = test_image();
+    // A pid that existed and is gone: a child that has been waited for.
+    let mut child = Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let orphan = owned_container(&image, dead, "1");
+    let live = owned_container(&image, std::process::id(), &own_start_time());
+
+    let on = On::new(&[]);
+    let response = on.json_ok(&["docker", "gc"]);
+    // Another test's sandbox start may have removed the orphan first (every
+    // start sweeps), so the count is only checked to be a number.
+    assert!(response["removed"].is_u64(), "{response}");
+    assert!(!container_exists(&orphan), "the orphan {orphan} was kept");
+    assert!(
+        container_exists(&live),
+        "the live owner's {live} was removed"
+    );
+    let run = on.run(&["docker", "gc"]);
+    run.assert_code(0);
+    assert!(run.out().starts_with("removed "), "{}", run.out());
+    assert!(
+        container_exists(&live),
+        "the live owner's {live} was removed"
+    );
+    Command::new("docker")
+        .args(["rm", "-f", &live])
+        .output()
+        .unwrap();
+}
+
+#[test]
+fn gc_without_an_engine_is_a_failure() {
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_burrow"))
+        .args(["docker", "gc"])
+        .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(2));
+    let stderr = String::from_utf8(run.stderr).unwrap();
+    assert!(
+        stderr.contains("Docker engine is not reachable"),
+        "{stderr}"
+    );
+    assert!(run.stdout.is_empty());
+}
+
+#[test]
+fn opening_a_docker_backend_removes_orphans_first() {
+    let image = test_image();
+    let mut child = Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let orphan = owned_container(&image, dead, "1");
+    let on = On::new(&[format!("docker:{image}").as_str()]);
+    on.run(&["exec", "true"]).assert_code(0);
+    assert!(!container_exists(&orphan), "the orphan {orphan} was kept");
+}
+
+/// Runs `exec "sleep 30"` on `docker:IMAGE`, sends `signal` once its
+/// container runs, and checks the exit code and that no container is left.
+fn signal_removes_the_container(signal: &str, number: i32) {
+    let image = test_image();
+    let spec = format!("docker:{image}");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_burrow"))
+        .args(["--backend", &spec, "exec", "sleep 30"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let label = format!("{}={}", burrow::docker::OWNER_PID_LABEL, child.id());
+    assert!(
+        eventually(60, || !containers_labelled(&label).is_empty()),
+        "no container started"
+    );
+    let killed = Command::new("kill")
+        .args([&format!("-{signal}"), &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + number), "{status:?}");
+    assert!(
+        eventually(30, || containers_labelled(&label).is_empty()),
+        "a container of {label} was left behind"
+    );
+}
+
+#[test]
+fn sigterm_removes_the_container_and_exits_143() {
+    signal_removes_the_container("TERM", 15);
+}
+
+#[test]
+fn sigint_removes_the_container_and_exits_130() {
+    signal_removes_the_container("INT", 2);
+}
