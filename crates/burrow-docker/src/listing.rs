@@ -36,10 +36,20 @@ const DELETE: &str = r#"if [ -d "$1" ] && [ ! -L "$1" ]; then
 fi
 exec rm -f -- "$1""#;
 
+/// Names every regular file, then every symbolic link, beneath directory
+/// `$1` (never their content), each path ended by a NUL, with one empty
+/// record between the two groups. Links are not followed, so a link to a
+/// directory is not descended; unreadable directories are passed by.
+const FIND: &str = r#"command -v find >/dev/null 2>&1 || exit 127
+find "$1" -mindepth 1 -type f -print0 2>/dev/null
+printf '\0'
+find "$1" -mindepth 1 -type l -print0 2>/dev/null
+exit 0"#;
+
 /// The exit code of [`DELETE`] for a directory with entries.
 const NOT_EMPTY: i64 = 40;
 /// How many stat requests one listing keeps in flight.
-const STAT_CONCURRENCY: usize = 8;
+pub(crate) const STAT_CONCURRENCY: usize = 8;
 
 /// Everything that names one sandbox for these helpers.
 pub(crate) struct Place<'a> {
@@ -154,6 +164,24 @@ pub(crate) async fn follow_link(place: &Place<'_>, real: &str) -> Result<Option<
     })
 }
 
+/// The entry for the file `path` whose real container path is `real`, with
+/// its size and time (`None` when it is gone or no longer a regular file).
+pub(crate) async fn file_info(
+    place: &Place<'_>,
+    path: VPath,
+    real: String,
+) -> Result<Option<FileInfo>> {
+    info(
+        place,
+        Raw {
+            path,
+            is_dir: false,
+            real,
+        },
+    )
+    .await
+}
+
 /// The listing entry for `r`: directories as they are, files with their size and time.
 async fn info(place: &Place<'_>, r: Raw) -> Result<Option<FileInfo>> {
     let name = r.path.name().to_owned();
@@ -177,6 +205,58 @@ async fn info(place: &Place<'_>, r: Raw) -> Result<Option<FileInfo>> {
             size: Some(s.size),
             modified_at: s.modified_at,
         }))
+}
+
+/// The paths beneath the directory whose real container path is `real`,
+/// relative to it: the regular files and the symbolic links, named by
+/// `find` in the sandbox without transferring any content.
+pub(crate) async fn find(
+    place: &Place<'_>,
+    dir: &VPath,
+    real: &str,
+) -> Result<(Vec<String>, Vec<String>)> {
+    let argv = vec![
+        "sh".to_owned(),
+        "-c".to_owned(),
+        FIND.to_owned(),
+        "burrow-find".to_owned(),
+        real.to_owned(),
+    ];
+    let (code, out) = run_argv(place.docker, place.at, argv).await?;
+    if code == 127 {
+        return Err(Error::failure_msg(format!(
+            "glob under {dir} needs `find` in the sandbox image, and it has none"
+        )));
+    }
+    if code != 0 {
+        return Err(Error::failure_msg(format!(
+            "listing the files under {dir} in the sandbox failed (exit code {code}): {}",
+            crate::engine::scrub(&String::from_utf8_lossy(&out))
+        )));
+    }
+    let mut records = out.split(|&b| b == 0);
+    let mut files = Vec::new();
+    for record in records.by_ref() {
+        if record.is_empty() {
+            break;
+        }
+        files.extend(relative(real, record));
+    }
+    let links = records.filter_map(|r| relative(real, r)).collect();
+    Ok((files, links))
+}
+
+/// The path `record` printed by `find` for a start at `real`, relative to it
+/// (`None` when it is not valid UTF-8 or not beneath `real`).
+fn relative(real: &str, record: &[u8]) -> Option<String> {
+    let path = std::str::from_utf8(record).ok()?;
+    let rest = path.strip_prefix(real)?;
+    let rel = if real.ends_with('/') {
+        rest
+    } else {
+        rest.strip_prefix('/')?
+    };
+    (!rel.is_empty()).then(|| rel.to_owned())
 }
 
 /// Deletes the file, link, special file or empty directory at the real container path `real`.
