@@ -18,7 +18,6 @@ use crate::options::{MAX_EXEC_TIMEOUT, MIN_EXEC_TIMEOUT, clamp};
 use crate::paths::{self, Follow, Kind, Resolved, special};
 use crate::sandbox::DockerSandbox;
 use crate::search::{self, GrepVisit};
-use crate::topk::TopK;
 
 /// Permission bits of a new file.
 const NEW_FILE_MODE: u32 = 0o644;
@@ -245,27 +244,8 @@ impl Backend for DockerSandbox {
             Some((real, _)) => real,
         };
         let place = self.place();
-        let (files, links) = listing::find(&place, under, &real).await?;
-        // The first `limit + 1` matching paths, each with the real path to stat.
-        let mut first: TopK<VPath, String> = TopK::new(limit.saturating_add(1));
-        for rel in files {
-            if glob.is_match(&rel)
-                && let Ok(path) = under.join(&rel)
-            {
-                first.offer(path, paths::join(&real, &rel));
-            }
-        }
-        for rel in links {
-            // Links leading out, nowhere, to a directory or into a loop are left out.
-            if glob.is_match(&rel)
-                && let Ok(path) = under.join(&rel)
-                && first.wants(&path)
-                && let Some((false, target)) =
-                    listing::follow_link(&place, &paths::join(&real, &rel)).await?
-            {
-                first.offer(path, target);
-            }
-        }
+        let first =
+            listing::glob_files(&place, under, &real, &glob, limit.saturating_add(1)).await?;
         let truncated = first.len() > limit;
         let infos: Vec<Option<FileInfo>> = futures::stream::iter(first.into_sorted().take(limit))
             .map(|(path, real)| listing::file_info(&place, path, real))

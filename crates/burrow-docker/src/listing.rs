@@ -1,17 +1,18 @@
-//! `ls` and `delete`: the two operations the archive API cannot do, run as constant `sh` scripts with the path as an argv element.
+//! `ls`, glob's names and `delete`: what the archive API cannot do without content, run as constant `sh` scripts with the path as an argv element.
 //!
-//! Neither script holds a path: the directory or file is `$1`, so no name
+//! No script holds a path: the directory or file is `$1`, so no name
 //! can break the quoting. Listing prints one `TYPE NAME` record per entry,
 //! each ended by a NUL byte (names may hold newlines), using only shell
 //! built-ins, so it never opens an entry (a FIFO cannot block it); sizes and
 //! times then come from the archive stat of each file in the window.
 
 use bollard::Docker;
-use burrow_backend::{Error, ErrorKind, FileInfo, Listing, Result, VPath};
+use burrow_backend::{Error, ErrorKind, FileInfo, Glob, Listing, Result, VPath};
 use futures::StreamExt;
 
-use crate::exec::{ExecEnv, run_argv};
+use crate::exec::{ExecEnv, records, run_argv};
 use crate::paths::{self, Kind, Layout, join};
+use crate::topk::TopK;
 
 /// Lists directory `$1`: `d`, `f`, `l` (link) or `o` (other), a space, the name, a NUL.
 const LIST: &str = r#"for f in "$1"/.* "$1"/*; do
@@ -207,14 +208,18 @@ async fn info(place: &Place<'_>, r: Raw) -> Result<Option<FileInfo>> {
         }))
 }
 
-/// The paths beneath the directory whose real container path is `real`,
-/// relative to it: the regular files and the symbolic links, named by
-/// `find` in the sandbox without transferring any content.
-pub(crate) async fn find(
+/// The first `cap` paths by path beneath `dir` (real container path `real`)
+/// that match `glob`, each with the real path of the file to stat: regular
+/// files, and links that stay inside and reach a file. Names come from `find`
+/// in the sandbox, read as they arrive, so no content is transferred and
+/// memory is bounded by `cap`.
+pub(crate) async fn glob_files(
     place: &Place<'_>,
     dir: &VPath,
     real: &str,
-) -> Result<(Vec<String>, Vec<String>)> {
+    glob: &Glob,
+    cap: usize,
+) -> Result<TopK<VPath, String>> {
     let argv = vec![
         "sh".to_owned(),
         "-c".to_owned(),
@@ -222,28 +227,47 @@ pub(crate) async fn find(
         "burrow-find".to_owned(),
         real.to_owned(),
     ];
-    let (code, out) = run_argv(place.docker, place.at, argv).await?;
-    if code == 127 {
-        return Err(Error::failure_msg(format!(
-            "glob under {dir} needs `find` in the sandbox image, and it has none"
-        )));
-    }
-    if code != 0 {
-        return Err(Error::failure_msg(format!(
-            "listing the files under {dir} in the sandbox failed (exit code {code}): {}",
-            crate::engine::scrub(&String::from_utf8_lossy(&out))
-        )));
-    }
-    let mut records = out.split(|&b| b == 0);
-    let mut files = Vec::new();
-    for record in records.by_ref() {
+    let mut records = records(place.docker, place.at, argv).await?;
+    let mut first = TopK::new(cap);
+    let mut links = false;
+    // Records that are not paths (a shell's complaint) are passed by.
+    let mut said = Vec::new();
+    while let Some(record) = records.next().await? {
         if record.is_empty() {
-            break;
+            links = true;
+            continue;
         }
-        files.extend(relative(real, record));
+        let Some(rel) = relative(real, &record) else {
+            if said.len() < 512 {
+                said.extend_from_slice(&record);
+            }
+            continue;
+        };
+        let Ok(path) = dir.join(&rel) else {
+            continue;
+        };
+        if !glob.is_match(&rel) || !first.wants(&path) {
+            continue;
+        }
+        let here = join(real, &rel);
+        if !links {
+            first.offer(path, here);
+        } else if let Some((false, target)) = follow_link(place, &here).await? {
+            // Links leading out, nowhere, to a directory or into a loop are left out.
+            first.offer(path, target);
+        }
     }
-    let links = records.filter_map(|r| relative(real, r)).collect();
-    Ok((files, links))
+    let code = records.exit_code(place.docker, place.at.id).await?;
+    match code {
+        0 => Ok(first),
+        127 => Err(Error::failure_msg(format!(
+            "glob under {dir} needs `find` in the sandbox image, and it has none"
+        ))),
+        _ => Err(Error::failure_msg(format!(
+            "listing the files under {dir} in the sandbox failed (exit code {code}): {}",
+            crate::engine::scrub(&String::from_utf8_lossy(&said))
+        ))),
+    }
 }
 
 /// The path `record` printed by `find` for a start at `real`, relative to it
