@@ -179,8 +179,6 @@ pub(crate) struct Item {
     pub rel: String,
     pub kind: ItemKind,
     pub size: u64,
-    /// RFC 3339, whole seconds (the engine truncates archive times).
-    pub modified_at: Option<String>,
 }
 
 /// What a visitor wants next.
@@ -270,17 +268,10 @@ fn read_entries<V: Visit>(reader: &mut ChannelReader, visitor: &mut V) -> io::Re
         } else {
             0
         };
-        let modified_at = header
-            .mtime()
-            .ok()
-            .and_then(|s| i64::try_from(s).ok())
-            .and_then(|s| jiff::Timestamp::from_second(s).ok())
-            .map(|t| t.to_string());
         let item = Item {
             rel: relative(&name),
             kind,
             size,
-            modified_at,
         };
         if visitor.visit(item, &mut entry)? == Next::Stop {
             break;

@@ -6,9 +6,10 @@ use async_trait::async_trait;
 use burrow_backend::text::{apply_edit, check_size, edit_result, read_window};
 use burrow_backend::{
     Backend, Capabilities, CompiledGrep, EditResult, Error, ErrorKind, ExecuteResponse,
-    FileContext, Glob, GlobResult, GrepQuery, GrepResult, Limits, LineWindow, Listing, Result,
-    Sandbox, VPath, WriteResult,
+    FileContext, FileInfo, Glob, GlobResult, GrepQuery, GrepResult, Limits, LineWindow, Listing,
+    Result, Sandbox, VPath, WriteResult,
 };
+use futures::StreamExt;
 
 use crate::archive;
 use crate::exec::{self, ExecEnv};
@@ -16,7 +17,7 @@ use crate::listing::{self, Place};
 use crate::options::{MAX_EXEC_TIMEOUT, MIN_EXEC_TIMEOUT, clamp};
 use crate::paths::{self, Follow, Kind, Resolved, special};
 use crate::sandbox::DockerSandbox;
-use crate::search::{self, GlobVisit, GrepVisit};
+use crate::search::{self, GrepVisit};
 
 /// Permission bits of a new file.
 const NEW_FILE_MODE: u32 = 0o644;
@@ -242,31 +243,21 @@ impl Backend for DockerSandbox {
             Some((_, s)) if s.kind != Kind::Dir => return Ok(GlobResult::default()),
             Some((real, _)) => real,
         };
-        let visit = archive::walk(
-            &self.docker,
-            &self.id,
-            &real,
-            GlobVisit::new(glob, under.clone()),
-        )
-        .await?;
-        let mut files = visit.files;
-        for link in visit.links {
-            if let Ok(Resolved {
-                target: Some((_, s)),
-                ..
-            }) = self.resolve(&link, Follow::Yes).await
-                && s.kind == Kind::File
-            {
-                files.push(burrow_backend::FileInfo {
-                    name: link.name().to_owned(),
-                    path: link.to_string(),
-                    is_dir: false,
-                    size: Some(s.size),
-                    modified_at: s.modified_at,
-                });
-            }
-        }
-        Ok(search::glob_result(files, limit))
+        let place = self.place();
+        let first =
+            listing::glob_files(&place, under, &real, &glob, limit.saturating_add(1)).await?;
+        let truncated = first.len() > limit;
+        let infos: Vec<Option<FileInfo>> = futures::stream::iter(first.into_sorted().take(limit))
+            .map(|(path, real)| listing::file_info(&place, path, real))
+            .buffered(listing::STAT_CONCURRENCY)
+            .collect::<Vec<Result<Option<FileInfo>>>>()
+            .await
+            .into_iter()
+            .collect::<Result<_>>()?;
+        Ok(GlobResult {
+            files: infos.into_iter().flatten().collect(),
+            truncated,
+        })
     }
 
     async fn grep(

@@ -182,6 +182,82 @@ pub(crate) async fn run_argv(
     Ok((code, out))
 }
 
+/// The NUL-ended records a helper command prints, read as they arrive, so
+/// memory holds one frame and one record, not the whole output.
+pub(crate) struct Records {
+    exec_id: String,
+    output: std::pin::Pin<
+        Box<
+            dyn futures::Stream<
+                    Item = std::result::Result<
+                        bollard::container::LogOutput,
+                        bollard::errors::Error,
+                    >,
+                > + Send,
+        >,
+    >,
+    buf: Vec<u8>,
+    /// Where the unread part of `buf` starts.
+    at: usize,
+    ended: bool,
+}
+
+impl Records {
+    /// The next record without its NUL (a last one without a NUL too), or `None` at the end.
+    pub async fn next(&mut self) -> Result<Option<Vec<u8>>> {
+        loop {
+            if let Some(i) = self.buf[self.at..].iter().position(|&b| b == 0) {
+                let record = self.buf[self.at..self.at + i].to_vec();
+                self.at += i + 1;
+                return Ok(Some(record));
+            }
+            if self.ended {
+                let rest = self.buf.split_off(self.at);
+                self.at = 0;
+                return Ok((!rest.is_empty()).then_some(rest));
+            }
+            match self.output.next().await {
+                Some(frame) => {
+                    let frame = frame.map_err(|e| exec_error("read a command's output", e))?;
+                    self.buf.drain(..self.at);
+                    self.at = 0;
+                    self.buf.extend_from_slice(&frame.into_bytes());
+                    if self.buf.len() > HELPER_CAP {
+                        return Err(Error::failure_msg(
+                            "a helper command in the sandbox printed a record longer than 64 MiB",
+                        ));
+                    }
+                }
+                None => self.ended = true,
+            }
+        }
+    }
+
+    /// Drains what is left and returns the command's exit code.
+    pub async fn exit_code(mut self, docker: &Docker, id: &str) -> Result<i64> {
+        while let Some(frame) = self.output.next().await {
+            frame.map_err(|e| exec_error("read a command's output", e))?;
+        }
+        exit_code(docker, id, &self.exec_id).await
+    }
+}
+
+/// Starts `argv` and returns its output as NUL-ended [`Records`].
+pub(crate) async fn records(
+    docker: &Docker,
+    at: ExecEnv<'_>,
+    argv: Vec<String>,
+) -> Result<Records> {
+    let (exec_id, output) = start(docker, at, argv).await?;
+    Ok(Records {
+        exec_id,
+        output,
+        buf: Vec::new(),
+        at: 0,
+        ended: false,
+    })
+}
+
 /// Output kept up to a cap; the rest is counted and dropped.
 #[derive(Debug)]
 struct Capped {

@@ -14,15 +14,16 @@
 //! Reads and writes use the engine's archive API: a write uploads a tar
 //! holding the file (and any missing parent directories) to
 //! `PUT /containers/{id}/archive`, a read downloads one from `GET`, and
-//! glob and grep stream the tar of a whole subtree through the `tar` crate,
-//! reading content only for files grep searches. Names and bytes are tar
+//! grep streams the tar of a whole subtree through the `tar` crate,
+//! reading content only for files it searches. Names and bytes are tar
 //! fields, so binaries round-trip byte for byte, any name works, and the
 //! image needs nothing but `sh` (for `execute`).
 //!
-//! Two operations have no archive form: listing one directory (the archive of
-//! a directory is its whole subtree) and deleting. They run as constant `sh`
-//! scripts through exec, with the path passed as an argv element (`$1`),
-//! never spliced into the script; see ADR 0101.
+//! Three operations have no archive form: listing one directory and naming
+//! the files of a subtree for glob (the archive of a directory is its whole
+//! subtree, content included), and deleting. They run as constant `sh`
+//! scripts through exec (glob's uses `find`), with the path passed as an
+//! argv element (`$1`), never spliced into the script; see ADR 0101.
 //!
 //! The engine resolves an archive path's symbolic links within the
 //! *container's* root, which would let a link in the work dir reach `/etc`.

@@ -1,17 +1,18 @@
-//! `ls` and `delete`: the two operations the archive API cannot do, run as constant `sh` scripts with the path as an argv element.
+//! `ls`, glob's names and `delete`: what the archive API cannot do without content, run as constant `sh` scripts with the path as an argv element.
 //!
-//! Neither script holds a path: the directory or file is `$1`, so no name
+//! No script holds a path: the directory or file is `$1`, so no name
 //! can break the quoting. Listing prints one `TYPE NAME` record per entry,
 //! each ended by a NUL byte (names may hold newlines), using only shell
 //! built-ins, so it never opens an entry (a FIFO cannot block it); sizes and
 //! times then come from the archive stat of each file in the window.
 
 use bollard::Docker;
-use burrow_backend::{Error, ErrorKind, FileInfo, Listing, Result, VPath};
+use burrow_backend::{Error, ErrorKind, FileInfo, Glob, Listing, Result, VPath};
 use futures::StreamExt;
 
-use crate::exec::{ExecEnv, run_argv};
+use crate::exec::{ExecEnv, records, run_argv};
 use crate::paths::{self, Kind, Layout, join};
+use crate::topk::TopK;
 
 /// Lists directory `$1`: `d`, `f`, `l` (link) or `o` (other), a space, the name, a NUL.
 const LIST: &str = r#"for f in "$1"/.* "$1"/*; do
@@ -36,10 +37,20 @@ const DELETE: &str = r#"if [ -d "$1" ] && [ ! -L "$1" ]; then
 fi
 exec rm -f -- "$1""#;
 
+/// Names every regular file, then every symbolic link, beneath directory
+/// `$1` (never their content), each path ended by a NUL, with one empty
+/// record between the two groups. Links are not followed, so a link to a
+/// directory is not descended; unreadable directories are passed by.
+const FIND: &str = r#"command -v find >/dev/null 2>&1 || exit 127
+find "$1" -mindepth 1 -type f -print0 2>/dev/null
+printf '\0'
+find "$1" -mindepth 1 -type l -print0 2>/dev/null
+exit 0"#;
+
 /// The exit code of [`DELETE`] for a directory with entries.
 const NOT_EMPTY: i64 = 40;
 /// How many stat requests one listing keeps in flight.
-const STAT_CONCURRENCY: usize = 8;
+pub(crate) const STAT_CONCURRENCY: usize = 8;
 
 /// Everything that names one sandbox for these helpers.
 pub(crate) struct Place<'a> {
@@ -154,6 +165,24 @@ pub(crate) async fn follow_link(place: &Place<'_>, real: &str) -> Result<Option<
     })
 }
 
+/// The entry for the file `path` whose real container path is `real`, with
+/// its size and time (`None` when it is gone or no longer a regular file).
+pub(crate) async fn file_info(
+    place: &Place<'_>,
+    path: VPath,
+    real: String,
+) -> Result<Option<FileInfo>> {
+    info(
+        place,
+        Raw {
+            path,
+            is_dir: false,
+            real,
+        },
+    )
+    .await
+}
+
 /// The listing entry for `r`: directories as they are, files with their size and time.
 async fn info(place: &Place<'_>, r: Raw) -> Result<Option<FileInfo>> {
     let name = r.path.name().to_owned();
@@ -177,6 +206,81 @@ async fn info(place: &Place<'_>, r: Raw) -> Result<Option<FileInfo>> {
             size: Some(s.size),
             modified_at: s.modified_at,
         }))
+}
+
+/// The first `cap` paths by path beneath `dir` (real container path `real`)
+/// that match `glob`, each with the real path of the file to stat: regular
+/// files, and links that stay inside and reach a file. Names come from `find`
+/// in the sandbox, read as they arrive, so no content is transferred and
+/// memory is bounded by `cap`.
+pub(crate) async fn glob_files(
+    place: &Place<'_>,
+    dir: &VPath,
+    real: &str,
+    glob: &Glob,
+    cap: usize,
+) -> Result<TopK<VPath, String>> {
+    let argv = vec![
+        "sh".to_owned(),
+        "-c".to_owned(),
+        FIND.to_owned(),
+        "burrow-find".to_owned(),
+        real.to_owned(),
+    ];
+    let mut records = records(place.docker, place.at, argv).await?;
+    let mut first = TopK::new(cap);
+    let mut links = false;
+    // Records that are not paths (a shell's complaint) are passed by.
+    let mut said = Vec::new();
+    while let Some(record) = records.next().await? {
+        if record.is_empty() {
+            links = true;
+            continue;
+        }
+        let Some(rel) = relative(real, &record) else {
+            if said.len() < 512 {
+                said.extend_from_slice(&record);
+            }
+            continue;
+        };
+        let Ok(path) = dir.join(&rel) else {
+            continue;
+        };
+        if !glob.is_match(&rel) || !first.wants(&path) {
+            continue;
+        }
+        let here = join(real, &rel);
+        if !links {
+            first.offer(path, here);
+        } else if let Some((false, target)) = follow_link(place, &here).await? {
+            // Links leading out, nowhere, to a directory or into a loop are left out.
+            first.offer(path, target);
+        }
+    }
+    let code = records.exit_code(place.docker, place.at.id).await?;
+    match code {
+        0 => Ok(first),
+        127 => Err(Error::failure_msg(format!(
+            "glob under {dir} needs `find` in the sandbox image, and it has none"
+        ))),
+        _ => Err(Error::failure_msg(format!(
+            "listing the files under {dir} in the sandbox failed (exit code {code}): {}",
+            crate::engine::scrub(&String::from_utf8_lossy(&said))
+        ))),
+    }
+}
+
+/// The path `record` printed by `find` for a start at `real`, relative to it
+/// (`None` when it is not valid UTF-8 or not beneath `real`).
+fn relative(real: &str, record: &[u8]) -> Option<String> {
+    let path = std::str::from_utf8(record).ok()?;
+    let rest = path.strip_prefix(real)?;
+    let rel = if real.ends_with('/') {
+        rest
+    } else {
+        rest.strip_prefix('/')?
+    };
+    (!rel.is_empty()).then(|| rel.to_owned())
 }
 
 /// Deletes the file, link, special file or empty directory at the real container path `real`.

@@ -1,4 +1,4 @@
-//! `glob` and `grep`: one archive of the subtree streamed through a visitor, matched with the shared `Glob` and `CompiledGrep`.
+//! `grep`: one archive of the subtree streamed through a visitor, matched with the shared `CompiledGrep` (glob names files through `find` instead, see `listing`).
 //!
 //! The engine tars a directory in its own walk order ("a" before "a-b"
 //! before "a/x" is not byte order), so results are gathered per file and
@@ -7,86 +7,12 @@
 //! will search and whose matches could still be kept; everything else is
 //! skipped in the stream.
 
-use std::collections::HashMap;
 use std::io::{self, Read};
 
-use burrow_backend::{
-    CompiledGrep, FileInfo, Glob, GlobResult, GrepCollector, GrepMatch, GrepResult, VPath,
-};
+use burrow_backend::{CompiledGrep, GrepCollector, GrepMatch, GrepResult, VPath};
 
 use crate::archive::{Item, ItemKind, Next, Visit};
 use crate::topk::{TopK, limited};
-
-/// Collects the files whose relative path matches a glob.
-pub(crate) struct GlobVisit {
-    glob: Glob,
-    under: VPath,
-    pub files: Vec<FileInfo>,
-    /// Matching symbolic links, to resolve after the walk.
-    pub links: Vec<VPath>,
-    sizes: HashMap<String, (u64, Option<String>)>,
-}
-
-impl GlobVisit {
-    pub fn new(glob: Glob, under: VPath) -> Self {
-        Self {
-            glob,
-            under,
-            files: Vec::new(),
-            links: Vec::new(),
-            sizes: HashMap::new(),
-        }
-    }
-}
-
-impl Visit for GlobVisit {
-    fn visit(&mut self, item: Item, _content: &mut dyn Read) -> io::Result<Next> {
-        if item.rel.is_empty() {
-            return Ok(Next::Continue);
-        }
-        let (size, modified_at) = match &item.kind {
-            ItemKind::File => {
-                self.sizes
-                    .insert(item.rel.clone(), (item.size, item.modified_at.clone()));
-                (item.size, item.modified_at.clone())
-            }
-            ItemKind::HardLink(target) => match self.sizes.get(target) {
-                Some(known) => known.clone(),
-                None => return Ok(Next::Continue),
-            },
-            ItemKind::Symlink => {
-                if self.glob.is_match(&item.rel)
-                    && let Ok(path) = self.under.join(&item.rel)
-                {
-                    self.links.push(path);
-                }
-                return Ok(Next::Continue);
-            }
-            ItemKind::Dir | ItemKind::Other => return Ok(Next::Continue),
-        };
-        if self.glob.is_match(&item.rel)
-            && let Ok(path) = self.under.join(&item.rel)
-        {
-            self.files.push(FileInfo {
-                name: path.name().to_owned(),
-                path: path.to_string(),
-                is_dir: false,
-                size: Some(size),
-                modified_at,
-            });
-        }
-        Ok(Next::Continue)
-    }
-}
-
-/// Sorts `files` by path and keeps at most `limit`.
-pub(crate) fn glob_result(mut files: Vec<FileInfo>, limit: usize) -> GlobResult {
-    files.sort_by(|a, b| a.path.cmp(&b.path));
-    files.dedup_by(|a, b| a.path == b.path);
-    let truncated = files.len() > limit;
-    files.truncate(limit);
-    GlobResult { files, truncated }
-}
 
 /// Searches the text files of a streamed subtree, keeping the first `limit + 1` matches by (path, line).
 ///

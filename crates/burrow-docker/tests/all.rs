@@ -16,4 +16,5 @@ mod all {
     mod runtime;
     mod sandbox;
     mod support;
+    mod traffic;
 }

@@ -1,0 +1,110 @@
+//! What glob asks of the engine: names only, through a byte-counting proxy in front of the engine's socket, never the content of the files it lists.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use burrow_backend::{Backend, FileContext, Sandbox, VPath};
+use burrow_docker::{Docker, DockerSandbox};
+use burrow_testkit::{Part, require};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpListener, UnixStream};
+
+use super::support::{self, IMAGE, Removal};
+
+/// The size of the file whose content glob must not fetch.
+const BIG: u64 = 8 << 20;
+
+/// Copies `from` to `to`, adding every byte to `count`.
+async fn pipe(
+    mut from: impl AsyncRead + Unpin,
+    mut to: impl AsyncWrite + Unpin,
+    count: Arc<AtomicU64>,
+) {
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        match from.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                count.fetch_add(n as u64, Ordering::SeqCst);
+                if to.write_all(&buf[..n]).await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    let _ = to.shutdown().await;
+}
+
+/// A TCP proxy to the engine's unix socket; returns its address and the count of bytes the engine sent.
+async fn counting_proxy() -> (String, Arc<AtomicU64>) {
+    let socket = std::env::var("DOCKER_HOST")
+        .ok()
+        .and_then(|h| h.strip_prefix("unix://").map(str::to_owned))
+        .unwrap_or_else(|| "/var/run/docker.sock".to_owned());
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = format!("http://{}", listener.local_addr().unwrap());
+    let from_engine = Arc::new(AtomicU64::new(0));
+    let count = from_engine.clone();
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            let Ok(engine) = UnixStream::connect(&socket).await else {
+                continue;
+            };
+            let (client_read, client_write) = client.into_split();
+            let (engine_read, engine_write) = engine.into_split();
+            tokio::spawn(pipe(client_read, engine_write, Arc::new(AtomicU64::new(0))));
+            tokio::spawn(pipe(engine_read, client_write, count.clone()));
+        }
+    });
+    (addr, from_engine)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn glob_lists_names_without_downloading_content() {
+    require(Part::Docker);
+    let (addr, from_engine) = counting_proxy().await;
+    let docker = Docker::connect_with_http(&addr, 60, bollard::API_DEFAULT_VERSION).unwrap();
+    let docker = burrow_docker::negotiate(docker, &support::options("traffic-glob"))
+        .await
+        .unwrap();
+    let sandbox = DockerSandbox::start_on(docker, IMAGE, support::options("traffic-glob"))
+        .await
+        .unwrap();
+    let _removal = Removal(sandbox.id().to_owned());
+    let cx = FileContext::default();
+    let made = sandbox
+        .execute(
+            &cx,
+            "mkdir -p d && dd if=/dev/urandom of=d/big.bin bs=1048576 count=8 2>/dev/null && echo hi > d/small.txt && ln -s big.bin d/link.bin",
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(made.exit_code, Some(0), "{}", made.output);
+
+    let before = from_engine.load(Ordering::SeqCst);
+    let found = sandbox
+        .glob(&cx, "**/*", &VPath::root(), 100)
+        .await
+        .unwrap();
+    let sent = from_engine.load(Ordering::SeqCst) - before;
+
+    let files: Vec<(&str, Option<u64>)> = found
+        .files
+        .iter()
+        .map(|f| (f.path.as_str(), f.size))
+        .collect();
+    assert_eq!(
+        files,
+        [
+            ("/d/big.bin", Some(BIG)),
+            ("/d/link.bin", Some(BIG)),
+            ("/d/small.txt", Some(3)),
+        ]
+    );
+    assert!(!found.truncated);
+    assert!(
+        sent < BIG / 8,
+        "glob received {sent} bytes from the engine for a tree of {BIG} bytes of content"
+    );
+}
