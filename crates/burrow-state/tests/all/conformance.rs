@@ -23,7 +23,7 @@ async fn make_fixture() -> Fixture {
         max_results: 200,
         ..Limits::default()
     };
-    let backend = Arc::new(StateBackend::with_limits(limits.clone()));
+    let backend = Arc::new(StateBackend::with_limits(limits));
     Fixture::new(backend.clone()).with_store(StateStore { backend, limits })
 }
 
@@ -44,7 +44,7 @@ impl StoreAccess for StateStore {
         )]
         .into_iter()
         .collect();
-        let planted = StateBackend::from_files_with_limits(doc, self.limits.clone())
+        let planted = StateBackend::from_files_with_limits(doc, self.limits)
             .map_err(|e| std::io::Error::other(e.message().to_owned()))?;
         Ok(Arc::new(planted))
     }
