@@ -39,6 +39,39 @@ pub trait HostAccess: Send + Sync + 'static {
     }
 }
 
+/// Powers over a backend's storage that a backend's test may lend the suite, for
+/// the `# Behavior` sentences the trait alone cannot show: a file already past the
+/// max file size (no mutation can make one) and the `created_at` a file keeps.
+///
+/// Both are optional: a method left at its default makes the scenario that needs
+/// it skip (`read_of_file_past_max_size_is_too_large`,
+/// `write_replace_keeps_created_at`), which the backend's `conformance_suite!`
+/// must then declare. `StateBackend`'s fixture lends both.
+pub trait StoreAccess: Send + Sync + 'static {
+    /// A backend like the fixture's (same kind, limits and tenant view) whose
+    /// storage holds exactly one file, `bytes` at `path` (its parents implied),
+    /// stored as they are even when they are past the max file size.
+    ///
+    /// A backend whose storage can be written beneath it (a folder, a database)
+    /// may plant the file into the fixture's own backend and return that. The
+    /// default plants nothing: `Unsupported`, and the scenario skips.
+    fn plant(&self, path: &VPath, bytes: &[u8]) -> io::Result<Arc<dyn Backend>> {
+        let _ = (path, bytes);
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this fixture cannot plant files past the max file size",
+        ))
+    }
+
+    /// The `created_at` the fixture's backend keeps for the file at `path`, as
+    /// the store renders it; `None` when the file is missing or the fixture
+    /// cannot tell (the default: the scenario skips).
+    fn created_at(&self, path: &VPath) -> Option<String> {
+        let _ = path;
+        None
+    }
+}
+
 /// A backend ready for one scenario, with whatever must outlive it.
 ///
 /// Built by the `make_fixture` function a backend's tests pass to
@@ -51,6 +84,7 @@ pub struct Fixture {
     other: FileContext,
     root: VPath,
     host: Option<Arc<dyn HostAccess>>,
+    store: Option<Arc<dyn StoreAccess>>,
     guard: Option<Box<dyn Any + Send>>,
 }
 
@@ -61,6 +95,7 @@ impl fmt::Debug for Fixture {
             .field("other", &self.other)
             .field("root", &self.root)
             .field("host", &self.host.is_some())
+            .field("store", &self.store.is_some())
             .field("guard", &self.guard.is_some())
             .finish_non_exhaustive()
     }
@@ -75,6 +110,7 @@ impl Fixture {
             other: FileContext::for_tenant(OTHER_TENANT).with_run_id("conformance"),
             root: VPath::root(),
             host: None,
+            store: None,
             guard: None,
         }
     }
@@ -121,6 +157,13 @@ impl Fixture {
         self
     }
 
+    /// Lends the suite powers over the backend's storage (a file past the max
+    /// file size, the created_at a file keeps) for the scenarios that need them.
+    pub fn with_store(mut self, store: impl StoreAccess) -> Self {
+        self.store = Some(Arc::new(store));
+        self
+    }
+
     /// The backend under test.
     pub fn backend(&self) -> &Arc<dyn Backend> {
         &self.backend
@@ -134,6 +177,7 @@ impl Fixture {
             root: self.root.clone(),
             caps: self.backend.capabilities(),
             host: self.host.clone(),
+            store: self.store.clone(),
             shared: Some(Arc::clone(&self.backend)),
         }
     }
@@ -151,6 +195,7 @@ pub struct Ctx {
     /// The backend's capabilities, read once before the scenario.
     pub caps: Capabilities,
     host: Option<Arc<dyn HostAccess>>,
+    store: Option<Arc<dyn StoreAccess>>,
     shared: Option<Arc<dyn Backend>>,
 }
 
@@ -162,6 +207,7 @@ impl fmt::Debug for Ctx {
             .field("root", &self.root)
             .field("caps", &self.caps)
             .field("host", &self.host.is_some())
+            .field("store", &self.store.is_some())
             .finish()
     }
 }
@@ -177,6 +223,7 @@ impl Ctx {
             root: VPath::root(),
             caps: backend.capabilities(),
             host: None,
+            store: None,
             shared: None,
         }
     }
@@ -207,6 +254,17 @@ impl Ctx {
                 e.message()
             ))
         })
+    }
+
+    /// The same context lending `store` (a [`Fixture`]'s context has the fixture's).
+    pub fn with_store(mut self, store: Arc<dyn StoreAccess>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// The powers over the backend's storage the fixture lends, if any.
+    pub fn store(&self) -> Option<&dyn StoreAccess> {
+        self.store.as_deref()
     }
 
     /// The host-side powers the fixture lends, if any.

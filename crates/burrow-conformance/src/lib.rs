@@ -52,7 +52,8 @@
 //! `max_results` at 100 or more: some scenarios list 64 files at once. Optional: `.with_root(path)` to work beneath a directory (a
 //! mount), `.with_ctx(..)` / `.with_other_tenant(..)` to choose tenants,
 //! `.with_host(..)` to lend a real file system for the symlink and FIFO
-//! scenarios. Run `cargo nextest run --no-capture` to see the skips. The
+//! scenarios, `.with_store(..)` ([`StoreAccess`]) to plant a file past the max
+//! file size and show a file's created_at. Run `cargo nextest run --no-capture` to see the skips. The
 //! tests need no tokio dev-dependency: each builds its own runtime (multi
 //! thread, two workers).
 
@@ -65,7 +66,7 @@ pub mod scenarios;
 pub mod support;
 mod table;
 
-pub use fixture::{Ctx, Fixture, HostAccess, OTHER_TENANT, TENANT};
+pub use fixture::{Ctx, Fixture, HostAccess, OTHER_TENANT, StoreAccess, TENANT};
 pub use model::{MODEL_CASES, check_against_model};
 pub use outcome::{
     Outcome, Pass, ScenarioError, expect_kind, expect_refusal, passed, show, skipped,

@@ -43,7 +43,7 @@ pub const GO_VAR: &str = "BURROW_CONFORMANCE_GO";
 /// How many editor processes run at once.
 pub const PROCESS_EDITORS: usize = 4;
 /// How many slots each editor updates, one edit each.
-pub const SLOTS_PER_EDITOR: usize = 8;
+pub const SLOTS_PER_EDITOR: usize = 50;
 /// How often an editor retries an edit refused with Conflict.
 const CONFLICT_RETRIES: usize = 200;
 /// How long an editor waits for the start signal before it gives up.

@@ -68,6 +68,7 @@ macro_rules! __for_each_scenario {
             write::write_root_is_a_directory
             write::write_same_content_twice
             write::write_replace_moves_modified_at_forward
+            write::write_replace_keeps_created_at
             edit::edit_replaces_single_occurrence
             edit::edit_replace_all_counts_every_occurrence
             edit::edit_counts_non_overlapping
@@ -163,6 +164,7 @@ macro_rules! __for_each_scenario {
             limits::limits_file_at_max_size_is_accepted
             limits::limits_write_past_max_size_is_too_large
             limits::limits_edit_past_max_size_is_too_large
+            limits::limits_read_past_max_size_is_too_large
             concurrency::concurrency_edits_lose_no_update
             concurrency::concurrency_replace_all_edits_all_land
             concurrency::concurrency_writes_create_every_file

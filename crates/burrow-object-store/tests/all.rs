@@ -11,6 +11,7 @@ mod all {
     mod keys;
     mod limits;
     mod listing;
+    mod processes;
     mod replay;
     mod s3_env;
     mod server_down;

@@ -289,3 +289,48 @@ pub async fn limits_edit_past_max_size_is_too_large(b: &dyn Backend, cx: &Ctx) -
     );
     passed()
 }
+
+/// A file already past the max file size is refused by `read` and `read_bytes`
+/// with TooLarge, and stays listed with its size.
+///
+/// No mutation can make such a file (they refuse it), so the fixture plants it
+/// beneath the backend ([`StoreAccess::plant`](crate::StoreAccess::plant)); a
+/// fixture that cannot skips this scenario.
+pub async fn limits_read_past_max_size_is_too_large(_b: &dyn Backend, cx: &Ctx) -> Outcome {
+    let Some(store) = cx.store() else {
+        return skipped(
+            "the fixture lends no store access to plant a file past the max file size (Fixture::with_store)",
+        );
+    };
+    let max = match max_file_size(cx) {
+        Ok(max) => max,
+        Err(reason) => return skipped(reason),
+    };
+    let path = cx.p("big/over.txt")?;
+    let planted = match store.plant(&path, &vec![b'x'; max + 1]) {
+        Ok(planted) => planted,
+        Err(e) if e.kind() == std::io::ErrorKind::Unsupported => {
+            return skipped(format!(
+                "the fixture's store access cannot plant a file past the max file size: {e}"
+            ));
+        }
+        Err(e) => fail!("planting a file of {} bytes at {path} failed: {e}", max + 1),
+    };
+    let b = planted.as_ref();
+    expect_kind(b.read(&cx.ctx, &path, 0, 10).await, ErrorKind::TooLarge)
+        .map_err(|e| e.context("read of a file past the max file size"))?;
+    expect_kind(b.read_bytes(&cx.ctx, &path).await, ErrorKind::TooLarge)
+        .map_err(|e| e.context("read_bytes of a file past the max file size"))?;
+    let listing = b.ls(&cx.ctx, &cx.p("big")?, BIG).await?;
+    let sizes: Vec<(String, Option<u64>)> = listing
+        .entries
+        .iter()
+        .map(|e| (e.path.clone(), e.size))
+        .collect();
+    ensure_eq!(
+        sizes,
+        vec![(path.as_str().to_owned(), Some(max as u64 + 1))],
+        "ls of the planted file's directory"
+    );
+    passed()
+}

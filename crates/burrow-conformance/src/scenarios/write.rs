@@ -165,6 +165,66 @@ pub async fn write_replace_moves_modified_at_forward(b: &dyn Backend, cx: &Ctx) 
     passed()
 }
 
+/// Replacing a file (write, edit) keeps its `created_at`.
+///
+/// The trait does not show created_at, so the fixture reads it from the store
+/// ([`StoreAccess::created_at`](crate::StoreAccess::created_at)); a fixture that
+/// cannot skips this scenario. Where the backend reports `modified_at`, each
+/// replacement is repeated until that stamp moves, so the clock has visibly moved
+/// on and a created_at reset to "now" would differ.
+pub async fn write_replace_keeps_created_at(b: &dyn Backend, cx: &Ctx) -> Outcome {
+    let Some(store) = cx.store() else {
+        return skipped(
+            "the fixture lends no store access to read created_at (Fixture::with_store)",
+        );
+    };
+    let path = put(b, cx, "t/born.txt", "one").await?;
+    let Some(born) = store.created_at(&path) else {
+        return skipped("the fixture's store access does not show created_at");
+    };
+    if cx.caps.modified_at {
+        let first = stamp_of(b, cx, &path).await?;
+        let second = replace_until_moved(b, cx, &path, first, |b, cx, path, i| async move {
+            b.write(&cx.ctx, path, &format!("two-{i}"))
+                .await
+                .map(|_| ())
+        })
+        .await
+        .map_err(|e| e.context("replace by write"))?;
+        ensure_eq!(
+            store.created_at(&path),
+            Some(born.clone()),
+            "created_at after replacing writes"
+        );
+        let _ = replace_until_moved(b, cx, &path, second, |b, cx, path, i| async move {
+            let old = if i == 0 {
+                "two-".to_owned()
+            } else {
+                format!("three-{}", i - 1)
+            };
+            b.edit(&cx.ctx, path, &old, &format!("three-{i}"), false)
+                .await
+                .map(|_| ())
+        })
+        .await
+        .map_err(|e| e.context("replace by edit"))?;
+    } else {
+        b.write(&cx.ctx, &path, "two-0").await?;
+        ensure_eq!(
+            store.created_at(&path),
+            Some(born.clone()),
+            "created_at after a replacing write"
+        );
+        b.edit(&cx.ctx, &path, "two-", "three-", false).await?;
+    }
+    ensure_eq!(
+        store.created_at(&path),
+        Some(born),
+        "created_at after replacing edits"
+    );
+    passed()
+}
+
 /// How many times [`write_replace_moves_modified_at_forward`] replaces the file before
 /// it calls the stamp stuck (a tenth of a second apart: 3 s in all).
 const STAMP_PATIENCE: usize = 30;

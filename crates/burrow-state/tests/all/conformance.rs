@@ -10,18 +10,51 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use burrow_backend::{Backend, ErrorKind, FileContext, Limits, VPath};
-use burrow_conformance::Fixture;
+use burrow_conformance::{Fixture, StoreAccess};
 use burrow_state::StateBackend;
+use burrow_types::{FileData, FilesDocument};
 use proptest::prelude::*;
 
 /// A store whose max_results is low enough for the suite to exceed it, so
-/// `limits_max_results_caps_every_listing` runs instead of skipping.
+/// `limits_max_results_caps_every_listing` runs instead of skipping; it lends
+/// the suite its files document (`files` / `from_files`) as store access.
 async fn make_fixture() -> Fixture {
     let limits = Limits {
         max_results: 200,
         ..Limits::default()
     };
-    Fixture::new(Arc::new(StateBackend::with_limits(limits)))
+    let backend = Arc::new(StateBackend::with_limits(limits));
+    Fixture::new(backend.clone()).with_store(StateStore { backend, limits })
+}
+
+/// The store access of a StateBackend: its files document.
+struct StateStore {
+    backend: Arc<StateBackend>,
+    limits: Limits,
+}
+
+impl StoreAccess for StateStore {
+    /// A StateBackend loaded from a document holding only this file (loading
+    /// does not check the max file size, reading does).
+    fn plant(&self, path: &VPath, bytes: &[u8]) -> std::io::Result<Arc<dyn Backend>> {
+        let stamp = "2026-01-01T00:00:00Z".to_owned();
+        let doc: FilesDocument = [(
+            path.as_str().to_owned(),
+            FileData::from_bytes(bytes, stamp.clone(), stamp),
+        )]
+        .into_iter()
+        .collect();
+        let planted = StateBackend::from_files_with_limits(doc, self.limits)
+            .map_err(|e| std::io::Error::other(e.message().to_owned()))?;
+        Ok(Arc::new(planted))
+    }
+
+    fn created_at(&self, path: &VPath) -> Option<String> {
+        self.backend
+            .files()
+            .get(path.as_str())
+            .map(|data| data.created_at.clone())
+    }
 }
 
 burrow_conformance::conformance_suite!(make_fixture, skips = {
