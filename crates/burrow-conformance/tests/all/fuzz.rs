@@ -221,7 +221,12 @@ fn grep(cases: u32) -> Result<(), String> {
             .collect::<String>()
     });
     let pattern = prop_oneof!["[ab#^$.*+?|()\\[\\]\\\\s]{0,6}", composed];
-    let input = ("[ab# \\r\\n]{0,30}", pattern);
+    // "\r" only as part of "\r\n": with a lone "\r" a line holds a character that
+    // grep (like `rg --crlf`) lets no pattern match, which this line-by-line model
+    // cannot express; the ripgrep comparison in burrow-backend covers lone "\r".
+    let token = proptest::sample::select(&["a", "b", "#", " ", "\n", "\r\n"][..]);
+    let content = prop::collection::vec(token, 0..30).prop_map(|t| t.concat());
+    let input = (content, pattern);
     run("grep", cases, input, |(content, pattern)| {
         let path = VPath::parse("/f.txt").unwrap();
         let b = StateBackend::new();
