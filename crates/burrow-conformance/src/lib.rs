@@ -93,17 +93,25 @@ pub mod __private {
 /// plain items named after the scenarios).
 ///
 /// A scenario the backend cannot run (it lacks a capability, the fixture lends
-/// no host, its limits are too high) must be declared, with the reason:
+/// no host, its limits are too high) must be declared, with the reason. The
+/// scenarios a capability's value rules out are declared as one group, whose
+/// reason this crate states once (the groups:
+/// `exec_off`, `empty_dirs_off`, `empty_dirs_on`, `tenants_off`,
+/// `effect_keys_off`, `symlinks_off`); any other skip is named with its own reason:
 ///
 /// ```ignore
-/// burrow_conformance::conformance_suite!(make_fixture, skips = {
-///     sandbox_exit_codes: "capability exec is off",
-/// });
+/// burrow_conformance::conformance_suite!(make_fixture,
+///     capability_skips = [exec_off, tenants_off],
+///     skips = {
+///         host_fifo_is_never_opened: "the fixture lends no host access to make a FIFO",
+///     },
+/// );
 /// ```
 ///
-/// Its test is then `#[ignore = "reason"]`, which the test runner reports as
-/// skipped; a scenario that skips without being declared fails, and so does
-/// a declared one that runs (`conformance_declared_skips_skip` runs them all).
+/// Each declared test is then `#[ignore = "reason"]`, which the test runner
+/// reports as skipped; a scenario that skips without being declared fails, and
+/// so does a declared one that runs (`conformance_declared_skips_skip` runs
+/// them all), so a group declared for a capability the backend has fails too.
 #[macro_export]
 macro_rules! conformance_suite {
     ($make:path $(,)?) => {
@@ -117,6 +125,102 @@ macro_rules! conformance_suite {
     ($make:path, skips = { $($skip:ident : $reason:literal),* $(,)? }, no_model_check $(,)?) => {
         $crate::__conformance_suite! { ($) $make [$($skip : $reason),*] no_model }
     };
+    ($make:path, capability_skips = [$($group:ident),* $(,)?]
+        $(, skips = { $($skip:ident : $reason:literal),* $(,)? })? $(,)?) => {
+        $crate::__capability_skips! { ($) $make [model] [$($($skip : $reason,)*)?] $($group)* }
+    };
+    ($make:path, capability_skips = [$($group:ident),* $(,)?]
+        $(, skips = { $($skip:ident : $reason:literal),* $(,)? })?, no_model_check $(,)?) => {
+        $crate::__capability_skips! { ($) $make [no_model] [$($($skip : $reason,)*)?] $($group)* }
+    };
+}
+
+/// The scenarios each capability's value rules out, with the one reason said
+/// for all of them: `conformance_suite!`'s `capability_skips = [..]` adds each
+/// named group to the declared skips.
+///
+/// - `exec_off`: the sandbox scenarios (the backend runs no commands).
+/// - `empty_dirs_off`: the scenarios of directories that exist on their own.
+/// - `empty_dirs_on`: the scenario of implicit directories going with their last file.
+/// - `tenants_off`: the tenant isolation scenarios.
+/// - `effect_keys_off`: the replay scenarios.
+/// - `symlinks_off`: the scenarios of symbolic links made beneath the backend.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __capability_skips {
+    // One group: each of its scenarios, with the group's reason.
+    (@add ($d:tt) $make:path [$mode:ident] [$($acc:tt)*] $reason:literal [$($name:ident)*] $($rest:ident)*) => {
+        $crate::__capability_skips! { ($d) $make [$mode] [$($acc)* $($name : $reason,)*] $($rest)* }
+    };
+    (($d:tt) $make:path [$mode:ident] [$($acc:tt)*]) => {
+        $crate::__conformance_suite! { ($d) $make [$($acc)*] $mode }
+    };
+    (($d:tt) $make:path [$mode:ident] [$($acc:tt)*] exec_off $($rest:ident)*) => {
+        $crate::__capability_skips! { @add ($d) $make [$mode] [$($acc)*]
+            "the backend does not run commands (capability exec is off)"
+            [
+            sandbox_command_files_are_visible
+            sandbox_cwd_is_the_workspace
+            sandbox_exit_codes
+            sandbox_fifo_is_never_opened
+            sandbox_flood_stays_bounded
+            sandbox_output_interleaves_stderr
+            sandbox_output_is_capped
+            sandbox_timeout_exits_124_with_note
+            sandbox_timeout_kills_background_children
+            ] $($rest)* }
+    };
+    (($d:tt) $make:path [$mode:ident] [$($acc:tt)*] empty_dirs_off $($rest:ident)*) => {
+        $crate::__capability_skips! { @add ($d) $make [$mode] [$($acc)*]
+            "directories are implicit here (capability empty_dirs is off)"
+            [
+            delete_empty_directory_still_blocks_files
+            delete_last_file_keeps_empty_directory
+            ] $($rest)* }
+    };
+    (($d:tt) $make:path [$mode:ident] [$($acc:tt)*] empty_dirs_on $($rest:ident)*) => {
+        $crate::__capability_skips! { @add ($d) $make [$mode] [$($acc)*]
+            "the backend keeps empty directories (capability empty_dirs is on)"
+            [
+            delete_last_file_removes_implicit_directories
+            ] $($rest)* }
+    };
+    (($d:tt) $make:path [$mode:ident] [$($acc:tt)*] tenants_off $($rest:ident)*) => {
+        $crate::__capability_skips! { @add ($d) $make [$mode] [$($acc)*]
+            "the backend does not scope files by tenant (capability tenants is off)"
+            [
+            tenants_glob_and_grep_see_nothing
+            tenants_ls_looks_missing
+            tenants_mutations_look_missing
+            tenants_read_looks_missing
+            tenants_same_path_is_independent
+            ] $($rest)* }
+    };
+    (($d:tt) $make:path [$mode:ident] [$($acc:tt)*] effect_keys_off $($rest:ident)*) => {
+        $crate::__capability_skips! { @add ($d) $make [$mode] [$($acc)*]
+            "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)"
+            [
+            replay_delete_returns_recorded_outcome
+            replay_different_key_applies_again
+            replay_edit_returns_recorded_outcome
+            replay_keys_are_per_tenant
+            replay_write_same_key_applies_once
+            ] $($rest)* }
+    };
+    (($d:tt) $make:path [$mode:ident] [$($acc:tt)*] symlinks_off $($rest:ident)*) => {
+        $crate::__capability_skips! { @add ($d) $make [$mode] [$($acc)*]
+            "the backend cannot hold symbolic links (capability symlinks is off)"
+            [
+            symlinks_climbing_relative_link_is_refused
+            symlinks_leading_out_are_refused
+            ] $($rest)* }
+    };
+    (($d:tt) $make:path [$mode:ident] [$($acc:tt)*] $other:ident $($rest:ident)*) => {
+        ::core::compile_error!(::core::concat!(
+            "no capability skip group `", ::core::stringify!($other), "`: the groups are exec_off, ",
+            "empty_dirs_off, empty_dirs_on, tenants_off, effect_keys_off and symlinks_off"
+        ));
+    };
 }
 
 /// What `conformance_suite!` expands to: a local macro that makes the test of one
@@ -124,7 +228,7 @@ macro_rules! conformance_suite {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __conformance_suite {
-    (($d:tt) $make:path [$($skip:ident : $reason:literal),*] model) => {
+    (($d:tt) $make:path [$($skip:ident : $reason:literal),* $(,)?] model) => {
         $crate::__conformance_suite! { ($d) $make [$($skip : $reason),*] no_model }
 
         /// Random operation sequences give the same results here as on the model (`StateBackend`).
@@ -133,7 +237,7 @@ macro_rules! __conformance_suite {
             $crate::check_against_model(|| $make(), $crate::MODEL_CASES)
         }
     };
-    (($d:tt) $make:path [$($skip:ident : $reason:literal),*] no_model) => {
+    (($d:tt) $make:path [$($skip:ident : $reason:literal),* $(,)?] no_model) => {
         macro_rules! __burrow_conformance_test {
             $(
                 ($skip) => {

@@ -7,12 +7,15 @@
 //! prefix, in the default (and in the outer mount), already holds files the
 //! mount must shadow: if shadowing leaked, the scenarios would see them.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use burrow_backend::{Backend, FileContext, Limits, VPath};
 use burrow_composite::CompositeBackend;
-use burrow_conformance::Fixture;
+use burrow_conformance::{Fixture, StoreAccess};
 use burrow_state::StateBackend;
+use burrow_types::{FileData, FilesDocument};
 
 use crate::support::Rebase;
 
@@ -39,33 +42,101 @@ async fn with_shadowed(store: &StateBackend, under: &str) -> StateBackend {
     store.clone()
 }
 
-/// (b) A composite with mounts at "/m" and "/zz_mount"; the default holds
-/// files under "/m". The scenarios run beneath "/m". Every part caps results
-/// at 500, so the limit scenarios run too (lower breaks scenarios that list 64 files).
-async fn mounted() -> CompositeBackend {
-    let limits = Limits {
+/// Every part of the mounted variants caps results at 500, so the limit
+/// scenarios run too (lower breaks scenarios that list 64 files).
+fn mounted_limits() -> Limits {
+    Limits {
         max_results: 500,
         ..Limits::default()
-    };
-    let default = with_shadowed(&StateBackend::with_limits(limits), "/m").await;
-    let unrelated = with_shadowed(&StateBackend::with_limits(limits), "/").await;
+    }
+}
+
+/// (b) A composite with `part` mounted at "/m" and another store at
+/// "/zz_mount"; the default holds files under "/m". The scenarios run beneath "/m".
+async fn mounted(part: StateBackend) -> CompositeBackend {
+    let default = with_shadowed(&StateBackend::with_limits(mounted_limits()), "/m").await;
+    let unrelated = with_shadowed(&StateBackend::with_limits(mounted_limits()), "/").await;
     CompositeBackend::builder(Arc::new(default))
-        .mount("/m", Arc::new(StateBackend::with_limits(limits)))
+        .mount("/m", Arc::new(part))
         .mount("/zz_mount", Arc::new(unrelated))
         .build()
         .expect("a valid composite")
 }
 
-/// (c) Nested mounts at "/m" and "/m/n"; the default holds files under
+/// (c) Nested mounts at "/m" and `part` at "/m/n"; the default holds files under
 /// "/m/n" and the outer mount under its "/n". The scenarios run beneath "/m/n".
-async fn nested() -> CompositeBackend {
+async fn nested(part: StateBackend) -> CompositeBackend {
     let default = with_shadowed(&StateBackend::new(), "/m/n").await;
     let outer = with_shadowed(&StateBackend::new(), "/n").await;
     CompositeBackend::builder(Arc::new(default))
         .mount("/m", Arc::new(outer))
-        .mount("/m/n", Arc::new(StateBackend::new()))
+        .mount("/m/n", Arc::new(part))
         .build()
         .expect("a valid composite")
+}
+
+/// Builds one variant's backend around the part the scenarios work in.
+type Assemble = fn(StateBackend) -> Pin<Box<dyn Future<Output = Arc<dyn Backend>> + Send>>;
+
+/// The store access of a variant: the StateBackend the scenarios' files land in,
+/// seen from the composite at `prefix`. A planted file goes into a fresh part
+/// loaded from a document (loading does not check the max file size), assembled
+/// into the same variant; created_at is read from the part's document.
+struct Part {
+    part: StateBackend,
+    limits: Limits,
+    prefix: VPath,
+    assemble: Assemble,
+}
+
+impl Part {
+    /// `path` as the part sees it.
+    fn inside(&self, path: &VPath) -> std::io::Result<VPath> {
+        path.strip_prefix(&self.prefix).ok_or_else(|| {
+            std::io::Error::other(format!("{path} is not beneath the mount {}", self.prefix))
+        })
+    }
+}
+
+impl StoreAccess for Part {
+    fn plant(&self, path: &VPath, bytes: &[u8]) -> std::io::Result<Arc<dyn Backend>> {
+        let stamp = "2026-01-01T00:00:00Z".to_owned();
+        let doc: FilesDocument = [(
+            self.inside(path)?.as_str().to_owned(),
+            FileData::from_bytes(bytes, stamp.clone(), stamp),
+        )]
+        .into_iter()
+        .collect();
+        let part = StateBackend::from_files_with_limits(doc, self.limits)
+            .map_err(|e| std::io::Error::other(e.message().to_owned()))?;
+        let assemble = self.assemble;
+        Ok(tokio::task::block_in_place(|| {
+            tokio::runtime::Handle::current().block_on(assemble(part))
+        }))
+    }
+
+    fn created_at(&self, path: &VPath) -> Option<String> {
+        let inside = self.inside(path).ok()?;
+        self.part
+            .files()
+            .get(inside.as_str())
+            .map(|data| data.created_at.clone())
+    }
+}
+
+/// A fixture of the variant `assemble` over a fresh part with `limits`, mounted
+/// at `prefix` as the scenarios see it, working beneath `root`.
+async fn fixture(assemble: Assemble, limits: Limits, prefix: &str, root: &str) -> Fixture {
+    let part = StateBackend::with_limits(limits);
+    let backend = assemble(part.clone()).await;
+    Fixture::new(backend)
+        .with_root(VPath::parse(root).unwrap())
+        .with_store(Part {
+            part,
+            limits,
+            prefix: VPath::parse(prefix).unwrap(),
+            assemble,
+        })
 }
 
 /// (a) A composite with nothing mounted: the default alone.
@@ -73,41 +144,29 @@ mod alone {
     use super::*;
 
     async fn make_fixture() -> Fixture {
-        let c = CompositeBackend::builder(Arc::new(StateBackend::new()))
-            .build()
-            .expect("a valid composite");
-        Fixture::new(Arc::new(c))
+        fixture(
+            |part| {
+                Box::pin(async move {
+                    let c = CompositeBackend::builder(Arc::new(part))
+                        .build()
+                        .expect("a valid composite");
+                    Arc::new(c) as Arc<dyn Backend>
+                })
+            },
+            Limits::default(),
+            "/",
+            "/",
+        )
+        .await
     }
 
-    burrow_conformance::conformance_suite!(make_fixture, skips = {
-        limits_read_past_max_size_is_too_large: "the fixture lends no store access to plant a file past the max file size (Fixture::with_store)",
-        write_replace_keeps_created_at: "the fixture lends no store access to read created_at (Fixture::with_store)",
-        delete_empty_directory_still_blocks_files: "directories are implicit here (capability empty_dirs is off)",
-        delete_last_file_keeps_empty_directory: "directories are implicit here (capability empty_dirs is off)",
-        host_fifo_is_never_opened: "the fixture lends no host access to make a FIFO (Fixture::with_host)",
-        limits_max_results_caps_every_listing: "max_results is 10000; the suite creates at most 1000 files to exceed it (a fixture may lower it)",
-        replay_delete_returns_recorded_outcome: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
-        replay_different_key_applies_again: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
-        replay_edit_returns_recorded_outcome: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
-        replay_keys_are_per_tenant: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
-        replay_write_same_key_applies_once: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
-        sandbox_command_files_are_visible: "the backend does not run commands (capability exec is off)",
-        sandbox_cwd_is_the_workspace: "the backend does not run commands (capability exec is off)",
-        sandbox_exit_codes: "the backend does not run commands (capability exec is off)",
-        sandbox_fifo_is_never_opened: "the backend does not run commands (capability exec is off)",
-        sandbox_flood_stays_bounded: "the backend does not run commands (capability exec is off)",
-        sandbox_output_interleaves_stderr: "the backend does not run commands (capability exec is off)",
-        sandbox_output_is_capped: "the backend does not run commands (capability exec is off)",
-        sandbox_timeout_exits_124_with_note: "the backend does not run commands (capability exec is off)",
-        sandbox_timeout_kills_background_children: "the backend does not run commands (capability exec is off)",
-        symlinks_climbing_relative_link_is_refused: "the backend cannot hold symbolic links (capability symlinks is off)",
-        symlinks_leading_out_are_refused: "the backend cannot hold symbolic links (capability symlinks is off)",
-        tenants_glob_and_grep_see_nothing: "the backend does not scope files by tenant (capability tenants is off)",
-        tenants_ls_looks_missing: "the backend does not scope files by tenant (capability tenants is off)",
-        tenants_mutations_look_missing: "the backend does not scope files by tenant (capability tenants is off)",
-        tenants_read_looks_missing: "the backend does not scope files by tenant (capability tenants is off)",
-        tenants_same_path_is_independent: "the backend does not scope files by tenant (capability tenants is off)",
-    });
+    burrow_conformance::conformance_suite!(make_fixture,
+        capability_skips = [effect_keys_off, empty_dirs_off, exec_off, symlinks_off, tenants_off],
+        skips = {
+            host_fifo_is_never_opened: "the parts are StateBackends, which hold no special files (the fixture lends no host access)",
+            limits_max_results_caps_every_listing: "max_results is 10000; the suite creates at most 1000 files to exceed it (the mounted variants lower it)",
+        },
+    );
 }
 
 /// (b) Beneath the mount at "/m", beside "/zz_mount", over a default with files under "/m".
@@ -115,38 +174,21 @@ mod in_mount {
     use super::*;
 
     async fn make_fixture() -> Fixture {
-        let c = mounted().await;
-        Fixture::new(Arc::new(c)).with_root(VPath::parse("/m").unwrap())
+        fixture(
+            |part| Box::pin(async move { Arc::new(mounted(part).await) as Arc<dyn Backend> }),
+            mounted_limits(),
+            "/m",
+            "/m",
+        )
+        .await
     }
 
-    burrow_conformance::conformance_suite!(make_fixture, skips = {
-        limits_read_past_max_size_is_too_large: "the fixture lends no store access to plant a file past the max file size (Fixture::with_store)",
-        write_replace_keeps_created_at: "the fixture lends no store access to read created_at (Fixture::with_store)",
-        delete_empty_directory_still_blocks_files: "directories are implicit here (capability empty_dirs is off)",
-        delete_last_file_keeps_empty_directory: "directories are implicit here (capability empty_dirs is off)",
-        host_fifo_is_never_opened: "the fixture lends no host access to make a FIFO (Fixture::with_host)",
-        replay_delete_returns_recorded_outcome: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
-        replay_different_key_applies_again: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
-        replay_edit_returns_recorded_outcome: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
-        replay_keys_are_per_tenant: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
-        replay_write_same_key_applies_once: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
-        sandbox_command_files_are_visible: "the backend does not run commands (capability exec is off)",
-        sandbox_cwd_is_the_workspace: "the backend does not run commands (capability exec is off)",
-        sandbox_exit_codes: "the backend does not run commands (capability exec is off)",
-        sandbox_fifo_is_never_opened: "the backend does not run commands (capability exec is off)",
-        sandbox_flood_stays_bounded: "the backend does not run commands (capability exec is off)",
-        sandbox_output_interleaves_stderr: "the backend does not run commands (capability exec is off)",
-        sandbox_output_is_capped: "the backend does not run commands (capability exec is off)",
-        sandbox_timeout_exits_124_with_note: "the backend does not run commands (capability exec is off)",
-        sandbox_timeout_kills_background_children: "the backend does not run commands (capability exec is off)",
-        symlinks_climbing_relative_link_is_refused: "the backend cannot hold symbolic links (capability symlinks is off)",
-        symlinks_leading_out_are_refused: "the backend cannot hold symbolic links (capability symlinks is off)",
-        tenants_glob_and_grep_see_nothing: "the backend does not scope files by tenant (capability tenants is off)",
-        tenants_ls_looks_missing: "the backend does not scope files by tenant (capability tenants is off)",
-        tenants_mutations_look_missing: "the backend does not scope files by tenant (capability tenants is off)",
-        tenants_read_looks_missing: "the backend does not scope files by tenant (capability tenants is off)",
-        tenants_same_path_is_independent: "the backend does not scope files by tenant (capability tenants is off)",
-    });
+    burrow_conformance::conformance_suite!(make_fixture,
+        capability_skips = [effect_keys_off, empty_dirs_off, exec_off, symlinks_off, tenants_off],
+        skips = {
+            host_fifo_is_never_opened: "the parts are StateBackends, which hold no special files (the fixture lends no host access)",
+        },
+    );
 }
 
 /// (c) Beneath the nested mount at "/m/n", over files in the default and in the outer mount.
@@ -154,39 +196,22 @@ mod in_nested_mount {
     use super::*;
 
     async fn make_fixture() -> Fixture {
-        let c = nested().await;
-        Fixture::new(Arc::new(c)).with_root(VPath::parse("/m/n").unwrap())
+        fixture(
+            |part| Box::pin(async move { Arc::new(nested(part).await) as Arc<dyn Backend> }),
+            Limits::default(),
+            "/m/n",
+            "/m/n",
+        )
+        .await
     }
 
-    burrow_conformance::conformance_suite!(make_fixture, skips = {
-        limits_read_past_max_size_is_too_large: "the fixture lends no store access to plant a file past the max file size (Fixture::with_store)",
-        write_replace_keeps_created_at: "the fixture lends no store access to read created_at (Fixture::with_store)",
-        delete_empty_directory_still_blocks_files: "directories are implicit here (capability empty_dirs is off)",
-        delete_last_file_keeps_empty_directory: "directories are implicit here (capability empty_dirs is off)",
-        host_fifo_is_never_opened: "the fixture lends no host access to make a FIFO (Fixture::with_host)",
-        limits_max_results_caps_every_listing: "max_results is 10000; the suite creates at most 1000 files to exceed it (a fixture may lower it)",
-        replay_delete_returns_recorded_outcome: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
-        replay_different_key_applies_again: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
-        replay_edit_returns_recorded_outcome: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
-        replay_keys_are_per_tenant: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
-        replay_write_same_key_applies_once: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
-        sandbox_command_files_are_visible: "the backend does not run commands (capability exec is off)",
-        sandbox_cwd_is_the_workspace: "the backend does not run commands (capability exec is off)",
-        sandbox_exit_codes: "the backend does not run commands (capability exec is off)",
-        sandbox_fifo_is_never_opened: "the backend does not run commands (capability exec is off)",
-        sandbox_flood_stays_bounded: "the backend does not run commands (capability exec is off)",
-        sandbox_output_interleaves_stderr: "the backend does not run commands (capability exec is off)",
-        sandbox_output_is_capped: "the backend does not run commands (capability exec is off)",
-        sandbox_timeout_exits_124_with_note: "the backend does not run commands (capability exec is off)",
-        sandbox_timeout_kills_background_children: "the backend does not run commands (capability exec is off)",
-        symlinks_climbing_relative_link_is_refused: "the backend cannot hold symbolic links (capability symlinks is off)",
-        symlinks_leading_out_are_refused: "the backend cannot hold symbolic links (capability symlinks is off)",
-        tenants_glob_and_grep_see_nothing: "the backend does not scope files by tenant (capability tenants is off)",
-        tenants_ls_looks_missing: "the backend does not scope files by tenant (capability tenants is off)",
-        tenants_mutations_look_missing: "the backend does not scope files by tenant (capability tenants is off)",
-        tenants_read_looks_missing: "the backend does not scope files by tenant (capability tenants is off)",
-        tenants_same_path_is_independent: "the backend does not scope files by tenant (capability tenants is off)",
-    });
+    burrow_conformance::conformance_suite!(make_fixture,
+        capability_skips = [effect_keys_off, empty_dirs_off, exec_off, symlinks_off, tenants_off],
+        skips = {
+            host_fifo_is_never_opened: "the parts are StateBackends, which hold no special files (the fixture lends no host access)",
+            limits_max_results_caps_every_listing: "max_results is 10000; the suite creates at most 1000 files to exceed it (the mounted variants lower it)",
+        },
+    );
 }
 
 /// (b) again, seen through an adapter that makes the mount point "/": the
@@ -196,39 +221,26 @@ mod rebased {
     use super::*;
 
     async fn make_fixture() -> Fixture {
-        let rebased = Rebase {
-            inner: Arc::new(mounted().await) as Arc<dyn Backend>,
-            prefix: VPath::parse("/m").unwrap(),
-        };
-        Fixture::new(Arc::new(rebased))
+        fixture(
+            |part| {
+                Box::pin(async move {
+                    Arc::new(Rebase {
+                        inner: Arc::new(mounted(part).await) as Arc<dyn Backend>,
+                        prefix: VPath::parse("/m").unwrap(),
+                    }) as Arc<dyn Backend>
+                })
+            },
+            mounted_limits(),
+            "/",
+            "/",
+        )
+        .await
     }
 
-    burrow_conformance::conformance_suite!(make_fixture, skips = {
-        limits_read_past_max_size_is_too_large: "the fixture lends no store access to plant a file past the max file size (Fixture::with_store)",
-        write_replace_keeps_created_at: "the fixture lends no store access to read created_at (Fixture::with_store)",
-        delete_empty_directory_still_blocks_files: "directories are implicit here (capability empty_dirs is off)",
-        delete_last_file_keeps_empty_directory: "directories are implicit here (capability empty_dirs is off)",
-        host_fifo_is_never_opened: "the fixture lends no host access to make a FIFO (Fixture::with_host)",
-        replay_delete_returns_recorded_outcome: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
-        replay_different_key_applies_again: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
-        replay_edit_returns_recorded_outcome: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
-        replay_keys_are_per_tenant: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
-        replay_write_same_key_applies_once: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
-        sandbox_command_files_are_visible: "the backend does not run commands (capability exec is off)",
-        sandbox_cwd_is_the_workspace: "the backend does not run commands (capability exec is off)",
-        sandbox_exit_codes: "the backend does not run commands (capability exec is off)",
-        sandbox_fifo_is_never_opened: "the backend does not run commands (capability exec is off)",
-        sandbox_flood_stays_bounded: "the backend does not run commands (capability exec is off)",
-        sandbox_output_interleaves_stderr: "the backend does not run commands (capability exec is off)",
-        sandbox_output_is_capped: "the backend does not run commands (capability exec is off)",
-        sandbox_timeout_exits_124_with_note: "the backend does not run commands (capability exec is off)",
-        sandbox_timeout_kills_background_children: "the backend does not run commands (capability exec is off)",
-        symlinks_climbing_relative_link_is_refused: "the backend cannot hold symbolic links (capability symlinks is off)",
-        symlinks_leading_out_are_refused: "the backend cannot hold symbolic links (capability symlinks is off)",
-        tenants_glob_and_grep_see_nothing: "the backend does not scope files by tenant (capability tenants is off)",
-        tenants_ls_looks_missing: "the backend does not scope files by tenant (capability tenants is off)",
-        tenants_mutations_look_missing: "the backend does not scope files by tenant (capability tenants is off)",
-        tenants_read_looks_missing: "the backend does not scope files by tenant (capability tenants is off)",
-        tenants_same_path_is_independent: "the backend does not scope files by tenant (capability tenants is off)",
-    });
+    burrow_conformance::conformance_suite!(make_fixture,
+        capability_skips = [effect_keys_off, empty_dirs_off, exec_off, symlinks_off, tenants_off],
+        skips = {
+            host_fifo_is_never_opened: "the parts are StateBackends, which hold no special files (the fixture lends no host access)",
+        },
+    );
 }

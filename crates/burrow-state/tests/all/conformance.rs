@@ -57,32 +57,13 @@ impl StoreAccess for StateStore {
     }
 }
 
-burrow_conformance::conformance_suite!(make_fixture, skips = {
-    delete_empty_directory_still_blocks_files: "directories are implicit here (capability empty_dirs is off)",
-    delete_last_file_keeps_empty_directory: "directories are implicit here (capability empty_dirs is off)",
-    host_fifo_is_never_opened: "the fixture lends no host access to make a FIFO (Fixture::with_host)",
-    replay_delete_returns_recorded_outcome: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
-    replay_different_key_applies_again: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
-    replay_edit_returns_recorded_outcome: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
-    replay_keys_are_per_tenant: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
-    replay_write_same_key_applies_once: "the backend does not record effect keys (capability effect_keys is off; the runtime guards retries)",
-    sandbox_command_files_are_visible: "the backend does not run commands (capability exec is off)",
-    sandbox_cwd_is_the_workspace: "the backend does not run commands (capability exec is off)",
-    sandbox_exit_codes: "the backend does not run commands (capability exec is off)",
-    sandbox_fifo_is_never_opened: "the backend does not run commands (capability exec is off)",
-    sandbox_flood_stays_bounded: "the backend does not run commands (capability exec is off)",
-    sandbox_output_interleaves_stderr: "the backend does not run commands (capability exec is off)",
-    sandbox_output_is_capped: "the backend does not run commands (capability exec is off)",
-    sandbox_timeout_exits_124_with_note: "the backend does not run commands (capability exec is off)",
-    sandbox_timeout_kills_background_children: "the backend does not run commands (capability exec is off)",
-    symlinks_climbing_relative_link_is_refused: "the backend cannot hold symbolic links (capability symlinks is off)",
-    symlinks_leading_out_are_refused: "the backend cannot hold symbolic links (capability symlinks is off)",
-    tenants_glob_and_grep_see_nothing: "the backend does not scope files by tenant (capability tenants is off)",
-    tenants_ls_looks_missing: "the backend does not scope files by tenant (capability tenants is off)",
-    tenants_mutations_look_missing: "the backend does not scope files by tenant (capability tenants is off)",
-    tenants_read_looks_missing: "the backend does not scope files by tenant (capability tenants is off)",
-    tenants_same_path_is_independent: "the backend does not scope files by tenant (capability tenants is off)",
-}, no_model_check);
+burrow_conformance::conformance_suite!(make_fixture,
+    capability_skips = [effect_keys_off, empty_dirs_off, exec_off, symlinks_off, tenants_off],
+    skips = {
+        host_fifo_is_never_opened: "a StateBackend holds no special files (the fixture lends no host access)",
+    },
+    no_model_check,
+);
 
 /// One operation of a model sequence.
 #[derive(Debug, Clone)]
