@@ -7,15 +7,17 @@ use async_trait::async_trait;
 use burrow_backend::text::read_window;
 use burrow_backend::{
     Backend, Capabilities, EditResult, Error, FileContext, GlobResult, GrepQuery, GrepResult,
-    LineWindow, Listing, Result, VPath, WriteResult,
+    LineWindow, Listing, LockTable, Result, VPath, WriteResult,
 };
 use bytes::Bytes;
 use object_store::ObjectStore;
+use object_store::list::PaginatedListStore;
 use object_store::memory::InMemory;
+use object_store::path::Path;
 
 use crate::keys::Keys;
 use crate::local::LocalStore;
-use crate::mutate::{Stripes, Versions};
+use crate::mutate::Versions;
 use crate::options::{HOST_MAX_NAME_BYTES, ObjectStoreOptions};
 use crate::replay::Guard;
 use crate::store::{Fetched, Store};
@@ -71,8 +73,11 @@ pub struct ObjectStoreBackend {
     pub(crate) store: Store,
     pub(crate) keys: Keys,
     pub(crate) options: ObjectStoreOptions,
-    pub(crate) stripes: Stripes,
+    /// One lock per object key being changed in this process.
+    pub(crate) locks: LockTable<Path>,
     pub(crate) versions: Versions,
+    /// The store's paged listing, when it has one: `ls` then holds one page at a time.
+    pub(crate) pages: Option<Arc<dyn PaginatedListStore>>,
     scope: String,
 }
 
@@ -110,8 +115,9 @@ impl ObjectStoreBackend {
             store: Store { inner: store },
             keys,
             options,
-            stripes: Stripes::new(),
+            locks: LockTable::new(),
             versions: Versions::default(),
+            pages: None,
             scope: format!("object-store:{:016x}", hasher.finish()),
         }
     }
@@ -147,6 +153,16 @@ impl ObjectStoreBackend {
             ..options
         };
         Self::with_options(Arc::new(store), options)
+    }
+
+    /// The same backend, listing directories through `pages` (the same store's
+    /// paged listing, e.g. the `GoogleCloudStorage` or `MicrosoftAzure` it was
+    /// built over): `ls` then holds one page of a directory at a time instead
+    /// of the whole directory. A backend from
+    /// [`ObjectStoreBackend::from_s3_builder`] has it already.
+    pub fn with_paged_listing(mut self, pages: Arc<dyn PaginatedListStore>) -> Self {
+        self.pages = Some(pages);
+        self
     }
 
     /// The store beneath this backend.

@@ -63,7 +63,6 @@ pub mod replay;
 mod s3;
 mod search;
 mod store;
-mod topk;
 
 pub use backend::ObjectStoreBackend;
 /// The `object_store` crate this backend is built on, to build stores with.

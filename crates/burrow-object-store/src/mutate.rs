@@ -13,9 +13,9 @@
 //! [`crate::ObjectStoreOptions::max_attempts`] times in all; then the change
 //! is refused with Conflict and nothing was written.
 //!
-//! Within one process, mutations of one key also take an async mutex (one
-//! of [`STRIPES`], chosen by the key's hash), so a process never races
-//! itself and the store only arbitrates between processes.
+//! Within one process, mutations of one key also take that key's lock (a
+//! `burrow_backend::LockTable` keyed by the object key), so a process never
+//! races itself and the store only arbitrates between processes.
 //!
 //! # Implicit directories, and what the checks cost
 //!
@@ -52,31 +52,13 @@ use bytes::Bytes;
 use futures::future::join_all;
 use object_store::path::Path;
 use object_store::{ObjectMeta, ObjectStoreExt, PutMode, PutResult, UpdateVersion};
-use tokio::sync::{Mutex as AsyncMutex, MutexGuard};
 
 use crate::backend::ObjectStoreBackend;
 use crate::replay::{Fence, landed_outcome};
 use crate::store::{conflict, fail, lost_race};
 
-/// How many async mutexes serialise one process's mutations.
-pub(crate) const STRIPES: usize = 256;
 /// How many remembered object versions one backend keeps.
 const MAX_VERSIONS: usize = 4096;
-
-/// Per-key async mutexes, striped by the key's hash.
-#[derive(Debug)]
-pub(crate) struct Stripes(Vec<AsyncMutex<()>>);
-
-impl Stripes {
-    pub fn new() -> Self {
-        Stripes((0..STRIPES).map(|_| AsyncMutex::new(())).collect())
-    }
-
-    pub async fn lock(&self, key: &Path) -> MutexGuard<'_, ()> {
-        let i = usize::try_from(key_hash(key) % STRIPES as u64).unwrap_or(0);
-        self.0[i].lock().await
-    }
-}
 
 /// The last version this handle wrote or read of each key (bounded).
 ///
@@ -230,7 +212,7 @@ impl ObjectStoreBackend {
         }
         check_size(path, bytes.len() as u64, self.options.max_file_size)?;
         let key = self.keys.key(&ctx.tenant, path)?;
-        let _serialised = self.stripes.lock(&key).await;
+        let _serialised = self.locks.lock(key.clone()).await;
         let done = WriteResult::written(path.as_str());
         let attributes = fence.map(Fence::attributes).unwrap_or_default();
         if self.options.conditional_puts
@@ -346,7 +328,7 @@ impl ObjectStoreBackend {
             return Err(Error::is_a_directory(path));
         }
         let key = self.keys.key(&ctx.tenant, path)?;
-        let _serialised = self.stripes.lock(&key).await;
+        let _serialised = self.locks.lock(key.clone()).await;
         let attributes = fence.map(Fence::attributes).unwrap_or_default();
         let attempts = self.options.max_attempts.max(1);
         for attempt in 0..attempts {
@@ -408,7 +390,7 @@ impl ObjectStoreBackend {
             ));
         }
         let key = self.keys.key(&ctx.tenant, path)?;
-        let _serialised = self.stripes.lock(&key).await;
+        let _serialised = self.locks.lock(key.clone()).await;
         let Some(meta) = self.store.head(&key, path).await? else {
             return Err(if self.store.any_under(&key, path).await? {
                 Error::refusal(

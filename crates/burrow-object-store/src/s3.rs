@@ -100,7 +100,8 @@ impl ObjectStoreBackend {
             max_key_bytes: options.max_key_bytes.or(Some(S3_MAX_KEY_BYTES)),
             ..options
         };
-        Self::with_options(Arc::new(store), options)
+        let store = Arc::new(store);
+        Ok(Self::with_options(store.clone(), options)?.with_paged_listing(store))
     }
 }
 

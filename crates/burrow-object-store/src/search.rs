@@ -1,26 +1,34 @@
-//! ls, glob and grep over key prefixes: one level with `list_with_delimiter`, a subtree with `list`, names decoded and sorted by virtual path.
+//! ls, glob and grep over key prefixes: one level with a delimiter (page by page where the store can), a subtree with `list`, names decoded and sorted by virtual path.
 //!
 //! Escaped keys do not sort like the names they encode ("%20" sorts after
 //! "!", " " before it), and not every store lists in key order, so no
 //! answer relies on the listing's order: entries stream through a bounded
-//! collector of the `limit + 1` smallest virtual paths ([`crate::topk`]),
-//! so an answer costs memory in proportion to its limit, not to the store.
-//! `ls` lists one level with a delimiter (object_store hands that level
-//! over whole; only the collector's entries are turned into answers);
+//! collector of the `limit + 1` smallest virtual paths
+//! (`burrow_backend::Smallest`), so an answer costs memory in proportion to
+//! its limit, not to the store.
+//! `ls` lists one level with a delimiter: page by page where the store has a
+//! paged listing (S3, and any store given with
+//! `ObjectStoreBackend::with_paged_listing`), else as object_store hands the
+//! level over, whole; only the collector's entries are turned into answers.
 //! glob and grep stream the listing beneath `under`.
+
+use std::borrow::Cow;
 
 use burrow_backend::{
     CompiledGrep, Error, FileContext, FileInfo, Glob, GlobResult, GrepCollector, GrepMatch,
-    GrepQuery, GrepResult, Listing, Result, VPath,
+    GrepQuery, GrepResult, Listing, Result, Smallest, VPath,
 };
 use futures::StreamExt;
 use futures::future::join_all;
-use object_store::ObjectMeta;
+use object_store::list::PaginatedListOptions;
 use object_store::path::Path;
+use object_store::{ListResult, ObjectMeta};
 
 use crate::backend::ObjectStoreBackend;
 use crate::store::{absent, fail};
-use crate::topk::{TopK, limited};
+
+/// How many keys one page of a paged `ls` asks for (S3's own most).
+const PAGE_KEYS: usize = 1000;
 
 /// `modified_at` of an object: its last-modified time, RFC 3339.
 fn stamp(meta: &ObjectMeta) -> Option<String> {
@@ -56,42 +64,65 @@ impl ObjectStoreBackend {
         let limit = self.options.limits().results(limit);
         let key = self.dir_key(ctx, dir)?;
         let tenant = self.keys.tenant_prefix(&ctx.tenant);
-        let level = match self.store.inner.list_with_delimiter(Some(&key)).await {
-            Ok(level) => level,
-            Err(e) if absent(&e) => object_store::ListResult {
-                common_prefixes: Vec::new(),
-                objects: Vec::new(),
-                extensions: Default::default(),
-            },
-            Err(e) => return Err(fail("list", dir, e)),
-        };
-        let mut entries = TopK::new(limit.saturating_add(1));
+        let mut entries = Smallest::new(limit);
         let mut any = false;
-        for meta in &level.objects {
-            if let Some(path) = self.keys.path_of(&tenant, &meta.location)
-                && path.parent().as_ref() == Some(dir)
-            {
-                any = true;
-                if entries.wants(&path) {
-                    let info = file_info(&path, meta);
-                    entries.offer(path, info);
+        let mut take = |level: ListResult| {
+            for meta in &level.objects {
+                if let Some(path) = self.keys.path_of(&tenant, &meta.location)
+                    && path.parent().as_ref() == Some(dir)
+                {
+                    any = true;
+                    if entries.would_keep(path.as_str(), 0) {
+                        entries.push(file_info(&path, meta));
+                    }
                 }
             }
-        }
-        for prefix in &level.common_prefixes {
-            if let Some(path) = self.keys.path_of(&tenant, prefix)
-                && path.parent().as_ref() == Some(dir)
-            {
-                let info = FileInfo {
-                    name: path.name().to_owned(),
-                    path: path.as_str().to_owned(),
-                    is_dir: true,
-                    size: None,
-                    modified_at: None,
-                };
-                any = true;
-                entries.offer(path, info);
+            for prefix in &level.common_prefixes {
+                if let Some(path) = self.keys.path_of(&tenant, prefix)
+                    && path.parent().as_ref() == Some(dir)
+                {
+                    any = true;
+                    entries.push(FileInfo {
+                        name: path.name().to_owned(),
+                        path: path.as_str().to_owned(),
+                        is_dir: true,
+                        size: None,
+                        modified_at: None,
+                    });
+                }
             }
+        };
+        match &self.pages {
+            // One page at a time: memory follows the limit and the page size.
+            Some(pages) => {
+                let prefix = (!key.as_ref().is_empty()).then(|| format!("{}/", key.as_ref()));
+                let mut token = None;
+                loop {
+                    let options = PaginatedListOptions {
+                        delimiter: Some(Cow::Borrowed("/")),
+                        max_keys: Some(PAGE_KEYS),
+                        page_token: token.take(),
+                        ..PaginatedListOptions::default()
+                    };
+                    match pages.list_paginated(prefix.as_deref(), options).await {
+                        Ok(page) => {
+                            take(page.result);
+                            match page.page_token {
+                                Some(next) => token = Some(next),
+                                None => break,
+                            }
+                        }
+                        Err(e) if absent(&e) => break,
+                        Err(e) => return Err(fail("list", dir, e)),
+                    }
+                }
+            }
+            // object_store hands the level over whole.
+            None => match self.store.inner.list_with_delimiter(Some(&key)).await {
+                Ok(level) => take(level),
+                Err(e) if absent(&e) => {}
+                Err(e) => return Err(fail("list", dir, e)),
+            },
         }
         if !any && !dir.is_root() {
             return Err(if self.store.head(&key, dir).await?.is_some() {
@@ -100,8 +131,7 @@ impl ObjectStoreBackend {
                 Error::not_found(dir)
             });
         }
-        let (entries, truncated) = limited(entries, limit);
-        Ok(Listing { entries, truncated })
+        Ok(entries.into_listing())
     }
 
     /// Streams every object beneath `under` and hands those whose path
@@ -148,16 +178,15 @@ impl ObjectStoreBackend {
     ) -> Result<GlobResult> {
         let glob = Glob::new(pattern)?;
         let limit = self.options.limits().results(limit);
-        let mut top = TopK::new(limit.saturating_add(1));
+        let mut top = Smallest::new(limit);
         let found = self
             .each_beneath(
                 ctx,
                 under,
                 |relative, _| glob.is_match(relative),
                 |path, meta| {
-                    if top.wants(&path) {
-                        let info = file_info(&path, &meta);
-                        top.offer(path, info);
+                    if top.would_keep(path.as_str(), 0) {
+                        top.push(file_info(&path, &meta));
                     }
                 },
             )
@@ -168,8 +197,7 @@ impl ObjectStoreBackend {
                 return Err(Error::not_a_directory(under));
             }
         }
-        let (files, truncated) = limited(top, limit);
-        Ok(GlobResult { files, truncated })
+        Ok(top.into_glob_result())
     }
 
     /// `grep`: matching lines in text files beneath `under`, or in `under` itself when it is a file.
@@ -190,7 +218,7 @@ impl ObjectStoreBackend {
         let max = self.options.max_file_size;
         let limit = self.options.limits().results(limit);
         let cap = limit.saturating_add(1);
-        let mut top: TopK<(VPath, u64), GrepMatch> = TopK::new(cap);
+        let mut top: Smallest<GrepMatch> = Smallest::new(limit);
         let key = self.dir_key(ctx, under)?;
         let tenant = self.keys.tenant_prefix(&ctx.tenant);
         let mut listing = self.store.listing(&key);
@@ -214,7 +242,7 @@ impl ObjectStoreBackend {
                     continue;
                 }
                 listed_any = true;
-                if meta.size <= max && grep.includes(relative) && top.wants(&(path.clone(), 0)) {
+                if meta.size <= max && grep.includes(relative) && top.would_keep(path.as_str(), 0) {
                     paths.push((path, meta.location));
                 }
             }
@@ -246,14 +274,13 @@ impl ObjectStoreBackend {
         {
             offer_matches(&mut top, &grep, under, &f.bytes, cap);
         }
-        let (matches, truncated) = limited(top, limit);
-        Ok(GrepResult { matches, truncated })
+        Ok(top.into_grep_result())
     }
 }
 
 /// Searches one file and offers its first `cap` matches to `top`.
 fn offer_matches(
-    top: &mut TopK<(VPath, u64), GrepMatch>,
+    top: &mut Smallest<GrepMatch>,
     grep: &CompiledGrep,
     path: &VPath,
     bytes: &[u8],
@@ -261,7 +288,5 @@ fn offer_matches(
 ) {
     let mut one = GrepCollector::new(cap);
     one.search(grep, path, bytes);
-    for m in one.finish().matches {
-        top.offer((path.clone(), m.line_number), m);
-    }
+    top.extend(one.finish().matches);
 }

@@ -144,3 +144,29 @@ impl Drop for PrivateServer {
         self.kill();
     }
 }
+
+/// Lends the conformance suite the store beneath a backend: a file planted past
+/// the max file size is put through a second backend on the same store and root
+/// whose max file size is above it. Objects have no creation time and the
+/// backend keeps no `created_at`, so that hook is left out.
+pub struct Objects(pub std::sync::Arc<ObjectStoreBackend>);
+
+impl burrow_conformance::StoreAccess for Objects {
+    fn plant(
+        &self,
+        path: &burrow_backend::VPath,
+        bytes: &[u8],
+    ) -> std::io::Result<std::sync::Arc<dyn burrow_backend::Backend>> {
+        use burrow_backend::Backend;
+        let size = u64::try_from(bytes.len()).map_err(std::io::Error::other)?;
+        let options = self.0.options().clone().with_max_file_size(size);
+        let unlimited = ObjectStoreBackend::with_options(self.0.store().clone(), options)
+            .map_err(|e| std::io::Error::other(e.message().to_owned()))?;
+        let ctx = burrow_backend::FileContext::for_tenant(burrow_conformance::TENANT);
+        tokio::task::block_in_place(|| {
+            tokio::runtime::Handle::current().block_on(unlimited.write_bytes(&ctx, path, bytes))
+        })
+        .map_err(|e| std::io::Error::other(e.message().to_owned()))?;
+        Ok(self.0.clone())
+    }
+}

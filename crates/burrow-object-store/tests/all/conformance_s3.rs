@@ -9,7 +9,7 @@ use std::sync::Arc;
 use burrow_conformance::Fixture;
 use burrow_object_store::ObjectStoreOptions;
 
-use super::common::{s3_backend, s3_endpoint};
+use super::common::{Objects, s3_backend, s3_endpoint};
 
 async fn make_fixture() -> Fixture {
     let endpoint = s3_endpoint();
@@ -23,29 +23,19 @@ async fn make_fixture() -> Fixture {
     })
     .await
     .expect("S3 fixture setup");
-    Fixture::new(Arc::new(backend))
+    let backend = Arc::new(backend);
+    Fixture::new(backend.clone()).with_store(Objects(backend))
 }
 
 /// The generated tests, in a module named `s3` so the part's filter selects them.
 mod s3 {
     use super::make_fixture;
 
-    burrow_conformance::conformance_suite!(make_fixture, skips = {
-        limits_read_past_max_size_is_too_large: "the fixture lends no store access to plant a file past the max file size (Fixture::with_store)",
-        write_replace_keeps_created_at: "the fixture lends no store access to read created_at (Fixture::with_store)",
-        delete_empty_directory_still_blocks_files: "directories are implicit here (capability empty_dirs is off)",
-        delete_last_file_keeps_empty_directory: "directories are implicit here (capability empty_dirs is off)",
-        host_fifo_is_never_opened: "the fixture lends no host access to make a FIFO (Fixture::with_host)",
-        sandbox_command_files_are_visible: "the backend does not run commands (capability exec is off)",
-        sandbox_cwd_is_the_workspace: "the backend does not run commands (capability exec is off)",
-        sandbox_exit_codes: "the backend does not run commands (capability exec is off)",
-        sandbox_fifo_is_never_opened: "the backend does not run commands (capability exec is off)",
-        sandbox_flood_stays_bounded: "the backend does not run commands (capability exec is off)",
-        sandbox_output_interleaves_stderr: "the backend does not run commands (capability exec is off)",
-        sandbox_output_is_capped: "the backend does not run commands (capability exec is off)",
-        sandbox_timeout_exits_124_with_note: "the backend does not run commands (capability exec is off)",
-        sandbox_timeout_kills_background_children: "the backend does not run commands (capability exec is off)",
-        symlinks_climbing_relative_link_is_refused: "the backend cannot hold symbolic links (capability symlinks is off)",
-        symlinks_leading_out_are_refused: "the backend cannot hold symbolic links (capability symlinks is off)",
-    });
+    burrow_conformance::conformance_suite!(make_fixture,
+        capability_skips = [empty_dirs_off, exec_off, symlinks_off],
+        skips = {
+            host_fifo_is_never_opened: "an object store holds no special files (the fixture lends no host access)",
+            write_replace_keeps_created_at: "objects have no creation time and the backend keeps no created_at (see ObjectStoreBackend)",
+        },
+    );
 }

@@ -1,37 +1,76 @@
 //! The shared conformance suite, run on a fresh database file per scenario.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use burrow_conformance::Fixture;
+use burrow_backend::{Backend, FileContext, VPath};
+use burrow_conformance::{Fixture, StoreAccess, TENANT};
 use burrow_sqlite::{SqliteStore, StoreBackend};
+use rusqlite::{Connection, OptionalExtension};
 
 /// Low enough that the limits scenario can create more files than one answer may hold.
 const MAX_RESULTS: usize = 100;
 
 async fn make_fixture() -> Fixture {
     let dir = tempfile::tempdir().expect("temp dir");
-    let store = SqliteStore::open(dir.path().join("conformance.db")).expect("open the database");
-    let backend = StoreBackend::builder(&store)
-        .max_results(MAX_RESULTS)
-        .build();
-    Fixture::with_guard(Arc::new(backend), dir)
+    let file = dir.path().join("conformance.db");
+    let store = SqliteStore::open(&file).expect("open the database");
+    let backend = Arc::new(
+        StoreBackend::builder(&store)
+            .max_results(MAX_RESULTS)
+            .build(),
+    );
+    let access = Database {
+        store,
+        file,
+        backend: backend.clone(),
+    };
+    Fixture::with_guard(backend, dir).with_store(access)
 }
 
-burrow_conformance::conformance_suite!(make_fixture, skips = {
-    limits_read_past_max_size_is_too_large: "the fixture lends no store access to plant a file past the max file size (Fixture::with_store)",
-    write_replace_keeps_created_at: "the fixture lends no store access to read created_at (Fixture::with_store)",
-    delete_empty_directory_still_blocks_files: "directories are implicit here (capability empty_dirs is off)",
-    delete_last_file_keeps_empty_directory: "directories are implicit here (capability empty_dirs is off)",
-    host_fifo_is_never_opened: "the fixture lends no host access to make a FIFO (Fixture::with_host)",
-    sandbox_command_files_are_visible: "the backend does not run commands (capability exec is off)",
-    sandbox_cwd_is_the_workspace: "the backend does not run commands (capability exec is off)",
-    sandbox_exit_codes: "the backend does not run commands (capability exec is off)",
-    sandbox_fifo_is_never_opened: "the backend does not run commands (capability exec is off)",
-    sandbox_flood_stays_bounded: "the backend does not run commands (capability exec is off)",
-    sandbox_output_interleaves_stderr: "the backend does not run commands (capability exec is off)",
-    sandbox_output_is_capped: "the backend does not run commands (capability exec is off)",
-    sandbox_timeout_exits_124_with_note: "the backend does not run commands (capability exec is off)",
-    sandbox_timeout_kills_background_children: "the backend does not run commands (capability exec is off)",
-    symlinks_climbing_relative_link_is_refused: "the backend cannot hold symbolic links (capability symlinks is off)",
-    symlinks_leading_out_are_refused: "the backend cannot hold symbolic links (capability symlinks is off)",
-});
+/// The database beneath the fixture's backend.
+struct Database {
+    store: SqliteStore,
+    file: PathBuf,
+    backend: Arc<StoreBackend>,
+}
+
+impl StoreAccess for Database {
+    /// Writes the file through a second handle on the same database whose max
+    /// file size is above it, and returns the fixture's own backend.
+    fn plant(&self, path: &VPath, bytes: &[u8]) -> std::io::Result<Arc<dyn Backend>> {
+        let size = u64::try_from(bytes.len()).map_err(std::io::Error::other)?;
+        let unlimited = StoreBackend::builder(&self.store)
+            .max_file_size(size)
+            .build();
+        tokio::task::block_in_place(|| {
+            tokio::runtime::Handle::current().block_on(unlimited.write_bytes(
+                &FileContext::for_tenant(TENANT),
+                path,
+                bytes,
+            ))
+        })
+        .map_err(|e| std::io::Error::other(e.message().to_owned()))?;
+        Ok(self.backend.clone())
+    }
+
+    /// The `created_at` column of the file's row.
+    fn created_at(&self, path: &VPath) -> Option<String> {
+        let conn = Connection::open(&self.file).ok()?;
+        conn.query_row(
+            "SELECT created_at FROM files WHERE tenant = ?1 AND path = ?2",
+            rusqlite::params![TENANT, path.as_str()],
+            |row| row.get(0),
+        )
+        .optional()
+        .ok()
+        .flatten()
+    }
+}
+
+burrow_conformance::conformance_suite!(make_fixture,
+    capability_skips = [empty_dirs_off, exec_off, symlinks_off],
+    skips = {
+        host_fifo_is_never_opened: "a database holds no special files (the fixture lends no host access)",
+    },
+);
