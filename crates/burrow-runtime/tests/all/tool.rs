@@ -272,3 +272,36 @@ async fn a_retried_edit_on_a_durable_backend_is_replayed_not_applied_twice() {
     assert!(!third.is_error, "{}", third.text);
     assert_eq!(content(backend.as_ref(), "/a.txt").await, "abb\n");
 }
+
+/// ADR 0033: reads take no lock. ls, glob and grep (like read_file) give the
+/// batch executor no keys, even for the very path a write of the same batch
+/// locks, so they never wait for a mutation nor make one wait.
+#[test]
+fn ls_glob_and_grep_take_no_lock_keys() {
+    let backend = Arc::new(StateBackend::new());
+    let mut tools = ToolRegistry::new();
+    tools.add_file_tools(backend, ctx());
+    let write = tools.get("write_file").unwrap();
+    let written = write.locks(&json!({"file_path": "/d/a.txt", "content": "x"}));
+    assert!(!written.is_empty(), "write_file locks the file it writes");
+    for (tool, args) in [
+        ("ls", json!({"path": "/d"})),
+        ("ls", json!({})),
+        ("glob", json!({"pattern": "**/a.txt", "path": "/d"})),
+        ("glob", json!({"pattern": "/d/a.txt"})),
+        ("grep", json!({"pattern": "x", "path": "/d/a.txt"})),
+        (
+            "grep",
+            json!({"pattern": "x", "path": "/d", "glob": "a.txt"}),
+        ),
+        ("read_file", json!({"file_path": "/d/a.txt"})),
+    ] {
+        let read = tools.get(tool).unwrap();
+        assert!(read.validate(&args).is_ok(), "{tool} {args}");
+        assert_eq!(read.annotations(), ToolAnnotations::READ_ONLY, "{tool}");
+        assert!(
+            read.locks(&args).is_empty(),
+            "{tool} {args} takes a lock key"
+        );
+    }
+}
