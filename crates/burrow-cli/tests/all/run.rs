@@ -503,7 +503,7 @@ fn hooks_burrow_does_not_fire_are_named_in_a_note() {
     let settings = ws.dir().join("settings.json");
     std::fs::write(
         &settings,
-        r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}], "Notification": []}}"#,
+        r#"{"hooks": {"SubagentStop": [{"hooks": [{"type": "command", "command": "true"}]}], "Notification": []}}"#,
     )
     .unwrap();
     let script = ws.dir().join("script.jsonl");
@@ -526,7 +526,7 @@ fn hooks_burrow_does_not_fire_are_named_in_a_note() {
     );
     assert!(
         run.stderr
-            .contains("burrow: note: burrow run does not fire Stop yet"),
+            .contains("burrow: note: burrow run does not fire SubagentStop yet"),
         "{}",
         run.stderr
     );

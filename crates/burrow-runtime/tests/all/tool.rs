@@ -104,7 +104,12 @@ async fn the_file_tools_are_ordinary_tools_with_annotations_and_path_locks() {
     assert_eq!(a, backend.locks(&ctx(), &p("/a.txt")));
     // The same file named two ways holds the same key; another file another.
     let edit = tools.get("edit_file").unwrap();
-    assert_eq!(edit.locks(&json!({"file_path": "/x/../a.txt"})), a);
+    assert_eq!(
+        edit.locks(&json!({"file_path": "/x/../a.txt", "old_string": "a", "new_string": "b"})),
+        a
+    );
+    // Locks are asked for arguments that fit; others hold none (they never run).
+    assert!(edit.locks(&json!({"file_path": "/a.txt"})).is_empty());
     assert_ne!(write.locks(&json!({"file_path": "/b.txt"})), a);
     assert!(write.validate(&json!({"file_path": "/a"})).is_err());
     assert!(
