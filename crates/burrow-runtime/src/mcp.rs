@@ -127,7 +127,8 @@ fn to_mcp_tool(tool: &dyn crate::tool::Tool) -> Tool {
     let annotations = ToolAnnotations::new()
         .read_only(hints.read_only)
         .destructive(hints.destructive)
-        .idempotent(hints.idempotent);
+        .idempotent(hints.idempotent)
+        .open_world(tool.open_world());
     Tool::new(
         tool.name().to_owned(),
         tool.description().to_owned(),

@@ -1,4 +1,4 @@
-//! Hooks on Claude Code's wire: handlers (closures) and shell commands, configured in Claude Code's settings form, run around tool calls.
+//! Hooks on Claude Code's wire: handlers (closures) and shell commands, configured in Claude Code's settings form, run around tool calls and at the loop's own events.
 //!
 //! A command hook gets the event as JSON on stdin. Exit 0: stdout may be
 //! JSON (`hookSpecificOutput` with `permissionDecision`, `updatedInput`,
@@ -20,6 +20,13 @@
 //! were bypassed. Other events' hooks fail open unless they say
 //! `on_error: "deny"`, which then ends the run (`hook_failed`). Background
 //! hooks are started and never waited for.
+//!
+//! The loop's own events (docs/adr/0138): `SessionStart` when a run starts
+//! over an empty history (source `startup`), `UserPromptSubmit` for the
+//! prompt (a block erases it and stops the run), `Stop` when an answer calls
+//! no tool (a block keeps the run going with its reason as the next user
+//! message). Their context (plain stdout on exit 0, `additionalContext`)
+//! joins the prompt's user message.
 
 mod command;
 mod matcher;

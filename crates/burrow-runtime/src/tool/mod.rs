@@ -86,6 +86,15 @@ pub trait Tool: Send + Sync {
         ToolAnnotations::default()
     }
 
+    /// Whether a call may reach beyond the workspace (the web, other
+    /// services): MCP's `openWorldHint`, true unless the tool says otherwise.
+    ///
+    /// # Behavior
+    /// Constant for a tool; the file tools answer false.
+    fn open_world(&self) -> bool {
+        true
+    }
+
     /// `Ok` when `args` fit the tool's arguments, else one sentence saying
     /// why (used for arguments a hook rewrote, before the call runs).
     fn validate(&self, args: &Value) -> Result<(), String>;

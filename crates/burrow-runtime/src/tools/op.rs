@@ -234,6 +234,11 @@ impl<A: FileOp> Tool for FileTool<A> {
         A::ANNOTATIONS
     }
 
+    /// The file tools work on the workspace only.
+    fn open_world(&self) -> bool {
+        false
+    }
+
     fn validate(&self, args: &Value) -> std::result::Result<(), String> {
         parse::<A>(args.clone()).map(drop)
     }

@@ -114,6 +114,19 @@ async fn tools_are_listed_with_their_schemas_and_hints() {
     assert_eq!(read["inputSchema"]["required"], json!(["file_path"]));
     assert_eq!(read["annotations"]["readOnlyHint"], true);
     assert_eq!(tools[3]["annotations"]["destructiveHint"], true);
+    // Every hint comes from the tool: the file tools are closed-world.
+    for tool in tools {
+        assert_eq!(tool["annotations"]["openWorldHint"], false, "{tool}");
+    }
+    assert_eq!(read["annotations"]["idempotentHint"], true);
+    assert_eq!(
+        tools[3]["annotations"]["idempotentHint"], false,
+        "edit_file"
+    );
+    assert_eq!(
+        tools[2]["annotations"]["idempotentHint"], true,
+        "write_file"
+    );
     // ls, glob and grep may save a large result: not read-only, not destructive.
     for i in [0, 4, 5] {
         let hints = &tools[i]["annotations"];
