@@ -169,15 +169,15 @@ impl FileOp for ExecuteArgs {
 /// only when the backend runs commands.
 pub(crate) fn tools(toolset: &Arc<Toolset>) -> Vec<Arc<dyn Tool>> {
     let mut tools: Vec<Arc<dyn Tool>> = vec![
-        FileTool::<LsArgs>::new(toolset),
-        FileTool::<ReadFileArgs>::new(toolset),
-        FileTool::<WriteFileArgs>::new(toolset),
-        FileTool::<EditFileArgs>::new(toolset),
-        FileTool::<GlobArgs>::new(toolset),
-        FileTool::<GrepArgs>::new(toolset),
+        FileTool::<LsArgs>::shared(toolset),
+        FileTool::<ReadFileArgs>::shared(toolset),
+        FileTool::<WriteFileArgs>::shared(toolset),
+        FileTool::<EditFileArgs>::shared(toolset),
+        FileTool::<GlobArgs>::shared(toolset),
+        FileTool::<GrepArgs>::shared(toolset),
     ];
     if toolset.backend().as_sandbox().is_some() {
-        tools.push(FileTool::<ExecuteArgs>::new(toolset));
+        tools.push(FileTool::<ExecuteArgs>::shared(toolset));
     }
     tools
 }
@@ -193,7 +193,7 @@ pub(crate) struct FileTool<A> {
 }
 
 impl<A: FileOp> FileTool<A> {
-    fn new(toolset: &Arc<Toolset>) -> Arc<dyn Tool> {
+    fn shared(toolset: &Arc<Toolset>) -> Arc<dyn Tool> {
         Arc::new(Self {
             toolset: toolset.clone(),
             schema: schema_of::<A>(),
