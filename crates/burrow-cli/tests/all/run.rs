@@ -703,3 +703,69 @@ fn ctrl_c_cancels_the_run_with_cancelled_results_and_exit_2() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+#[test]
+fn the_loops_own_hooks_fire_through_the_binary() {
+    let ws = Workspace::new();
+    let script = ws.dir().join("script.jsonl");
+    std::fs::write(
+        &script,
+        "{\"text\": \"done\"}\n{\"text\": \"tests pass\"}\n",
+    )
+    .unwrap();
+    let model = format!("scripted:{}", script.display());
+    let marker = ws.dir().join("stopped-once");
+    // Stop blocks once (a marker file says it did), then lets the run end.
+    let stop = format!(
+        "if [ -e {m} ]; then exit 0; fi; touch {m}; echo 'run the tests' >&2; exit 2",
+        m = marker.display()
+    );
+    let settings = ws.dir().join("settings.json");
+    let value = serde_json::json!({"hooks": {
+        "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "echo context"}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": stop}]}]
+    }});
+    std::fs::write(&settings, value.to_string()).unwrap();
+    let settings = settings.to_str().unwrap();
+    let run = ws.run(&[
+        "--json",
+        "run",
+        "go",
+        "--model",
+        &model,
+        "--settings",
+        settings,
+    ]);
+    run.assert_code(0);
+    let stream = events(&run);
+    assert_eq!(types(&stream).iter().filter(|t| **t == "usage").count(), 2);
+    assert_eq!(stream.last().unwrap()["outcome"], "completed");
+    assert!(!run.stderr.contains("does not fire"), "{}", run.stderr);
+
+    // A UserPromptSubmit hook that exits 2 erases the prompt: no request, exit 2.
+    let blocking = ws.dir().join("block.json");
+    let value = serde_json::json!({"hooks": {"UserPromptSubmit": [{"hooks": [
+        {"type": "command", "command": "echo 'no prompts today' >&2; exit 2"}]}]}});
+    std::fs::write(&blocking, value.to_string()).unwrap();
+    let run = ws.run(&[
+        "--json",
+        "run",
+        "go",
+        "--model",
+        &model,
+        "--settings",
+        blocking.to_str().unwrap(),
+    ]);
+    run.assert_code(2);
+    let events = events(&run);
+    assert_eq!(types(&events), ["run_started", "run_ended"]);
+    let last = events.last().unwrap();
+    assert_eq!(last["outcome"], "stopped");
+    assert!(
+        last["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no prompts today"),
+        "{last}"
+    );
+}
