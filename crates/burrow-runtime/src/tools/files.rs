@@ -164,9 +164,25 @@ impl Toolset {
                 args.replace_all,
             )
             .await?;
-        self.session
-            .ledger()
-            .record(&path, Fingerprint::of(&edited));
+        let seen = if self.backend.capabilities().effect_keys {
+            // A durable backend may have replayed an earlier attempt of this
+            // call (the file then still holds `bytes`): record what the file
+            // holds when it is our own result either way, else nothing
+            // (someone else changed it since, and the next change must
+            // re-read).
+            match self.backend.read_bytes(call.ctx(), &path).await {
+                Ok(now) if now == edited || now == bytes => Some(Fingerprint::of(&now)),
+                Ok(_) => None,
+                Err(e) if e.is_refusal() => None,
+                Err(e) => return Err(e),
+            }
+        } else {
+            Some(Fingerprint::of(&edited))
+        };
+        match seen {
+            Some(fingerprint) => self.session.ledger().record(&path, fingerprint),
+            None => self.session.ledger().forget(&path),
+        }
         let count = result.occurrences.unwrap_or(1) as usize;
         Ok(Outcome::changed(format!(
             "Edited {path}: replaced {}.",
