@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use burrow::FileContext;
 use burrow_runtime::ToolConfig;
-use burrow_runtime::agent::{Agent, AgentEvent, Outcome, RunOptions, RunResult};
+use burrow_runtime::agent::{Agent, AgentEvent, CancelToken, Outcome, RunOptions, RunResult};
 use burrow_runtime::hooks::{HookEvent, Hooks};
 use burrow_runtime::message::Usage;
 use burrow_runtime::model::{Model, ScriptedModel};
@@ -31,12 +31,7 @@ use crate::spec::Opened;
 const PROVIDERS: [&str; 3] = ["openai", "openai-responses", "anthropic"];
 
 /// Events of the loop that `burrow run` does not fire yet: their hooks are named in a note.
-const NOT_FIRED: [HookEvent; 4] = [
-    HookEvent::UserPromptSubmit,
-    HookEvent::Stop,
-    HookEvent::SessionStart,
-    HookEvent::SubagentStop,
-];
+const NOT_FIRED: [HookEvent; 1] = [HookEvent::SubagentStop];
 
 /// Longest argument summary a progress line shows (characters).
 const SUMMARY_CHARS: usize = 80;
@@ -166,14 +161,16 @@ pub async fn run(
         .with_max_turns(config.max_turns);
     let mut history = Vec::new();
     let mut printer = Printer::new(json);
+    let options = RunOptions::default();
+    let interrupts = cancel_on_interrupt(options.cancel.clone());
     let result = agent
-        .run_with(
-            &mut history,
-            Some(prompt),
-            RunOptions::default(),
-            &mut |event| printer.event(event),
-        )
+        .run_with(&mut history, Some(prompt), options, &mut |event| {
+            printer.event(event)
+        })
         .await;
+    if let Some(interrupts) = interrupts {
+        interrupts.abort();
+    }
     // Outside a group this saves nothing more (each change saved itself);
     // it surfaces a save that a composite's part still owes.
     let saved = opened.finish();
@@ -183,6 +180,24 @@ pub async fn run(
         return Ok(Exit::Failed);
     }
     Ok(exit_of(&result.outcome))
+}
+
+/// Ctrl-C (SIGINT) cancels the run: calls in flight end "cancelled", the
+/// run ends `stopped` and its closing line is printed (docs/adr/0137). A
+/// second Ctrl-C ends burrow at once (exit 130). `None` when the signal
+/// cannot be watched (the run then just is not cancellable).
+fn cancel_on_interrupt(cancel: CancelToken) -> Option<tokio::task::JoinHandle<()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt()).ok()?;
+    Some(tokio::spawn(async move {
+        if interrupt.recv().await.is_some() {
+            cancel.cancel();
+        }
+        if interrupt.recv().await.is_some() {
+            let _ = writeln!(io::stderr(), "burrow: interrupted again; stopping now");
+            std::process::exit(130);
+        }
+    }))
 }
 
 /// 0 completed, 3 paused, 2 failed or stopped.
@@ -203,8 +218,6 @@ struct Printer {
     pending: VecDeque<(String, Value)>,
     /// Human output: stdout holds text not ended by a newline.
     mid_line: bool,
-    /// `--json`: the `run_ended` event, held until the run's message is known.
-    ended: Option<AgentEvent>,
     error: Option<io::Error>,
 }
 
@@ -214,7 +227,6 @@ impl Printer {
             json,
             pending: VecDeque::new(),
             mid_line: false,
-            ended: None,
             error: None,
         }
     }
@@ -235,10 +247,18 @@ impl Printer {
 
     fn json_event(&mut self, event: AgentEvent) -> io::Result<()> {
         match event {
-            AgentEvent::RunEnded { .. } => {
-                self.ended = Some(event);
-                Ok(())
-            }
+            AgentEvent::RunEnded {
+                outcome,
+                reason,
+                message,
+                usage,
+            } => json_line(&RunEnded {
+                kind: "run_ended",
+                outcome: &outcome,
+                reason: reason.as_deref(),
+                message: message.as_deref(),
+                usage,
+            }),
             // thread_id is always there (null until runs belong to sessions).
             AgentEvent::RunStarted { run_id, thread_id } => json_line(&RunStarted {
                 kind: "run_started",
@@ -303,31 +323,13 @@ impl Printer {
         Ok(())
     }
 
-    /// Prints the end of the run: the `run_ended` event or the closing line.
+    /// Prints the end of the run: the closing line (`--json` printed `run_ended` already).
     fn end(mut self, result: &RunResult) -> io::Result<()> {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
         if self.json {
-            let Some(AgentEvent::RunEnded {
-                outcome,
-                reason,
-                usage,
-            }) = self.ended.take()
-            else {
-                return Ok(());
-            };
-            let message = match &result.outcome {
-                Outcome::Failed { message, .. } => Some(message.as_str()),
-                _ => None,
-            };
-            return json_line(&RunEnded {
-                kind: "run_ended",
-                outcome: &outcome,
-                reason: reason.as_deref(),
-                message,
-                usage,
-            });
+            return Ok(());
         }
         self.end_text_line()?;
         let line = format!(

@@ -43,9 +43,10 @@ impl AfterChange for SaveOnChange {
 /// Serves the tools over `opened` as `ctx` until the client disconnects.
 pub async fn run(opened: Opened, ctx: FileContext) -> io::Result<Exit> {
     let (requests, mut pending) = mpsc::channel::<SaveRequest>(16);
-    let toolset = Toolset::new(opened.backend.clone(), ctx)
-        .with_after_change(Arc::new(SaveOnChange { requests }));
-    let server = burrow_runtime::mcp::serve_stdio(toolset);
+    let tools = Toolset::new(opened.backend.clone(), ctx)
+        .with_after_change(Arc::new(SaveOnChange { requests }))
+        .into_registry();
+    let server = burrow_runtime::mcp::serve_stdio(tools);
     tokio::pin!(server);
     let served = loop {
         tokio::select! {

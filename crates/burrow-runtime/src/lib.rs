@@ -28,7 +28,7 @@
 //! # Features
 //!
 //! - `mcp`: [`mcp::serve_stdio`], an MCP server over stdio (the official
-//!   `rmcp` SDK) that offers a [`tools::Toolset`] to any MCP client. Costs:
+//!   `rmcp` SDK) that offers a [`tool::ToolRegistry`] to any MCP client. Costs:
 //!   rmcp and tokio's `io-std`.
 
 pub mod agent;
@@ -41,4 +41,4 @@ pub mod tools;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 
-pub use tools::{AfterChange, ToolConfig, ToolOutput, ToolSession, ToolSpec, Toolset};
+pub use tools::{AfterChange, ToolConfig, ToolOutput, ToolSession, Toolset};

@@ -1,9 +1,9 @@
-//! The MCP server: a [`Toolset`] offered to any MCP client over stdio, with the official `rmcp` SDK.
+//! The MCP server: a [`ToolRegistry`] offered to any MCP client over stdio, with the official `rmcp` SDK.
 //!
 //! The handler is written by hand (`list_tools` / `call_tool`) rather than
-//! with rmcp's `#[tool]` macros: the tool list depends on the backend
-//! (`execute` only on a sandbox) and the schemas and descriptions already
-//! live in [`crate::tools`], so the server only translates.
+//! with rmcp's `#[tool]` macros: the server offers the same registry the
+//! agent loop reads (names, descriptions, schemas and annotations all come
+//! from each [`crate::tool::Tool`]), so it only translates.
 //!
 //! - A tool's result is a `CallToolResult` with one text block; a refusal
 //!   has `isError: true` (the model reads it and goes on).
@@ -11,6 +11,11 @@
 //!   JSON-RPC error `-32603` whose message starts with "storage failure:",
 //!   also written to stderr with its cause chain for the operator
 //!   (docs/adr/0112).
+//! - Each `tools/call` is its own call with its own effect keys
+//!   (docs/adr/0135): the call id is the client's idempotency key
+//!   (`_meta["burrow/idempotencyKey"]`) when it gives one, else the
+//!   JSON-RPC request id within this session; a retried call is replayed by
+//!   a durable backend instead of writing twice.
 //! - Lines are read by [`framing::FramedTransport`], which answers every
 //!   line rmcp would drop (not JSON, too long, not JSON-RPC: -32700 or
 //!   -32600) and a `tools/call` whose params do not fit (-32602).
@@ -29,57 +34,107 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::tools::{ToolSpec, Toolset};
+use crate::tool::{CallContext, ToolRegistry};
 
 pub mod framing;
 
 pub use framing::{FramedTransport, MAX_LINE_BYTES};
 
+/// The `_meta` key under which a client may give a `tools/call` its own
+/// idempotency key (a string): calls with the same key are one call, in
+/// this session or any later one over the same durable workspace.
+pub const IDEMPOTENCY_KEY: &str = "burrow/idempotencyKey";
+
+/// Longest idempotency key taken (characters); a longer one is refused.
+pub const MAX_IDEMPOTENCY_KEY_CHARS: usize = 256;
+
 const INSTRUCTIONS: &str = "These tools work on the files of one burrow workspace. Paths are absolute and start \
 at \"/\". Read a file with read_file before you edit it or write over it. Results that are too large are saved \
 under /.burrow/large_results/ and can be read from there.";
 
-/// An MCP server handler offering one [`Toolset`].
+/// An MCP server handler offering one [`ToolRegistry`].
 #[derive(Debug, Clone)]
 pub struct McpServer {
-    toolset: Arc<Toolset>,
-    tools: Arc<Vec<Tool>>,
+    tools: Arc<ToolRegistry>,
+    listed: Arc<Vec<Tool>>,
+    /// This server's session: the run id of calls without an idempotency key.
+    session: Arc<str>,
 }
 
 impl McpServer {
-    /// A server for `toolset`.
-    pub fn new(toolset: Toolset) -> Self {
-        let tools = toolset.tools().into_iter().map(to_mcp_tool).collect();
+    /// A server for `tools`, in a session of its own.
+    pub fn new(tools: ToolRegistry) -> Self {
+        let listed = tools
+            .tools()
+            .iter()
+            .map(|tool| to_mcp_tool(tool.as_ref()))
+            .collect();
         Self {
-            toolset: Arc::new(toolset),
             tools: Arc::new(tools),
+            listed: Arc::new(listed),
+            session: Arc::from(format!("mcp_{}", uuid::Uuid::now_v7().simple())),
         }
     }
 
-    /// The toolset the server calls.
-    pub fn toolset(&self) -> &Toolset {
-        &self.toolset
+    /// The tools the server calls.
+    pub fn tools(&self) -> &ToolRegistry {
+        &self.tools
+    }
+
+    /// The call a `tools/call` is: its idempotency key, else its request id
+    /// in this session (a refusal when the key is not a usable string).
+    fn call_context(
+        &self,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallContext, String> {
+        let id = &context.id;
+        // rmcp moves the request's `_meta` into the context.
+        let key = context.meta.0.0.get(IDEMPOTENCY_KEY).or_else(|| {
+            request
+                .meta
+                .as_ref()
+                .and_then(|meta| meta.0.0.get(IDEMPOTENCY_KEY))
+        });
+        match key {
+            None => Ok(CallContext {
+                run_id: self.session.clone(),
+                // `7` and `"7"` are different ids, and stay different keys.
+                call_id: serde_json::to_string(id).unwrap_or_else(|_| format!("{id:?}")),
+            }),
+            Some(Value::String(key))
+                if !key.is_empty() && key.chars().count() <= MAX_IDEMPOTENCY_KEY_CHARS =>
+            {
+                Ok(CallContext {
+                    run_id: Arc::from("mcp"),
+                    call_id: key.clone(),
+                })
+            }
+            Some(_) => Err(format!(
+                "The _meta \"{IDEMPOTENCY_KEY}\" of a tools/call must be a string of 1 to {MAX_IDEMPOTENCY_KEY_CHARS} characters; send the call again with a valid key or none."
+            )),
+        }
     }
 }
 
-/// A tool spec as MCP describes it, with hints for clients that ask before changing things.
-fn to_mcp_tool(spec: ToolSpec) -> Tool {
-    let schema: JsonObject = match spec.input_schema {
-        Value::Object(map) => map,
+/// A tool as MCP describes it, with the hints the tool itself declares.
+fn to_mcp_tool(tool: &dyn crate::tool::Tool) -> Tool {
+    let schema: JsonObject = match tool.input_schema() {
+        Value::Object(map) => map.clone(),
         _ => JsonObject::new(),
     };
-    // Only read_file never writes: ls, glob and grep save a result too
-    // large to return under /.burrow/large_results/ (docs/adr/0110), so
-    // they are not read-only, though they change no file of the agent's.
-    let read_only = spec.name == "read_file";
+    let hints = tool.annotations();
     let annotations = ToolAnnotations::new()
-        .read_only(read_only)
-        .destructive(matches!(
-            spec.name.as_str(),
-            "write_file" | "edit_file" | "execute"
-        ))
-        .open_world(false);
-    Tool::new(spec.name, spec.description, Arc::new(schema)).with_annotations(annotations)
+        .read_only(hints.read_only)
+        .destructive(hints.destructive)
+        .idempotent(hints.idempotent)
+        .open_world(tool.open_world());
+    Tool::new(
+        tool.name().to_owned(),
+        tool.description().to_owned(),
+        Arc::new(schema),
+    )
+    .with_annotations(annotations)
 }
 
 impl ServerHandler for McpServer {
@@ -94,20 +149,28 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+        Ok(ListToolsResult::with_all_items(
+            self.listed.as_ref().clone(),
+        ))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.tools.iter().find(|t| t.name == name).cloned()
+        self.listed.iter().find(|t| t.name == name).cloned()
     }
 
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let cx = match self.call_context(&request, &context) {
+            Ok(cx) => cx,
+            Err(refusal) => {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(refusal)]).into());
+            }
+        };
         let args = request.arguments.map_or(Value::Null, Value::Object);
-        match self.toolset.call(&request.name, args).await {
+        match self.tools.call(&cx, &request.name, args).await {
             Ok(output) => {
                 let content = vec![ContentBlock::text(output.text)];
                 Ok(if output.is_error {
@@ -134,21 +197,21 @@ fn failure_to_protocol(tool: &str, failure: &Error) -> ErrorData {
     ErrorData::internal_error(format!("storage failure: {}", failure.message()), None)
 }
 
-/// Serves `toolset` over this process's stdin and stdout until the client
+/// Serves `tools` over this process's stdin and stdout until the client
 /// closes the connection.
-pub async fn serve_stdio(toolset: Toolset) -> Result<(), Error> {
+pub async fn serve_stdio(tools: ToolRegistry) -> Result<(), Error> {
     let (reader, writer) = rmcp::transport::stdio_pipes();
-    serve(toolset, reader, writer).await
+    serve(tools, reader, writer).await
 }
 
-/// Serves `toolset` over any byte stream pair (stdio, a pipe, an in-memory
+/// Serves `tools` over any byte stream pair (stdio, a pipe, an in-memory
 /// duplex in tests) until the peer closes it.
-pub async fn serve<R, W>(toolset: Toolset, reader: R, writer: W) -> Result<(), Error>
+pub async fn serve<R, W>(tools: ToolRegistry, reader: R, writer: W) -> Result<(), Error>
 where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
-    let running = McpServer::new(toolset)
+    let running = McpServer::new(tools)
         .serve(FramedTransport::new(reader, writer))
         .await
         .map_err(|e| Error::failure("the MCP session could not start", e))?;

@@ -5,7 +5,9 @@ mod all {
     mod agent;
     mod golden;
     mod guard;
+    mod hook_events;
     mod hooks;
+    mod instructions;
     #[cfg(feature = "mcp")]
     mod mcp;
     mod model;

@@ -503,7 +503,7 @@ fn hooks_burrow_does_not_fire_are_named_in_a_note() {
     let settings = ws.dir().join("settings.json");
     std::fs::write(
         &settings,
-        r#"{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}], "Notification": []}}"#,
+        r#"{"hooks": {"SubagentStop": [{"hooks": [{"type": "command", "command": "true"}]}], "Notification": []}}"#,
     )
     .unwrap();
     let script = ws.dir().join("script.jsonl");
@@ -526,7 +526,7 @@ fn hooks_burrow_does_not_fire_are_named_in_a_note() {
     );
     assert!(
         run.stderr
-            .contains("burrow: note: burrow run does not fire Stop yet"),
+            .contains("burrow: note: burrow run does not fire SubagentStop yet"),
         "{}",
         run.stderr
     );
@@ -591,5 +591,181 @@ fn the_readme_tour_runs_from_the_repository_root() {
     assert!(
         read["content"].as_str().unwrap().contains("PostToolUse"),
         "{read}"
+    );
+}
+
+/// True once process `pid` is gone (or a zombie waiting to be reaped).
+fn gone(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z')),
+    }
+}
+
+#[test]
+fn ctrl_c_cancels_the_run_with_cancelled_results_and_exit_2() {
+    use std::process::{Command, Stdio};
+    let ws = Workspace::new();
+    let script = ws.dir().join("script.jsonl");
+    std::fs::write(
+        &script,
+        concat!(
+            r#"{"tool_calls": [{"id": "c1", "name": "write_file", "arguments": {"file_path": "/a.txt", "content": "x"}}, {"id": "c2", "name": "ls", "arguments": {}}]}"#,
+            "\n",
+            r#"{"text": "never reached"}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let started = ws.dir().join("hook.started");
+    let pid_file = ws.dir().join("hook.pid");
+    // A PreToolUse hook that hangs, with a child of its own.
+    let hook = format!(
+        "sleep 300 & echo $! > {}; touch {}; wait",
+        pid_file.display(),
+        started.display()
+    );
+    let settings = ws.dir().join("settings.json");
+    let value = serde_json::json!({"hooks": {"PreToolUse": [{"matcher": "write_file",
+        "hooks": [{"type": "command", "command": hook, "timeout": 600}]}]}});
+    std::fs::write(&settings, value.to_string()).unwrap();
+    let model = format!("scripted:{}", script.display());
+    let spec = ws.spec();
+    let child = Command::new(env!("CARGO_BIN_EXE_burrow"))
+        .args(["--backend", &spec, "--json", "run", "go", "--model", &model])
+        .arg("--settings")
+        .arg(&settings)
+        .current_dir(ws.dir())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the hook to be running (not a timing assertion: a bound on a hang).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !(started.exists() && pid_file.exists()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the hook never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let interrupted = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
+    let events: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types,
+        [
+            "run_started",
+            "usage",
+            "tool_call",
+            "tool_call",
+            "tool_result",
+            "tool_result",
+            "run_ended"
+        ],
+        "{stdout}"
+    );
+    // Every call has its result, in call order, each "cancelled".
+    for (event, id) in events[4..6].iter().zip(["c1", "c2"]) {
+        assert_eq!(event["id"], id, "{event}");
+        assert_eq!(event["is_error"], true, "{event}");
+        assert!(
+            event["content"].as_str().unwrap().contains("cancelled"),
+            "{event}"
+        );
+    }
+    assert_eq!(events[6]["outcome"], "stopped");
+    assert_eq!(events[6]["reason"], "cancelled");
+    // The cancelled write never ran; the hook's child was killed with it.
+    ws.run(&["cat", "/a.txt"]).assert_code(1);
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let pid = pid.trim();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !gone(pid) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the hook's child {pid} outlived the run"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn the_loops_own_hooks_fire_through_the_binary() {
+    let ws = Workspace::new();
+    let script = ws.dir().join("script.jsonl");
+    std::fs::write(
+        &script,
+        "{\"text\": \"done\"}\n{\"text\": \"tests pass\"}\n",
+    )
+    .unwrap();
+    let model = format!("scripted:{}", script.display());
+    let marker = ws.dir().join("stopped-once");
+    // Stop blocks once (a marker file says it did), then lets the run end.
+    let stop = format!(
+        "if [ -e {m} ]; then exit 0; fi; touch {m}; echo 'run the tests' >&2; exit 2",
+        m = marker.display()
+    );
+    let settings = ws.dir().join("settings.json");
+    let value = serde_json::json!({"hooks": {
+        "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "echo context"}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": stop}]}]
+    }});
+    std::fs::write(&settings, value.to_string()).unwrap();
+    let settings = settings.to_str().unwrap();
+    let run = ws.run(&[
+        "--json",
+        "run",
+        "go",
+        "--model",
+        &model,
+        "--settings",
+        settings,
+    ]);
+    run.assert_code(0);
+    let stream = events(&run);
+    assert_eq!(types(&stream).iter().filter(|t| **t == "usage").count(), 2);
+    assert_eq!(stream.last().unwrap()["outcome"], "completed");
+    assert!(!run.stderr.contains("does not fire"), "{}", run.stderr);
+
+    // A UserPromptSubmit hook that exits 2 erases the prompt: no request, exit 2.
+    let blocking = ws.dir().join("block.json");
+    let value = serde_json::json!({"hooks": {"UserPromptSubmit": [{"hooks": [
+        {"type": "command", "command": "echo 'no prompts today' >&2; exit 2"}]}]}});
+    std::fs::write(&blocking, value.to_string()).unwrap();
+    let run = ws.run(&[
+        "--json",
+        "run",
+        "go",
+        "--model",
+        &model,
+        "--settings",
+        blocking.to_str().unwrap(),
+    ]);
+    run.assert_code(2);
+    let events = events(&run);
+    assert_eq!(types(&events), ["run_started", "run_ended"]);
+    let last = events.last().unwrap();
+    assert_eq!(last["outcome"], "stopped");
+    assert!(
+        last["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no prompts today"),
+        "{last}"
     );
 }

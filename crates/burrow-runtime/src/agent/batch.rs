@@ -79,8 +79,6 @@ fn check<'a>(tools: &'a ToolRegistry, call: &'a ToolCall) -> Prepared<'a> {
     };
     prepared.tool = Some(tool);
     let arguments = match &call.arguments {
-        Value::Null => Value::Object(serde_json::Map::new()),
-        Value::Object(_) => call.arguments.clone(),
         Value::String(raw) => {
             prepared.early = Some(ToolOutput::refused(format!(
                 "The arguments for {} are not valid JSON ({}); send them again as one JSON object that fits the tool's input schema.",
@@ -89,13 +87,13 @@ fn check<'a>(tools: &'a ToolRegistry, call: &'a ToolCall) -> Prepared<'a> {
             )));
             return prepared;
         }
-        _ => {
-            prepared.early = Some(ToolOutput::refused(format!(
-                "The arguments for {} must be a JSON object of named arguments; check the tool's input schema and call it again.",
-                call.name
-            )));
-            return prepared;
-        }
+        other => match crate::tools::object_arguments(&call.name, other.clone()) {
+            Ok(arguments) => arguments,
+            Err(refusal) => {
+                prepared.early = Some(ToolOutput::refused(refusal));
+                return prepared;
+            }
+        },
     };
     if let Err(why) = tool.validate(&arguments) {
         prepared.early = Some(ToolOutput::refused(why));
@@ -174,7 +172,7 @@ pub(crate) async fn run_batch(
 
     // PreToolUse hooks, every call's at once.
     if hooks.has_pre_tool_use() {
-        let decisions = join_all(prepared.iter().map(|p| async move {
+        let pending = join_all(prepared.iter().map(|p| async move {
             match (p.tool, &p.early) {
                 (Some(tool), None) => Some(
                     hooks
@@ -183,8 +181,22 @@ pub(crate) async fn run_batch(
                 ),
                 _ => None,
             }
-        }))
-        .await;
+        }));
+        // Cancelled while the hooks run: no call runs (the hooks' processes
+        // are killed as they are dropped), each gets its "cancelled" result.
+        let decisions = tokio::select! {
+            biased;
+            () = cancel.cancelled() => {
+                for p in prepared.iter_mut() {
+                    if p.early.is_none() {
+                        p.early = Some(ToolOutput::refused(CANCELLED));
+                    }
+                }
+                out.cancelled = true;
+                prepared.iter().map(|_| None).collect()
+            }
+            decisions = pending => decisions,
+        };
         for (p, decision) in prepared.iter_mut().zip(decisions) {
             let Some(d) = decision else { continue };
             p.context = d.context;

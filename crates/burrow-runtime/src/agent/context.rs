@@ -92,16 +92,7 @@ impl InstructionProvider for ContextFiles {
             let Ok(text) = std::str::from_utf8(&bytes) else {
                 continue;
             };
-            let body = match text.char_indices().nth(self.max_chars) {
-                None => text.to_owned(),
-                Some((at, _)) => {
-                    let left = text[at..].chars().count();
-                    format!(
-                        "{}\n[... {path} is cut here: {left} more characters are not shown; read it with read_file for the rest.]",
-                        &text[..at]
-                    )
-                }
-            };
+            let body = bounded(path, text, self.max_chars);
             push_section(&mut out, path, &body);
         }
         Ok((!out.is_empty()).then_some(out))
@@ -115,4 +106,44 @@ fn push_section(out: &mut String, path: &VPath, body: &str) {
     out.push_str(&format!(
         "Contents of {path} (project instructions):\n\n{body}"
     ));
+}
+
+/// `text` (read from `path`) cut to `max_chars` characters, with a note
+/// saying how much was left out and how to read the rest.
+pub(crate) fn bounded(path: &VPath, text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        None => text.to_owned(),
+        Some((at, _)) => {
+            let left = text[at..].chars().count();
+            format!(
+                "{}\n[... {path} is cut here: {left} more characters are not shown; read it with read_file for the rest.]",
+                &text[..at]
+            )
+        }
+    }
+}
+
+/// What reading `path` for the model gave: its text, nothing (missing, a
+/// directory, not UTF-8), or a note that it is too large to load.
+pub(crate) enum Loaded {
+    Text(String),
+    Absent,
+    TooLarge,
+}
+
+/// Reads `path` through `backend`; a refusal is no text, a failure an `Err`.
+pub(crate) async fn load(
+    backend: &dyn Backend,
+    ctx: &FileContext,
+    path: &VPath,
+) -> Result<Loaded, Error> {
+    match backend.read_bytes(ctx, path).await {
+        Ok(bytes) => Ok(match String::from_utf8(bytes) {
+            Ok(text) => Loaded::Text(text),
+            Err(_) => Loaded::Absent,
+        }),
+        Err(e) if e.is_refusal() && e.kind() == ErrorKind::TooLarge => Ok(Loaded::TooLarge),
+        Err(e) if e.is_refusal() => Ok(Loaded::Absent),
+        Err(e) => Err(e),
+    }
 }

@@ -14,6 +14,8 @@ mod batch;
 mod cancel;
 mod context;
 mod instructions;
+mod memory;
+mod style;
 
 use std::sync::Arc;
 
@@ -22,7 +24,7 @@ use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::hooks::{HookContext, Hooks};
+use crate::hooks::{HookContext, HookEvent, Hooks};
 use crate::message::{Message, ToolCall, Usage};
 use crate::model::{Model, ModelRequest, ModelSettings, ResponseBuilder, StreamEvent};
 use crate::tool::ToolRegistry;
@@ -30,6 +32,10 @@ use crate::tool::ToolRegistry;
 pub use cancel::CancelToken;
 pub use context::{ContextFiles, DEFAULT_CONTEXT_CHARS, DEFAULT_CONTEXT_FILES};
 pub use instructions::{FnProvider, InstructionProvider, Instructions};
+pub use memory::{
+    DEFAULT_MEMORY_CHARS, DEFAULT_MEMORY_DIR, MEMORY_FILE_NAME, MemoryFile, MemoryFiles,
+};
+pub use style::{DEFAULT_STYLE_CHARS, DEFAULT_STYLE_DIR, OutputStyle, OutputStyleFile};
 
 /// Bounds on one run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -200,6 +206,9 @@ pub enum AgentEvent {
         /// The failure's stable reason, or the pause's or stop's text.
         #[serde(skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
+        /// A failure's one sentence about what failed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
         /// The run's total usage.
         usage: Usage,
     },
@@ -343,6 +352,7 @@ impl Agent {
             turns: 0,
             tool_calls: 0,
             usage: Usage::UNKNOWN,
+            stop_hook_active: false,
         };
         let outcome = self
             .drive(history, prompt, &options, &mut state, on_event)
@@ -350,6 +360,10 @@ impl Agent {
         on_event(AgentEvent::RunEnded {
             outcome: outcome.name().to_owned(),
             reason: outcome.reason().map(str::to_owned),
+            message: match &outcome {
+                Outcome::Failed { message, .. } => Some(message.clone()),
+                _ => None,
+            },
             usage: state.usage,
         });
         RunResult {
@@ -395,8 +409,8 @@ impl Agent {
                 .unwrap_or_else(|| state.run_id.to_string()),
             run_id: state.run_id.to_string(),
         };
-        if let Some(prompt) = prompt {
-            history.push(Message::user(prompt));
+        if let Some(early) = self.open(history, prompt, &hook_cx, cancel).await {
+            return early;
         }
         loop {
             if cancel.is_cancelled() {
@@ -450,7 +464,30 @@ impl Agent {
             let calls: Vec<ToolCall> = message.tool_calls().cloned().collect();
             history.push(message);
             if calls.is_empty() {
-                return Outcome::Completed;
+                if !self.hooks.has_event(HookEvent::Stop) {
+                    return Outcome::Completed;
+                }
+                let said = tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => return stopped_by_cancel(),
+                    said = self.hooks.stop(&hook_cx, state.stop_hook_active) => said,
+                };
+                if let Some(message) = said.run_failure {
+                    return hook_failed(message);
+                }
+                if let Some(reason) = said.stop {
+                    return Outcome::Stopped { reason };
+                }
+                match said.block {
+                    // A Stop hook keeps the run going: its reason is the
+                    // model's next message.
+                    Some(reason) => {
+                        state.stop_hook_active = true;
+                        history.push(Message::user(reason));
+                        continue;
+                    }
+                    None => return Outcome::Completed,
+                }
             }
             for call in &calls {
                 on_event(AgentEvent::ToolCall {
@@ -517,10 +554,7 @@ impl Agent {
                 };
             }
             if let Some(message) = batch.hook_failure {
-                return Outcome::Failed {
-                    reason: FailureReason::HookFailed,
-                    message,
-                };
+                return hook_failed(message);
             }
             if let Some(reason) = batch.stop {
                 return Outcome::Stopped { reason };
@@ -529,6 +563,68 @@ impl Agent {
                 return Outcome::Paused { reason };
             }
         }
+    }
+
+    /// Starts the run: the `SessionStart` hooks when the history is empty
+    /// (source `startup`), the `UserPromptSubmit` hooks for the prompt, then
+    /// the prompt (with the hooks' context after it) joins the history.
+    /// `Some` when the hooks end the run before any model request.
+    async fn open(
+        &self,
+        history: &mut Vec<Message>,
+        prompt: Option<String>,
+        hook_cx: &HookContext,
+        cancel: &CancelToken,
+    ) -> Option<Outcome> {
+        let mut context = Vec::new();
+        if history.is_empty() && self.hooks.has_event(HookEvent::SessionStart) {
+            let said = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Some(stopped_by_cancel()),
+                said = self.hooks.session_start(hook_cx, "startup", self.model.name()) => said,
+            };
+            if let Some(message) = said.run_failure {
+                return Some(hook_failed(message));
+            }
+            if let Some(reason) = said.stop {
+                return Some(Outcome::Stopped { reason });
+            }
+            // A block of SessionStart is for the user only (Claude Code shows
+            // its stderr and goes on).
+            context.extend(said.context);
+        }
+        if let Some(prompt) = &prompt
+            && self.hooks.has_event(HookEvent::UserPromptSubmit)
+        {
+            let said = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Some(stopped_by_cancel()),
+                said = self.hooks.user_prompt_submit(hook_cx, prompt) => said,
+            };
+            if let Some(message) = said.run_failure {
+                return Some(hook_failed(message));
+            }
+            if let Some(reason) = said.stop {
+                return Some(Outcome::Stopped { reason });
+            }
+            if let Some(reason) = said.block {
+                // The prompt is erased: it never reaches the history.
+                return Some(Outcome::Stopped {
+                    reason: format!("a UserPromptSubmit hook blocked the prompt: {reason}"),
+                });
+            }
+            context.extend(said.context);
+        }
+        let text = match (prompt, context.is_empty()) {
+            (Some(prompt), true) => Some(prompt),
+            (Some(prompt), false) => Some(format!("{prompt}\n\n{}", context.join("\n\n"))),
+            (None, false) => Some(context.join("\n\n")),
+            (None, true) => None,
+        };
+        if let Some(text) = text {
+            history.push(Message::user(text));
+        }
+        None
     }
 
     /// Streams one answer, forwarding text and thinking deltas as they come.
@@ -561,6 +657,15 @@ struct RunState {
     turns: usize,
     tool_calls: usize,
     usage: Usage,
+    /// A Stop hook has kept this run going.
+    stop_hook_active: bool,
+}
+
+fn hook_failed(message: String) -> Outcome {
+    Outcome::Failed {
+        reason: FailureReason::HookFailed,
+        message,
+    }
 }
 
 fn stopped_by_cancel() -> Outcome {

@@ -39,6 +39,8 @@ pub(crate) async fn run(command: &str, input: &[u8], cwd: &Path, timeout: Durati
         Err(e) => return CommandEnd::Failed(format!("the hook command could not start: {e}")),
     };
     let pid = child.id();
+    // Dropped before the hook ends (the run was cancelled): the whole group goes.
+    let mut group = GroupGuard(pid);
     let (Some(mut stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
@@ -66,7 +68,9 @@ pub(crate) async fn run(command: &str, input: &[u8], cwd: &Path, timeout: Durati
         );
         (status, out, err)
     };
-    match tokio::time::timeout(timeout, work).await {
+    let ended = tokio::time::timeout(timeout, work).await;
+    group.0 = None;
+    match ended {
         Ok((Ok(status), stdout, stderr)) => match status.code() {
             Some(code) => CommandEnd::Exited {
                 code,
@@ -84,6 +88,25 @@ pub(crate) async fn run(command: &str, input: &[u8], cwd: &Path, timeout: Durati
                 "the hook timed out after {} s and was killed with its children",
                 timeout.as_secs_f64()
             ))
+        }
+    }
+}
+
+/// Kills the hook's process group when dropped while the hook still runs.
+struct GroupGuard(Option<u32>);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0.take() {
+            // Synchronous: a drop cannot wait for a task. Rare (cancellation only).
+            let _ = std::process::Command::new("kill")
+                .arg("-KILL")
+                .arg("--")
+                .arg(format!("-{pid}"))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
         }
     }
 }

@@ -1,4 +1,4 @@
-//! Hooks on Claude Code's wire: handlers (closures) and shell commands, configured in Claude Code's settings form, run around tool calls.
+//! Hooks on Claude Code's wire: handlers (closures) and shell commands, configured in Claude Code's settings form, run around tool calls and at the loop's own events.
 //!
 //! A command hook gets the event as JSON on stdin. Exit 0: stdout may be
 //! JSON (`hookSpecificOutput` with `permissionDecision`, `updatedInput`,
@@ -20,6 +20,13 @@
 //! were bypassed. Other events' hooks fail open unless they say
 //! `on_error: "deny"`, which then ends the run (`hook_failed`). Background
 //! hooks are started and never waited for.
+//!
+//! The loop's own events (docs/adr/0138): `SessionStart` when a run starts
+//! over an empty history (source `startup`), `UserPromptSubmit` for the
+//! prompt (a block erases it and stops the run), `Stop` when an answer calls
+//! no tool (a block keeps the run going with its reason as the next user
+//! message). Their context (plain stdout on exit 0, `additionalContext`)
+//! joins the prompt's user message.
 
 mod command;
 mod matcher;
@@ -90,13 +97,10 @@ impl HookEvent {
         }
     }
 
-    /// True for the events the agent loop fires today (the tool events);
-    /// the others parse but their hooks never run yet.
+    /// True for the events the agent loop fires (all but `SubagentStop`:
+    /// there are no subagents yet); the others parse but their hooks never run.
     pub fn is_fired(self) -> bool {
-        matches!(
-            self,
-            HookEvent::PreToolUse | HookEvent::PostToolUse | HookEvent::PostToolUseFailure
-        )
+        !matches!(self, HookEvent::SubagentStop)
     }
 
     /// The event named `name` (Claude Code's spelling).
@@ -147,6 +151,12 @@ pub struct HookInput {
     /// True when a Stop hook already continued the run (`Stop`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_hook_active: Option<bool>,
+    /// Why the session starts (`SessionStart`): `startup`, `resume`, `clear` or `compact`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The model's name (`SessionStart`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// A permission decision.
@@ -402,6 +412,8 @@ pub struct HookContext {
 /// How one hook ended.
 enum HookRun {
     Output(HookOutput),
+    /// Exit 0 with stdout that is not JSON: context for the events that take it.
+    Text(String),
     /// Exit 2: blocked, with stderr.
     Blocked(String),
     Failed(String),
@@ -521,6 +533,27 @@ impl Hooks {
             error: None,
             prompt: None,
             stop_hook_active: None,
+            source: None,
+            model: None,
+        }
+    }
+
+    /// The input of an event that is not about a tool call.
+    fn event_input(&self, cx: &HookContext, event: HookEvent) -> HookInput {
+        HookInput {
+            session_id: cx.session_id.clone(),
+            run_id: cx.run_id.clone(),
+            cwd: self.cwd.display().to_string(),
+            hook_event_name: event,
+            tool_name: None,
+            tool_input: None,
+            tool_use_id: None,
+            tool_response: None,
+            error: None,
+            prompt: None,
+            stop_hook_active: None,
+            source: None,
+            model: None,
         }
     }
 
@@ -528,12 +561,16 @@ impl Hooks {
     /// started and left; the others run in parallel. Returns, for each
     /// waited-for hook, its index in configured order, its completion rank
     /// and how it ended.
-    async fn dispatch(&self, input: HookInput, tool: &str) -> Vec<(usize, usize, HookRun)> {
+    async fn dispatch(
+        &self,
+        input: HookInput,
+        subject: Option<&str>,
+    ) -> Vec<(usize, usize, HookRun)> {
         let event = input.hook_event_name;
         let input = Arc::new(input);
         let mut running = FuturesUnordered::new();
         for (i, hook) in self.hooks.iter().enumerate() {
-            if hook.event != event || !hook.matcher.matches(tool) {
+            if hook.event != event || subject.is_some_and(|s| !hook.matcher.matches(s)) {
                 continue;
             }
             if hook.background {
@@ -569,7 +606,7 @@ impl Hooks {
         validate: &(dyn Fn(&Value) -> Result<(), String> + Sync),
     ) -> PreToolUse {
         let input = self.input(cx, HookEvent::PreToolUse, call, args);
-        let mut ended = self.dispatch(input, &call.name).await;
+        let mut ended = self.dispatch(input, Some(&call.name)).await;
         ended.sort_by_key(|(i, _, _)| *i);
         let mut out = PreToolUse {
             decision: Decision::Allow,
@@ -596,6 +633,7 @@ impl Hooks {
         };
         for (i, rank, run) in ended {
             match run {
+                HookRun::Text(_) => {}
                 HookRun::Failed(why) => fail(&mut out, &mut deny, i, why),
                 HookRun::Blocked(stderr) => {
                     let reason = if stderr.trim().is_empty() {
@@ -702,11 +740,12 @@ impl Hooks {
 
     async fn post(&self, input: HookInput, tool: &str) -> PostToolUse {
         let event = input.hook_event_name.as_str();
-        let mut ended = self.dispatch(input, tool).await;
+        let mut ended = self.dispatch(input, Some(tool)).await;
         ended.sort_by_key(|(i, _, _)| *i);
         let mut out = PostToolUse::default();
         for (i, _, run) in ended {
             match run {
+                HookRun::Text(_) => {}
                 HookRun::Failed(why) => {
                     if self.hooks[i].policy() == OnError::Deny {
                         out.run_failure
@@ -745,6 +784,120 @@ impl Hooks {
     }
 }
 
+impl Hooks {
+    /// True when a hook is configured for `event`.
+    pub fn has_event(&self, event: HookEvent) -> bool {
+        self.has(event)
+    }
+
+    /// Runs the `UserPromptSubmit` hooks for `prompt` (every hook: this
+    /// event takes no matcher). A block erases the prompt.
+    pub async fn user_prompt_submit(&self, cx: &HookContext, prompt: &str) -> EventHooks {
+        let mut input = self.event_input(cx, HookEvent::UserPromptSubmit);
+        input.prompt = Some(prompt.to_owned());
+        self.event(input, None, true).await
+    }
+
+    /// Runs the `SessionStart` hooks whose matcher matches `source`
+    /// (`startup`, `resume`, `clear`, `compact`). A block only reaches the
+    /// user (Claude Code shows its stderr and goes on).
+    pub async fn session_start(&self, cx: &HookContext, source: &str, model: &str) -> EventHooks {
+        let mut input = self.event_input(cx, HookEvent::SessionStart);
+        input.source = Some(source.to_owned());
+        input.model = Some(model.to_owned());
+        self.event(input, Some(source), true).await
+    }
+
+    /// Runs the `Stop` hooks (every hook: this event takes no matcher);
+    /// `stop_hook_active` says a Stop hook already kept this run going. A
+    /// block keeps the run going with its reason for the model.
+    pub async fn stop(&self, cx: &HookContext, stop_hook_active: bool) -> EventHooks {
+        let mut input = self.event_input(cx, HookEvent::Stop);
+        input.stop_hook_active = Some(stop_hook_active);
+        self.event(input, None, false).await
+    }
+
+    /// Runs the hooks of an event that is not about a tool call and
+    /// combines them: the first block (in configured order) wins, every
+    /// context is kept, `continue: false` stops the run.
+    async fn event(
+        &self,
+        input: HookInput,
+        subject: Option<&str>,
+        text_is_context: bool,
+    ) -> EventHooks {
+        let event = input.hook_event_name.as_str();
+        let mut ended = self.dispatch(input, subject).await;
+        ended.sort_by_key(|(i, _, _)| *i);
+        let mut out = EventHooks::default();
+        for (i, _, run) in ended {
+            match run {
+                HookRun::Text(text) => {
+                    if text_is_context && !text.is_empty() {
+                        out.context.push(text);
+                    }
+                }
+                HookRun::Failed(why) => {
+                    if self.hooks[i].policy() == OnError::Deny {
+                        out.run_failure
+                            .get_or_insert(format!("a {event} hook failed: {why}"));
+                    }
+                }
+                HookRun::Blocked(stderr) => {
+                    let reason = stderr.trim();
+                    out.block.get_or_insert(if reason.is_empty() {
+                        format!("a {event} hook blocked without saying why")
+                    } else {
+                        reason.to_owned()
+                    });
+                }
+                HookRun::Output(o) => {
+                    if o.continue_ == Some(false) {
+                        out.stop.get_or_insert(
+                            o.stop_reason
+                                .clone()
+                                .unwrap_or_else(|| "a hook stopped the run".into()),
+                        );
+                    }
+                    if o.decision.as_deref() == Some("block") {
+                        out.block.get_or_insert(
+                            o.reason
+                                .clone()
+                                .filter(|r| !r.trim().is_empty())
+                                .unwrap_or_else(|| {
+                                    format!("a {event} hook blocked without saying why")
+                                }),
+                        );
+                    }
+                    if let Some(c) = o
+                        .hook_specific_output
+                        .and_then(|s| s.additional_context)
+                        .filter(|c| !c.is_empty())
+                    {
+                        out.context.push(c);
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// What the hooks of `UserPromptSubmit`, `SessionStart` or `Stop` said.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EventHooks {
+    /// A hook blocked (exit 2 with stderr, or `decision: "block"` with a
+    /// reason): the reason.
+    pub block: Option<String>,
+    /// Context for the model (`additionalContext`, and plain stdout on exit
+    /// 0 for `UserPromptSubmit` and `SessionStart`), in configured order.
+    pub context: Vec<String>,
+    /// A hook said `continue: false` (with this reason).
+    pub stop: Option<String>,
+    /// A hook failure whose policy ends the run.
+    pub run_failure: Option<String>,
+}
+
 /// Runs one hook to its end.
 async fn run_hook(hook: &Hook, input: &HookInput, cwd: &std::path::Path) -> HookRun {
     match &hook.action {
@@ -772,8 +925,9 @@ async fn run_hook(hook: &Hook, input: &HookInput, cwd: &std::path::Path) -> Hook
                 } => {
                     let text = stdout.trim();
                     if !text.starts_with('{') {
-                        // Plain text: not a decision (Claude Code logs it).
-                        return HookRun::Output(HookOutput::default());
+                        // Plain text: not a decision; context for the events
+                        // that take it (Claude Code logs it for the others).
+                        return HookRun::Text(text.to_owned());
                     }
                     match serde_json::from_str::<HookOutput>(text) {
                         Ok(output) => HookRun::Output(output),

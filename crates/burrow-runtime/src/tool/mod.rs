@@ -12,7 +12,6 @@
 //! act on.
 
 mod effect;
-mod files;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -26,11 +25,10 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::model::ToolDefinition;
-use crate::tools::schema_of;
+use crate::tools::{ToolConfig, Toolset, object_arguments, schema_of};
 
 pub use crate::tools::ToolOutput;
-pub use effect::{EffectKeyed, effect_key};
-pub use files::{FileTool, file_tools};
+pub use effect::effect_key;
 
 /// The lock key that meets every other: a call holding it runs alone, after
 /// every earlier call that holds any key and before every later one
@@ -86,6 +84,15 @@ pub trait Tool: Send + Sync {
     /// Hints about what a call does.
     fn annotations(&self) -> ToolAnnotations {
         ToolAnnotations::default()
+    }
+
+    /// Whether a call may reach beyond the workspace (the web, other
+    /// services): MCP's `openWorldHint`, true unless the tool says otherwise.
+    ///
+    /// # Behavior
+    /// Constant for a tool; the file tools answer false.
+    fn open_world(&self) -> bool {
+        true
     }
 
     /// `Ok` when `args` fit the tool's arguments, else one sentence saying
@@ -219,6 +226,8 @@ pub struct ToolRegistry {
     tools: Vec<Arc<dyn Tool>>,
     index: HashMap<String, usize>,
     definitions: Vec<ToolDefinition>,
+    /// Tools this registry lacks on purpose, with why (said when one is called).
+    absent: Vec<(String, String)>,
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -242,6 +251,7 @@ impl ToolRegistry {
 
     /// Adds a shared tool; a tool of the same name is replaced in its place.
     pub fn add_arc(&mut self, tool: Arc<dyn Tool>) -> &mut Self {
+        self.absent.retain(|(name, _)| name != tool.name());
         let definition = ToolDefinition {
             name: tool.name().to_owned(),
             description: tool.description().to_owned(),
@@ -277,16 +287,59 @@ impl ToolRegistry {
     }
 
     /// Adds the file tools over `backend` ([`file_tools`]), every call made as
-    /// `ctx` with the default [`crate::tools::ToolConfig`].
+    /// `ctx` with the default [`ToolConfig`].
     pub fn add_file_tools(
         &mut self,
         backend: Arc<dyn burrow_backend::Backend>,
         ctx: burrow_backend::FileContext,
     ) -> &mut Self {
-        for tool in file_tools(backend, ctx, crate::tools::ToolConfig::default()) {
+        self.add_toolset(Arc::new(Toolset::new(backend, ctx)))
+    }
+
+    /// Adds the file tools of `toolset` ([`Toolset::tools`]); when its
+    /// backend runs no commands, a call of `execute` is told so.
+    pub fn add_toolset(&mut self, toolset: Arc<Toolset>) -> &mut Self {
+        let sandbox = toolset.backend().as_sandbox().is_some();
+        for tool in toolset.tools() {
             self.add_arc(tool);
         }
+        if !sandbox && self.get(crate::tools::EXECUTE_NAME).is_none() {
+            self.note_absent(
+                crate::tools::EXECUTE_NAME,
+                "this workspace cannot run commands",
+            );
+        }
         self
+    }
+
+    /// Records that the tool `name` is not offered here, and `why`: a call
+    /// of it is refused with that reason. Adding a tool of that name later
+    /// clears the note.
+    pub fn note_absent(&mut self, name: impl Into<String>, why: impl Into<String>) -> &mut Self {
+        let name = name.into();
+        if self.get(&name).is_none() {
+            self.absent.retain(|(n, _)| *n != name);
+            self.absent.push((name, why.into()));
+        }
+        self
+    }
+
+    /// Calls the tool `name` on `args` as `cx`: an unknown tool and
+    /// arguments that are not a JSON object (`null` counts as `{}`) are
+    /// refusals; otherwise the tool's own result.
+    pub async fn call(
+        &self,
+        cx: &CallContext,
+        name: &str,
+        args: Value,
+    ) -> Result<ToolOutput, Error> {
+        let Some(tool) = self.get(name) else {
+            return Ok(ToolOutput::refused(self.unknown_tool(name)));
+        };
+        match object_arguments(name, args) {
+            Ok(args) => tool.call(cx, args).await,
+            Err(refusal) => Ok(ToolOutput::refused(refusal)),
+        }
     }
 
     /// The tool named `name`.
@@ -322,8 +375,12 @@ impl ToolRegistry {
     /// The refusal a call of an unknown tool gets.
     pub fn unknown_tool(&self, name: &str) -> String {
         let names: Vec<&str> = self.names().collect();
+        let why = match self.absent.iter().find(|(n, _)| n == name) {
+            Some((_, why)) => format!(" ({why})"),
+            None => String::new(),
+        };
         format!(
-            "There is no tool named \"{}\"; the tools are: {}.",
+            "There is no tool named \"{}\"{why}; the tools are: {}.",
             name.chars().take(100).collect::<String>(),
             if names.is_empty() {
                 "(none)".to_owned()
@@ -332,4 +389,15 @@ impl ToolRegistry {
             }
         )
     }
+}
+
+/// The file tools over `backend`, every call made as `ctx` (each mutation
+/// with its run id and effect key), with `config`. `execute` is among them
+/// only when the backend runs commands.
+pub fn file_tools(
+    backend: Arc<dyn burrow_backend::Backend>,
+    ctx: burrow_backend::FileContext,
+    config: ToolConfig,
+) -> Vec<Arc<dyn Tool>> {
+    Arc::new(Toolset::new(backend, ctx).with_config(config)).tools()
 }

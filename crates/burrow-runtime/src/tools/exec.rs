@@ -5,10 +5,10 @@ use std::time::Duration;
 use burrow_backend::{Error, Result, TIMEOUT_EXIT_CODE};
 
 use super::args::{ExecuteArgs, MAX_TIMEOUT_SECS};
-use super::{Outcome, Toolset};
+use super::{Call, Outcome, Toolset};
 
 impl Toolset {
-    pub(crate) async fn execute(&self, args: ExecuteArgs) -> Result<Outcome> {
+    pub(crate) async fn execute(&self, args: ExecuteArgs, call: &Call<'_>) -> Result<Outcome> {
         let Some(sandbox) = self.backend.as_sandbox() else {
             return Err(Error::unsupported("running commands"));
         };
@@ -27,7 +27,7 @@ impl Toolset {
         }
         let response = sandbox
             .execute(
-                &self.ctx,
+                call.ctx(),
                 &args.command,
                 args.timeout.map(Duration::from_secs),
             )

@@ -6,14 +6,14 @@ use burrow_backend::{Error, ErrorKind, Result, VPath};
 use super::args::{EditFileArgs, LsArgs, ReadFileArgs, WriteFileArgs};
 use super::render::{cut_line, more_sentence, numbered, plural, with_footer};
 use super::session::{Fingerprint, LedgerCheck};
-use super::{Outcome, Toolset, is_not_found};
+use super::{Call, Outcome, Toolset, is_not_found};
 
 impl Toolset {
-    pub(crate) async fn ls(&self, args: LsArgs) -> Result<Outcome> {
+    pub(crate) async fn ls(&self, args: LsArgs, call: &Call<'_>) -> Result<Outcome> {
         let dir = VPath::parse(&args.path)?;
         let listing = self
             .backend
-            .ls(&self.ctx, &dir, self.config.count_limit.max(1))
+            .ls(call.ctx(), &dir, self.config.count_limit.max(1))
             .await?;
         if listing.entries.is_empty() {
             return Ok(Outcome::read(format!("{dir} is an empty directory.")));
@@ -38,7 +38,7 @@ impl Toolset {
         Ok(Outcome::read(with_footer(lines, footer)))
     }
 
-    pub(crate) async fn read_file(&self, args: ReadFileArgs) -> Result<Outcome> {
+    pub(crate) async fn read_file(&self, args: ReadFileArgs, call: &Call<'_>) -> Result<Outcome> {
         let path = VPath::parse(&args.file_path)?;
         let limit = args.limit.unwrap_or(self.config.read_limit);
         if limit == 0 {
@@ -47,7 +47,7 @@ impl Toolset {
                 self.config.read_limit
             )));
         }
-        let bytes = match self.backend.read_bytes(&self.ctx, &path).await {
+        let bytes = match self.backend.read_bytes(call.ctx(), &path).await {
             Ok(bytes) => bytes,
             Err(e) => {
                 if is_not_found(&e) {
@@ -109,10 +109,10 @@ impl Toolset {
         Ok(Outcome::read(with_footer(lines, footer)))
     }
 
-    pub(crate) async fn write_file(&self, args: WriteFileArgs) -> Result<Outcome> {
+    pub(crate) async fn write_file(&self, args: WriteFileArgs, call: &Call<'_>) -> Result<Outcome> {
         let path = VPath::parse(&args.file_path)?;
         let _gate = self.session.mutation_gate().await;
-        let existed = match self.backend.read_bytes(&self.ctx, &path).await {
+        let existed = match self.backend.read_bytes(call.ctx(), &path).await {
             Ok(bytes) => {
                 self.guard(&path, &bytes, "write over it")?;
                 true
@@ -120,7 +120,9 @@ impl Toolset {
             Err(e) if is_not_found(&e) => false,
             Err(e) => return Err(e),
         };
-        self.backend.write(&self.ctx, &path, &args.content).await?;
+        self.backend
+            .write(&call.mutation("write", &path), &path, &args.content)
+            .await?;
         self.session
             .ledger()
             .record(&path, Fingerprint::of(args.content.as_bytes()));
@@ -137,10 +139,10 @@ impl Toolset {
         Ok(Outcome::changed(format!("{verb} {path} ({size}).")))
     }
 
-    pub(crate) async fn edit_file(&self, args: EditFileArgs) -> Result<Outcome> {
+    pub(crate) async fn edit_file(&self, args: EditFileArgs, call: &Call<'_>) -> Result<Outcome> {
         let path = VPath::parse(&args.file_path)?;
         let _gate = self.session.mutation_gate().await;
-        let bytes = self.backend.read_bytes(&self.ctx, &path).await?;
+        let bytes = self.backend.read_bytes(call.ctx(), &path).await?;
         self.guard(&path, &bytes, "edit it")?;
         // The shared helper computes exactly what the backend will write, so
         // the ledger records the edited bytes without a second read (which
@@ -155,16 +157,32 @@ impl Toolset {
         let result = self
             .backend
             .edit(
-                &self.ctx,
+                &call.mutation("edit", &path),
                 &path,
                 &args.old_string,
                 &args.new_string,
                 args.replace_all,
             )
             .await?;
-        self.session
-            .ledger()
-            .record(&path, Fingerprint::of(&edited));
+        let seen = if self.backend.capabilities().effect_keys {
+            // A durable backend may have replayed an earlier attempt of this
+            // call (the file then still holds `bytes`): record what the file
+            // holds when it is our own result either way, else nothing
+            // (someone else changed it since, and the next change must
+            // re-read).
+            match self.backend.read_bytes(call.ctx(), &path).await {
+                Ok(now) if now == edited || now == bytes => Some(Fingerprint::of(&now)),
+                Ok(_) => None,
+                Err(e) if e.is_refusal() => None,
+                Err(e) => return Err(e),
+            }
+        } else {
+            Some(Fingerprint::of(&edited))
+        };
+        match seen {
+            Some(fingerprint) => self.session.ledger().record(&path, fingerprint),
+            None => self.session.ledger().forget(&path),
+        }
         let count = result.occurrences.unwrap_or(1) as usize;
         Ok(Outcome::changed(format!(
             "Edited {path}: replaced {}.",

@@ -2,10 +2,11 @@
 //!
 //! A [`Toolset`] holds a backend, the [`FileContext`] its calls run under,
 //! the [`ToolSession`] (what the agent has read) and a [`ToolConfig`].
-//! [`Toolset::tools`] lists each tool with a description written for a
-//! model and a JSON Schema derived from its typed arguments ([`args`]);
-//! [`Toolset::call`] runs one by name on JSON arguments and returns the text
-//! the model reads.
+//! [`Toolset::tools`] gives each tool as an ordinary [`Tool`]: its name,
+//! description for a model, annotations and lock keys are stated once, next
+//! to its typed arguments ([`args`]), from which its JSON Schema is derived
+//! (`op.rs`). The agent loop and the MCP server call them through a
+//! [`ToolRegistry`]; every mutation a call makes carries its effect key.
 //!
 //! What a call returns:
 //!
@@ -19,6 +20,7 @@
 pub mod args;
 mod exec;
 mod files;
+mod op;
 mod render;
 mod search;
 mod session;
@@ -30,13 +32,15 @@ use async_trait::async_trait;
 use burrow_backend::{Backend, Error, FileContext, Result, VPath};
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
+
+use crate::tool::{CallContext, Tool, ToolRegistry, effect_key};
 
 pub use args::{
     DEFAULT_READ_LIMIT, EditFileArgs, ExecuteArgs, GlobArgs, GrepArgs, LsArgs, MAX_TIMEOUT_SECS,
     OutputMode, ReadFileArgs, WriteFileArgs,
 };
+pub(crate) use op::EXECUTE_NAME;
 pub use session::{Fingerprint, LedgerCheck, ReadLedger, ToolSession};
 
 /// Where results too large to return are saved.
@@ -84,17 +88,6 @@ impl Default for ToolConfig {
             max_large_results: 20,
         }
     }
-}
-
-/// A tool as offered to a model.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolSpec {
-    /// The name the model calls it by.
-    pub name: String,
-    /// What it does and when to use it, written for a model.
-    pub description: String,
-    /// The JSON Schema (draft 2020-12) of its arguments object.
-    pub input_schema: Value,
 }
 
 /// What a tool call returns to the model.
@@ -154,25 +147,19 @@ impl Outcome {
     }
 }
 
-/// The names of the tools, in the order they are offered.
-pub const TOOL_NAMES: [&str; 7] = [
-    "ls",
-    "read_file",
-    "write_file",
-    "edit_file",
-    "glob",
-    "grep",
-    "execute",
-];
-
-/// The file tools over one backend, for one agent session.
+/// The file tools over one backend, for one agent session: the state the
+/// tools share (the backend, the context their calls run under, the
+/// read-before-edit ledger, the config, the after-change hook).
+///
+/// [`Toolset::tools`] gives the tools themselves, each an ordinary
+/// [`Tool`](crate::tool::Tool); [`Toolset::into_registry`] puts them in a
+/// [`ToolRegistry`], which the agent loop and the MCP server both read.
 pub struct Toolset {
     backend: Arc<dyn Backend>,
     ctx: FileContext,
     session: ToolSession,
     config: ToolConfig,
     after_change: Option<Arc<dyn AfterChange>>,
-    specs: Vec<ToolSpec>,
 }
 
 impl std::fmt::Debug for Toolset {
@@ -180,32 +167,19 @@ impl std::fmt::Debug for Toolset {
         f.debug_struct("Toolset")
             .field("ctx", &self.ctx)
             .field("config", &self.config)
-            .field(
-                "tools",
-                &self.specs.iter().map(|s| &s.name).collect::<Vec<_>>(),
-            )
             .finish_non_exhaustive()
     }
 }
 
 impl Toolset {
     /// The tools over `backend`, every call made as `ctx`, with the default config.
-    ///
-    /// `execute` is offered only when the backend is a [`burrow_backend::Sandbox`].
     pub fn new(backend: Arc<dyn Backend>, ctx: FileContext) -> Self {
-        let exec = backend.as_sandbox().is_some();
-        let specs = TOOL_NAMES
-            .iter()
-            .filter(|name| exec || **name != "execute")
-            .map(|name| spec(name))
-            .collect();
         Self {
             backend,
             ctx,
             session: ToolSession::new(),
             config: ToolConfig::default(),
             after_change: None,
-            specs,
         }
     }
 
@@ -226,7 +200,7 @@ impl Toolset {
         &self.backend
     }
 
-    /// The context every call runs under.
+    /// The context every call runs under (each mutation adds its run id and effect key).
     pub fn context(&self) -> &FileContext {
         &self.ctx
     }
@@ -241,62 +215,41 @@ impl Toolset {
         &self.config
     }
 
-    /// The tools offered, in a stable order.
-    pub fn tools(&self) -> Vec<ToolSpec> {
-        self.specs.clone()
+    /// The file tools, in a stable order (`ls`, `read_file`, `write_file`,
+    /// `edit_file`, `glob`, `grep`, then `execute` only when the backend is
+    /// a [`burrow_backend::Sandbox`]), all sharing this toolset.
+    pub fn tools(self: &Arc<Self>) -> Vec<Arc<dyn Tool>> {
+        op::tools(self)
     }
 
-    /// Runs the tool `name` on `args` (a JSON object; `null` counts as `{}`).
-    ///
-    /// Refusals, unknown tools and arguments that do not fit come back as
-    /// `Ok` with `is_error: true`; only failures are `Err`.
-    pub async fn call(&self, name: &str, args: Value) -> Result<ToolOutput> {
-        if !self.specs.iter().any(|s| s.name == name) {
-            return Ok(ToolOutput::refused(self.unknown_tool(name)));
-        }
-        let args = match args {
-            Value::Null => Value::Object(serde_json::Map::new()),
-            Value::Object(_) => args,
-            other => {
-                return Ok(ToolOutput::refused(format!(
-                    "The arguments for {name} must be a JSON object of named arguments, not {}; check the tool's input schema and call it again.",
-                    json_kind(&other)
-                )));
-            }
-        };
-        macro_rules! dispatch {
-            ($($tool:literal => $method:ident),* $(,)?) => {
-                match name {
-                    $($tool => match parse($tool, args) {
-                        Ok(a) => self.$method(a).await,
-                        Err(refused) => return Ok(refused),
-                    },)*
-                    _ => return Ok(ToolOutput::refused(self.unknown_tool(name))),
-                }
-            };
-        }
-        let result = dispatch! {
-            "ls" => ls,
-            "read_file" => read_file,
-            "write_file" => write_file,
-            "edit_file" => edit_file,
-            "glob" => glob,
-            "grep" => grep,
-            "execute" => execute,
-        };
+    /// The file tools in a registry of their own; when the backend runs no
+    /// commands, a call of `execute` is told so.
+    pub fn into_registry(self) -> ToolRegistry {
+        let mut registry = ToolRegistry::new();
+        registry.add_toolset(Arc::new(self));
+        registry
+    }
+
+    /// Runs the shared part of every file tool's call: the refusal text,
+    /// spilling a large result, and the after-change hook.
+    pub(crate) async fn finish(
+        &self,
+        name: &str,
+        spills: bool,
+        result: Result<Outcome>,
+        call: &Call<'_>,
+    ) -> Result<ToolOutput> {
         let outcome = match result {
             Ok(outcome) => outcome,
             Err(e) if e.is_refusal() => return Ok(ToolOutput::refused(render::refusal_text(&e))),
             Err(e) => return Err(e),
         };
         let Outcome { text, mut changed } = outcome;
-        let text = if name == "read_file" {
-            // read_file pages itself within the same budget; spilling a
-            // read would only copy the file.
+        let text = if spills {
+            let (text, spilled) = self.spill(name, text, call).await?;
+            changed |= spilled;
             text
         } else {
-            let (text, spilled) = self.spill(name, text).await?;
-            changed |= spilled;
             text
         };
         if changed && let Some(hook) = &self.after_change {
@@ -304,19 +257,51 @@ impl Toolset {
         }
         Ok(ToolOutput::ok(text))
     }
+}
 
-    fn unknown_tool(&self, name: &str) -> String {
-        let names: Vec<&str> = self.specs.iter().map(|s| s.name.as_str()).collect();
-        let why = if name == "execute" {
-            " (this workspace cannot run commands)"
-        } else {
-            ""
-        };
-        format!(
-            "There is no tool named \"{}\"{why}; the tools are: {}.",
-            name.chars().take(100).collect::<String>(),
-            names.join(", ")
-        )
+/// One call of a file tool: the context reads run under, and who is
+/// calling, from which each mutation's effect key is made.
+pub(crate) struct Call<'a> {
+    ctx: &'a FileContext,
+    cx: &'a CallContext,
+}
+
+impl<'a> Call<'a> {
+    pub(crate) fn new(ctx: &'a FileContext, cx: &'a CallContext) -> Self {
+        Self { ctx, cx }
+    }
+
+    /// The context of a read (no run id, no key: reads take none).
+    pub(crate) fn ctx(&self) -> &FileContext {
+        self.ctx
+    }
+
+    /// The context of the mutation `operation` (`write`, `edit`, `delete`)
+    /// of `path`: the run id and the effect key
+    /// SHA-256(run id, call id, operation, path).
+    pub(crate) fn mutation(&self, operation: &str, path: &VPath) -> FileContext {
+        let mut ctx = self.ctx.clone();
+        ctx.run_id = Some(self.cx.run_id.to_string());
+        ctx.effect_key = Some(effect_key(
+            &self.cx.run_id,
+            &self.cx.call_id,
+            operation,
+            path.as_str(),
+        ));
+        ctx
+    }
+}
+
+/// The refusal a call whose arguments are not a JSON object gets, or the
+/// arguments (`null` counts as `{}`).
+pub fn object_arguments(tool: &str, args: Value) -> std::result::Result<Value, String> {
+    match args {
+        Value::Null => Ok(Value::Object(serde_json::Map::new())),
+        Value::Object(_) => Ok(args),
+        other => Err(format!(
+            "The arguments for {tool} must be a JSON object of named arguments, not {}; check the tool's input schema and call it again.",
+            json_kind(&other)
+        )),
     }
 }
 
@@ -331,15 +316,6 @@ fn json_kind(value: &Value) -> &'static str {
     }
 }
 
-/// `args` as the tool's typed arguments, or the refusal the model sees.
-fn parse<T: DeserializeOwned>(tool: &str, args: Value) -> std::result::Result<T, ToolOutput> {
-    serde_json::from_value(args).map_err(|e| {
-        ToolOutput::refused(format!(
-            "The arguments for {tool} are not valid: {e}. Check the tool's input schema and call it again."
-        ))
-    })
-}
-
 /// The JSON Schema of `T`'s arguments (draft 2020-12, deserialize contract).
 pub fn schema_of<T: JsonSchema>() -> Value {
     SchemaSettings::draft2020_12()
@@ -349,52 +325,35 @@ pub fn schema_of<T: JsonSchema>() -> Value {
         .to_value()
 }
 
-fn spec(name: &str) -> ToolSpec {
-    let (description, input_schema) = match name {
-        "ls" => (LS, schema_of::<LsArgs>()),
-        "read_file" => (READ_FILE, schema_of::<ReadFileArgs>()),
-        "write_file" => (WRITE_FILE, schema_of::<WriteFileArgs>()),
-        "edit_file" => (EDIT_FILE, schema_of::<EditFileArgs>()),
-        "glob" => (GLOB, schema_of::<GlobArgs>()),
-        "grep" => (GREP, schema_of::<GrepArgs>()),
-        _ => (EXECUTE, schema_of::<ExecuteArgs>()),
-    };
-    ToolSpec {
-        name: name.to_owned(),
-        description: description.to_owned(),
-        input_schema,
-    }
-}
-
-const LS: &str = "List the entries directly inside a directory of the workspace. \
+pub(crate) const LS: &str = "List the entries directly inside a directory of the workspace. \
 Directories end with \"/\"; files show their size in bytes. Paths are absolute, starting at \"/\". \
 Use glob to find files by name at any depth.";
 
-const READ_FILE: &str = "Read a text file of the workspace. Lines come numbered (`     1\\t...`): the number and \
+pub(crate) const READ_FILE: &str = "Read a text file of the workspace. Lines come numbered (`     1\\t...`): the number and \
 the tab are not part of the file. Reads up to 2000 lines from offset (0-based); when more remain, the last line says \
 which offset to continue from. Lines longer than 2000 characters are cut with a marker. You must read a file before \
 you edit it or write over it.";
 
-const WRITE_FILE: &str = "Create a file, or replace the whole content of one, in the workspace. Parent directories are \
+pub(crate) const WRITE_FILE: &str = "Create a file, or replace the whole content of one, in the workspace. Parent directories are \
 created as needed. To replace an existing file you must have read it first in this session (and it must not have \
 changed since); prefer edit_file for changing part of a file.";
 
-const EDIT_FILE: &str = "Replace text in a file of the workspace: old_string must occur exactly once (give more \
+pub(crate) const EDIT_FILE: &str = "Replace text in a file of the workspace: old_string must occur exactly once (give more \
 surrounding lines to make it unique), or set replace_all to replace every occurrence. Copy old_string exactly from \
 what read_file showed, without the line-number prefix. You must have read the file in this session, and it must not \
 have changed since; after a successful edit you can edit it again without re-reading. Line endings (CRLF or LF) are \
 kept as the file has them.";
 
-const GLOB: &str = "Find files by path pattern, e.g. \"*.rs\" (any depth), \"src/**/*.py\" or \"/*.md\" (top level \
+pub(crate) const GLOB: &str = "Find files by path pattern, e.g. \"*.rs\" (any depth), \"src/**/*.py\" or \"/*.md\" (top level \
 only). Returns matching file paths sorted by path. `*` stays within one directory, `**` spans directories, `{a,b}` \
 alternates.";
 
-const GREP: &str = "Search file contents with a regular expression (Rust regex syntax, as ripgrep) or a literal \
+pub(crate) const GREP: &str = "Search file contents with a regular expression (Rust regex syntax, as ripgrep) or a literal \
 string (fixed_strings). output_mode \"files_with_matches\" (default) lists the matching files, \"content\" shows \
 matching lines as path:line_number:line, \"count\" shows how many lines match per file. Narrow with path (a \
 directory or a file) and glob (e.g. \"*.py\"). Binary files are skipped.";
 
-const EXECUTE: &str = "Run a shell command (sh -c) in the workspace directory and return its output (stdout and \
+pub(crate) const EXECUTE: &str = "Run a shell command (sh -c) in the workspace directory and return its output (stdout and \
 stderr interleaved) and exit code. Output is capped; a command is killed at its timeout (default 120 s) with exit \
 code 124. Use it for builds, tests and tools; use the file tools to read and change files.";
 

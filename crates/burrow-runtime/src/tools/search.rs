@@ -4,18 +4,18 @@ use burrow_backend::{GrepQuery, Result, VPath};
 
 use super::args::{GlobArgs, GrepArgs, OutputMode};
 use super::render::{cut_line, more_sentence, plural, with_footer};
-use super::{Outcome, Toolset};
+use super::{Call, Outcome, Toolset};
 
 const NARROW_GLOB: &str = "use a more specific pattern or a narrower path";
 const NARROW_GREP: &str = "narrow the search with path, glob or a more specific pattern";
 
 impl Toolset {
-    pub(crate) async fn glob(&self, args: GlobArgs) -> Result<Outcome> {
+    pub(crate) async fn glob(&self, args: GlobArgs, call: &Call<'_>) -> Result<Outcome> {
         let under = VPath::parse(&args.path)?;
         let mut found = self
             .backend
             .glob(
-                &self.ctx,
+                call.ctx(),
                 &args.pattern,
                 &under,
                 self.config.count_limit.max(1),
@@ -42,7 +42,7 @@ impl Toolset {
         Ok(Outcome::read(with_footer(lines, footer)))
     }
 
-    pub(crate) async fn grep(&self, args: GrepArgs) -> Result<Outcome> {
+    pub(crate) async fn grep(&self, args: GrepArgs, call: &Call<'_>) -> Result<Outcome> {
         let under = VPath::parse(&args.path)?;
         let query = GrepQuery {
             pattern: args.pattern.clone(),
@@ -52,7 +52,7 @@ impl Toolset {
         };
         let mut found = self
             .backend
-            .grep(&self.ctx, &query, &under, self.config.count_limit.max(1))
+            .grep(call.ctx(), &query, &under, self.config.count_limit.max(1))
             .await?;
         found.matches.retain(|m| !self.hides(&under, &m.path));
         if found.matches.is_empty() {

@@ -2,9 +2,9 @@
 
 use burrow_backend::{Result, VPath};
 
-use super::Toolset;
 use super::render::plural;
 use super::session::Fingerprint;
+use super::{Call, Toolset};
 
 impl Toolset {
     /// `text` as returned to the model, and whether a file was written for it.
@@ -15,7 +15,12 @@ impl Toolset {
     /// first lines and a sentence giving the path. When the backend refuses
     /// the write (a quota, a read-only mount) the preview says so instead; a
     /// failure is an error.
-    pub(crate) async fn spill(&self, tool: &str, text: String) -> Result<(String, bool)> {
+    pub(crate) async fn spill(
+        &self,
+        tool: &str,
+        text: String,
+        call: &Call<'_>,
+    ) -> Result<(String, bool)> {
         let total_chars = text.chars().count();
         let threshold = self.config.large_result_chars;
         if total_chars <= threshold {
@@ -35,9 +40,13 @@ impl Toolset {
             plural(total_lines, "line", "lines")
         );
         let shown = plural(shown_lines, "line is", "lines are");
-        let (note, written) = match self.backend.write(&self.ctx, &path, &text).await {
+        let (note, written) = match self
+            .backend
+            .write(&call.mutation("write", &path), &path, &text)
+            .await
+        {
             Ok(_) => {
-                self.prune_large_results(&path).await?;
+                self.prune_large_results(&path, call).await?;
                 (
                     format!(
                         "[This result was too large to return ({size}; the limit is {threshold} characters). The first {shown} shown above. The full result was saved to {path}: read it with read_file (using offset and limit) or search it with grep.]"
@@ -60,10 +69,10 @@ impl Toolset {
     /// Deletes the oldest saved results beyond
     /// [`super::ToolConfig::max_large_results`], never `keep` (the one just
     /// saved). A refusal (a file already gone) is ignored.
-    async fn prune_large_results(&self, keep: &VPath) -> Result<()> {
+    async fn prune_large_results(&self, keep: &VPath, call: &Call<'_>) -> Result<()> {
         let dir = &self.config.large_results_dir;
         let max = self.config.max_large_results.max(1);
-        let listing = match self.backend.ls(&self.ctx, dir, max * 4 + 16).await {
+        let listing = match self.backend.ls(call.ctx(), dir, max * 4 + 16).await {
             Ok(listing) => listing,
             Err(e) if e.is_refusal() => return Ok(()),
             Err(e) => return Err(e),
@@ -83,7 +92,11 @@ impl Toolset {
             let Ok(path) = VPath::parse(&file.path) else {
                 continue;
             };
-            match self.backend.delete(&self.ctx, &path).await {
+            match self
+                .backend
+                .delete(&call.mutation("delete", &path), &path)
+                .await
+            {
                 Ok(()) => {}
                 Err(e) if e.is_refusal() => {}
                 Err(e) => return Err(e),

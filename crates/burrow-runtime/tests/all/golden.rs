@@ -9,10 +9,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use burrow_backend::Backend;
-use burrow_runtime::tools::{ToolConfig, Toolset};
+use burrow_runtime::tools::ToolConfig;
 use serde_json::{Value, json};
 
-use super::support::{Mode, Wrapped, ctx, p, state_with};
+use super::support::{Mode, Wrapped, ctx, p, state_with, toolset_with};
 
 enum Step {
     /// A tool call by the agent.
@@ -360,7 +360,7 @@ async fn render(case: &Case) -> String {
     let backend: Arc<dyn Backend> = Arc::new(Wrapped::new(state, case.mode, case.sandbox));
     let mut config = ToolConfig::default();
     (case.config)(&mut config);
-    let tools = Toolset::new(backend.clone(), ctx()).with_config(config);
+    let tools = toolset_with(backend.clone(), config);
     let mut out = String::new();
     for step in &case.steps {
         match step {

@@ -559,14 +559,14 @@ async fn settings_in_claude_codes_form_load() {
                 {"type": "command", "command": cmd, "timeout": 30, "on_error": "allow"}
             ]}],
             "Notification": [{"hooks": [{"type": "command", "command": "true"}]}],
-            "Stop": [{"hooks": [{"type": "command", "command": "true"}]}]
+            "SubagentStop": [{"hooks": [{"type": "command", "command": "true"}]}]
         }
     });
     let hooks = Hooks::from_settings(&settings.to_string()).unwrap();
     assert_eq!(hooks.hooks().len(), 1);
     assert_eq!(hooks.hooks()[0].on_error, Some(OnError::Allow));
     assert_eq!(hooks.hooks()[0].timeout, Duration::from_secs(30));
-    assert_eq!(hooks.ignored_events(), ["Notification", "Stop"]);
+    assert_eq!(hooks.ignored_events(), ["Notification", "SubagentStop"]);
     let run = run_write(hooks).await;
     assert!(run.result("w").content.contains("from settings"));
 

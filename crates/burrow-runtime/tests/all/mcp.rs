@@ -7,7 +7,7 @@ use burrow_runtime::mcp;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 
-use super::support::{Mode, Wrapped, content, state_with, toolset};
+use super::support::{Mode, Wrapped, content, ctx, p, state_with, toolset};
 
 /// A client speaking newline-delimited JSON-RPC to an in-process server.
 struct Client {
@@ -21,7 +21,7 @@ impl Client {
     async fn start(backend: Arc<dyn Backend>) -> Client {
         let (client_out, server_in) = tokio::io::duplex(1 << 20);
         let (server_out, client_in) = tokio::io::duplex(1 << 20);
-        let tools = toolset(backend);
+        let tools = toolset(backend).registry();
         let server = tokio::spawn(mcp::serve(tools, server_in, server_out));
         let mut client = Client {
             to_server: client_out,
@@ -58,7 +58,12 @@ impl Client {
 
     async fn request(&mut self, method: &str, params: Value) -> Value {
         self.next_id += 1;
-        let id = self.next_id;
+        let id = json!(self.next_id);
+        self.request_as(id, method, params).await
+    }
+
+    /// A request with the id `id` (a retry sends the same id again).
+    async fn request_as(&mut self, id: Value, method: &str, params: Value) -> Value {
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
             .await;
         loop {
@@ -109,6 +114,19 @@ async fn tools_are_listed_with_their_schemas_and_hints() {
     assert_eq!(read["inputSchema"]["required"], json!(["file_path"]));
     assert_eq!(read["annotations"]["readOnlyHint"], true);
     assert_eq!(tools[3]["annotations"]["destructiveHint"], true);
+    // Every hint comes from the tool: the file tools are closed-world.
+    for tool in tools {
+        assert_eq!(tool["annotations"]["openWorldHint"], false, "{tool}");
+    }
+    assert_eq!(read["annotations"]["idempotentHint"], true);
+    assert_eq!(
+        tools[3]["annotations"]["idempotentHint"], false,
+        "edit_file"
+    );
+    assert_eq!(
+        tools[2]["annotations"]["idempotentHint"], true,
+        "write_file"
+    );
     // ls, glob and grep may save a large result: not read-only, not destructive.
     for i in [0, 4, 5] {
         let hints = &tools[i]["annotations"];
@@ -252,7 +270,7 @@ async fn a_line_over_the_limit_is_skipped_with_an_error_never_held() {
     let backend: Arc<dyn Backend> = Arc::new(state_with(&[]).await);
     let server = tokio::spawn(async move {
         use rmcp::ServiceExt;
-        let running = mcp::McpServer::new(toolset(backend))
+        let running = mcp::McpServer::new(toolset(backend).registry())
             .serve(transport)
             .await
             .unwrap();
@@ -282,4 +300,97 @@ async fn a_line_over_the_limit_is_skipped_with_an_error_never_held() {
     assert_eq!(pong["id"], 2, "{pong}");
     drop(to_server);
     server.await.unwrap();
+}
+
+fn edit_a(meta: Option<Value>) -> Value {
+    let mut params = json!({
+        "name": "edit_file",
+        "arguments": {"file_path": "/a.txt", "old_string": "a", "new_string": "ab"},
+    });
+    if let Some(meta) = meta {
+        params["_meta"] = meta;
+    }
+    params
+}
+
+#[tokio::test]
+async fn a_retried_call_is_replayed_by_a_durable_backend_not_applied_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = Arc::new(burrow_sqlite::StoreBackend::open(dir.path().join("w.db")).unwrap());
+    backend.write(&ctx(), &p("/a.txt"), "a\n").await.unwrap();
+    let mut client = Client::start(backend.clone()).await;
+    client
+        .call("read_file", json!({"file_path": "/a.txt"}))
+        .await;
+
+    // The same JSON-RPC request id again in this session is the same call.
+    let first = client
+        .request_as(json!(100), "tools/call", edit_a(None))
+        .await;
+    assert_eq!(first["result"]["isError"], false, "{first}");
+    assert_eq!(content(backend.as_ref(), "/a.txt").await, "ab\n");
+    let again = client
+        .request_as(json!(100), "tools/call", edit_a(None))
+        .await;
+    assert_eq!(again["result"]["isError"], false, "{again}");
+    assert_eq!(text_of(&again), text_of(&first));
+    assert_eq!(content(backend.as_ref(), "/a.txt").await, "ab\n");
+    // The string id "100" is another request, so another call.
+    client
+        .call("read_file", json!({"file_path": "/a.txt"}))
+        .await;
+    let other = client
+        .request_as(json!("100"), "tools/call", edit_a(None))
+        .await;
+    assert_eq!(other["result"]["isError"], false, "{other}");
+    assert_eq!(content(backend.as_ref(), "/a.txt").await, "abb\n");
+
+    // A client's idempotency key makes one call of requests with other ids.
+    client
+        .call("read_file", json!({"file_path": "/a.txt"}))
+        .await;
+    let key = json!({"burrow/idempotencyKey": "edit-once"});
+    let keyed = client
+        .request_as(json!(200), "tools/call", edit_a(Some(key.clone())))
+        .await;
+    assert_eq!(keyed["result"]["isError"], false, "{keyed}");
+    assert_eq!(content(backend.as_ref(), "/a.txt").await, "abbb\n");
+    let retried = client
+        .request_as(json!(201), "tools/call", edit_a(Some(key.clone())))
+        .await;
+    assert_eq!(retried["result"]["isError"], false, "{retried}");
+    assert_eq!(content(backend.as_ref(), "/a.txt").await, "abbb\n");
+    // A bad key is a refusal, and nothing is written.
+    let bad = client
+        .request_as(
+            json!(202),
+            "tools/call",
+            edit_a(Some(json!({"burrow/idempotencyKey": 7}))),
+        )
+        .await;
+    assert_eq!(bad["result"]["isError"], true, "{bad}");
+    assert!(text_of(&bad).contains("burrow/idempotencyKey"), "{bad}");
+    client.finish().await;
+
+    // ... and also in a later session over the same workspace (a client
+    // that reconnected after losing the answer).
+    let mut client = Client::start(backend.clone()).await;
+    client
+        .call("read_file", json!({"file_path": "/a.txt"}))
+        .await;
+    let reconnected = client
+        .request_as(json!(1), "tools/call", edit_a(Some(key)))
+        .await;
+    assert_eq!(reconnected["result"]["isError"], false, "{reconnected}");
+    assert_eq!(content(backend.as_ref(), "/a.txt").await, "abbb\n");
+    // Without a key, request id 100 of a new session is a new call.
+    client
+        .call("read_file", json!({"file_path": "/a.txt"}))
+        .await;
+    let fresh = client
+        .request_as(json!(100), "tools/call", edit_a(None))
+        .await;
+    assert_eq!(fresh["result"]["isError"], false, "{fresh}");
+    assert_eq!(content(backend.as_ref(), "/a.txt").await, "abbbb\n");
+    client.finish().await;
 }

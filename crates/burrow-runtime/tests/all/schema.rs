@@ -2,21 +2,21 @@
 
 use std::sync::Arc;
 
+use burrow_runtime::model::ToolDefinition;
 use burrow_runtime::tools::{
-    EditFileArgs, ExecuteArgs, GlobArgs, GrepArgs, LsArgs, ReadFileArgs, TOOL_NAMES, ToolSpec,
-    WriteFileArgs,
+    EditFileArgs, ExecuteArgs, GlobArgs, GrepArgs, LsArgs, ReadFileArgs, WriteFileArgs,
 };
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::support::{Mode, Wrapped, state_with, toolset};
 
-async fn all_specs() -> Vec<ToolSpec> {
+async fn all_specs() -> Vec<ToolDefinition> {
     let sandbox = Wrapped::new(state_with(&[]).await, Mode::Plain, true);
-    toolset(Arc::new(sandbox)).tools()
+    toolset(Arc::new(sandbox)).definitions()
 }
 
-fn schema(specs: &[ToolSpec], name: &str) -> Value {
+fn schema(specs: &[ToolDefinition], name: &str) -> Value {
     specs
         .iter()
         .find(|s| s.name == name)
@@ -30,7 +30,15 @@ async fn every_schema_is_valid_json_schema_for_an_object() {
     let specs = all_specs().await;
     assert_eq!(
         specs.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
-        TOOL_NAMES
+        [
+            "ls",
+            "read_file",
+            "write_file",
+            "edit_file",
+            "glob",
+            "grep",
+            "execute"
+        ]
     );
     for spec in &specs {
         let schema = &spec.input_schema;
@@ -186,7 +194,7 @@ async fn defaults_in_the_schema_are_the_types_defaults() {
 #[tokio::test]
 async fn execute_is_offered_only_on_a_sandbox() {
     let plain = toolset(Arc::new(state_with(&[]).await));
-    let names: Vec<String> = plain.tools().into_iter().map(|s| s.name).collect();
+    let names: Vec<String> = plain.definitions().into_iter().map(|s| s.name).collect();
     assert_eq!(
         names,
         ["ls", "read_file", "write_file", "edit_file", "glob", "grep"]

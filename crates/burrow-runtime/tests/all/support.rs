@@ -1,4 +1,4 @@
-//! Test support: toolsets over a StateBackend, a scripted sandbox, and backends that fail or refuse on purpose.
+//! Test support: the file tools over a StateBackend, called by name, a scripted sandbox, and backends that fail or refuse on purpose.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -9,7 +9,9 @@ use burrow_backend::{
     Backend, Capabilities, EditResult, Error, ErrorKind, ExecuteResponse, FileContext, GlobResult,
     GrepQuery, GrepResult, LineWindow, Listing, Result, Sandbox, VPath, WriteResult,
 };
-use burrow_runtime::tools::{AfterChange, ToolConfig, ToolOutput, Toolset};
+use burrow_runtime::model::ToolDefinition;
+use burrow_runtime::tool::{CallContext, ToolRegistry};
+use burrow_runtime::tools::{AfterChange, ToolConfig, ToolOutput, ToolSession, Toolset};
 use burrow_state::StateBackend;
 use serde_json::Value;
 
@@ -30,18 +32,82 @@ pub async fn state_with(files: &[(&str, &[u8])]) -> StateBackend {
     backend
 }
 
-/// A toolset over `backend` with the default config.
-pub fn toolset(backend: Arc<dyn Backend>) -> Toolset {
-    Toolset::new(backend, ctx())
+/// The file tools of one session over a backend, called by name through a
+/// registry as the agent loop and the MCP server call them (each call with
+/// a call id of its own).
+pub struct Tools {
+    backend: Arc<dyn Backend>,
+    config: ToolConfig,
+    toolset: Arc<Toolset>,
+    registry: ToolRegistry,
+    next_call: AtomicUsize,
 }
 
-/// A toolset over `backend` with `config`.
-pub fn toolset_with(backend: Arc<dyn Backend>, config: ToolConfig) -> Toolset {
-    Toolset::new(backend, ctx()).with_config(config)
+impl Tools {
+    fn build(
+        backend: Arc<dyn Backend>,
+        config: ToolConfig,
+        hook: Option<Arc<dyn AfterChange>>,
+    ) -> Self {
+        let mut toolset = Toolset::new(backend.clone(), ctx()).with_config(config.clone());
+        if let Some(hook) = hook {
+            toolset = toolset.with_after_change(hook);
+        }
+        let toolset = Arc::new(toolset);
+        let mut registry = ToolRegistry::new();
+        registry.add_toolset(toolset.clone());
+        Self {
+            backend,
+            config,
+            toolset,
+            registry,
+            next_call: AtomicUsize::new(0),
+        }
+    }
+
+    /// The same tools (a new session), calling `hook` after every change.
+    pub fn with_after_change(self, hook: Arc<dyn AfterChange>) -> Self {
+        Self::build(self.backend, self.config, Some(hook))
+    }
+
+    /// Calls `tool` on `args` as a fresh call of run `test-run`.
+    pub async fn call(&self, tool: &str, args: Value) -> Result<ToolOutput> {
+        let n = self.next_call.fetch_add(1, Ordering::SeqCst);
+        let cx = CallContext {
+            run_id: "test-run".into(),
+            call_id: format!("call-{n}"),
+        };
+        self.registry.call(&cx, tool, args).await
+    }
+
+    /// The session state (what the agent has read).
+    pub fn session(&self) -> &ToolSession {
+        self.toolset.session()
+    }
+
+    /// The tools as a model sees them.
+    pub fn definitions(&self) -> Vec<ToolDefinition> {
+        self.registry.definitions().to_vec()
+    }
+
+    /// The registry (for the MCP server).
+    pub fn registry(&self) -> ToolRegistry {
+        self.registry.clone()
+    }
+}
+
+/// The file tools over `backend` with the default config.
+pub fn toolset(backend: Arc<dyn Backend>) -> Tools {
+    Tools::build(backend, ToolConfig::default(), None)
+}
+
+/// The file tools over `backend` with `config`.
+pub fn toolset_with(backend: Arc<dyn Backend>, config: ToolConfig) -> Tools {
+    Tools::build(backend, config, None)
 }
 
 /// Calls `tool` and expects `Ok` (a result or a refusal).
-pub async fn call(tools: &Toolset, tool: &str, args: Value) -> ToolOutput {
+pub async fn call(tools: &Tools, tool: &str, args: Value) -> ToolOutput {
     match tools.call(tool, args.clone()).await {
         Ok(out) => out,
         Err(e) => panic!("{tool} {args} failed: {e}"),
@@ -49,14 +115,14 @@ pub async fn call(tools: &Toolset, tool: &str, args: Value) -> ToolOutput {
 }
 
 /// Calls `tool` and expects a successful result.
-pub async fn ok(tools: &Toolset, tool: &str, args: Value) -> String {
+pub async fn ok(tools: &Tools, tool: &str, args: Value) -> String {
     let out = call(tools, tool, args.clone()).await;
     assert!(!out.is_error, "{tool} {args} was refused: {}", out.text);
     out.text
 }
 
 /// Calls `tool` and expects a refusal.
-pub async fn refused(tools: &Toolset, tool: &str, args: Value) -> String {
+pub async fn refused(tools: &Tools, tool: &str, args: Value) -> String {
     let out = call(tools, tool, args.clone()).await;
     assert!(out.is_error, "{tool} {args} was not refused: {}", out.text);
     out.text
