@@ -102,6 +102,14 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<bool> {
             return Ok(false);
         }
     }
+    let taken = names_taken(&plan);
+    if !args.dry_run && !taken.is_empty() {
+        for name in &taken {
+            println!("release: refused: {name}");
+        }
+        return Ok(false);
+    }
+    notes.extend(taken);
     print!("{}", plan.render(args.dry_run, &notes));
 
     let mut package_args = vec!["package", "--locked"];
@@ -151,6 +159,14 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<bool> {
             i + 1,
             plan.order.len()
         ));
+        if on_crates_io(name, &plan.version) {
+            // A rerun after a partial release resumes here.
+            println!(
+                "release: {name} {} is already on crates.io: skipped",
+                plan.version
+            );
+            continue;
+        }
         let step = format!("cargo publish -p {name}");
         // Verified by `cargo package` above from the same sources.
         let args = ["publish", "--locked", "--no-verify", "-p", name.as_str()];
@@ -164,7 +180,7 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<bool> {
         if let Err(err) = wait_visible(name, &plan.version) {
             println!(
                 "release: FAILED at {name}, step `wait until crates.io serves it`: {err:#}; \
-                 rerun once it shows, the published crates are skipped by cargo as existing"
+                 rerun once it shows: crates already on crates.io are skipped"
             );
             return Ok(false);
         }
@@ -201,11 +217,6 @@ fn make_plan(root: &Path, version: Option<&str>) -> anyhow::Result<Result<Plan, 
     .context("`cargo metadata --no-deps` failed (run it to see why)")?;
     let ws = Workspace::from_metadata(&json)?;
     Ok(plan::plan(&ws, version))
-}
-
-/// The release order of the real workspace (for `ci` and tests).
-pub fn workspace_plan(root: &Path) -> anyhow::Result<Result<Plan, Vec<String>>> {
-    make_plan(root, None)
 }
 
 /// Refuses unless the tree is clean and `main` is checked out.
@@ -363,16 +374,51 @@ fn crate_named(line: &str) -> Option<(String, String)> {
     Some((name.to_string(), doing.to_string()))
 }
 
+/// The crate names crates.io already has under another repository than ours: a real
+/// release would fail there unless this project owns them.
+fn names_taken(plan: &Plan) -> Vec<String> {
+    let mut taken = Vec::new();
+    for name in &plan.order {
+        let Some(info) = Cmd::cargo(
+            &std::env::temp_dir(),
+            &["info", "--registry", "crates-io", name],
+        )
+        .output_quietly() else {
+            continue; // not on crates.io (or crates.io unreachable: publish says so)
+        };
+        let repository = info
+            .lines()
+            .find_map(|l| l.strip_prefix("repository:"))
+            .map(str::trim)
+            .unwrap_or("none given");
+        if repository != plan.repository {
+            taken.push(format!(
+                "the name {name} is taken on crates.io (repository {repository}); publishing it \
+                 needs its owners to add ours, or another name"
+            ));
+        }
+    }
+    taken
+}
+
+/// True when crates.io serves `name` at `version` (`cargo info` run from outside the
+/// workspace, so the local crate is not what answers).
+fn on_crates_io(name: &str, version: &str) -> bool {
+    let spec = format!("{name}@{version}");
+    Cmd::cargo(
+        &std::env::temp_dir(),
+        &["info", "--registry", "crates-io", &spec],
+    )
+    .succeeds_quietly()
+}
+
 /// Waits until crates.io serves `name` at `version` (`cargo info` from outside the
 /// workspace, so the local crate is not what answers).
 fn wait_visible(name: &str, version: &str) -> anyhow::Result<()> {
     let start = Instant::now();
     let spec = format!("{name}@{version}");
-    let outside = std::env::temp_dir();
     loop {
-        let visible =
-            Cmd::cargo(&outside, &["info", "--registry", "crates-io", &spec]).succeeds_quietly();
-        if visible {
+        if on_crates_io(name, version) {
             println!(
                 "release: crates.io serves {spec} ({} s)",
                 start.elapsed().as_secs()

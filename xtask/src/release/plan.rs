@@ -215,6 +215,8 @@ pub struct Plan {
     pub unpublished: Vec<String>,
     /// The `rust-version` the crates declare.
     pub rust_version: String,
+    /// The `repository` the crates declare.
+    pub repository: String,
 }
 
 /// The plan for releasing `ws` at `version` (the crates' own version when `None`), or
@@ -268,12 +270,14 @@ pub fn plan(ws: &Workspace, version: Option<&str>) -> Result<Plan, Vec<String>> 
             (p.name.clone(), needs)
         })
         .collect();
+    let repository = most_common(publishable.iter().filter_map(|p| p.repository.as_deref()));
     Ok(Plan {
         version,
         order,
         needs,
         unpublished,
         rust_version,
+        repository,
     })
 }
 

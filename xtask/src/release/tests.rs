@@ -452,7 +452,7 @@ fn reads_cargo_metadata_of_a_real_workspace_and_refuses_its_cycle() {
 #[test]
 fn the_real_workspace_publishes_in_design_order() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let plan = match super::workspace_plan(&root).unwrap() {
+    let plan = match super::make_plan(&root, None).unwrap() {
         Ok(plan) => plan,
         Err(refusals) => panic!("the workspace cannot be released:\n{}", refusals.join("\n")),
     };
