@@ -1,5 +1,10 @@
 //! `cargo xtask ci` and `cargo xtask test`: the whole check, in the order that fails fastest.
 //!
+//! `ci`: rustfmt, tidy, the changelog, clippy, cargo-deny (bans, licenses, sources), the
+//! docs with warnings denied, the MSRV check, the facade's and the CLI's features each
+//! alone, the release dry run (every publishable crate packaged and built from its
+//! tarball), then setup and the tests.
+//!
 //! Steps keep going after a failure so one run reports every problem, and end with a
 //! summary that names the failed steps. Doc tests run before the main test run so the
 //! log closes on nextest's (or cargo test's) own summary of the tests it ran.
@@ -7,18 +12,19 @@
 use std::fs;
 use std::path::Path;
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 
 use crate::cmd::{Cmd, Steps};
 use crate::manifest::Manifest;
-use crate::{parts, setup, tidy};
+use crate::{changelog, deny, parts, release, setup, tidy};
 
 /// The facade whose every feature must build alone.
 const FACADE: &str = "burrow";
 /// The binary that must build without its default features.
 const CLI: &str = "burrow-cli";
 
-/// `cargo xtask ci`: format, tidy, clippy, feature builds, then the tests.
+/// `cargo xtask ci`: format, tidy, changelog, clippy, deny, docs, MSRV, feature builds,
+/// the release dry run, then the tests.
 pub fn ci(root: &Path) -> anyhow::Result<bool> {
     let mut steps = Steps::new("ci");
     steps.step("rustfmt", || {
@@ -27,6 +33,10 @@ pub fn ci(root: &Path) -> anyhow::Result<bool> {
     steps.step("tidy", || match tidy::run(root)? {
         true => Ok(()),
         false => anyhow::bail!("tidy found violations (listed above)"),
+    });
+    steps.step("changelog", || match changelog::run(root)? {
+        true => Ok(()),
+        false => bail!("CHANGELOG.md needs attention (said above)"),
     });
     steps.step("clippy", || {
         Cmd::cargo(
@@ -69,9 +79,53 @@ pub fn ci(root: &Path) -> anyhow::Result<bool> {
             steps.step("facade features", || Err(err));
         }
     }
+    steps.step(
+        "cargo deny (bans, licenses, sources)",
+        || match deny::run(root)? {
+            true => Ok(()),
+            false => bail!("cargo deny found problems (listed above)"),
+        },
+    );
+    steps.step("docs (cargo doc --no-deps, warnings denied)", || {
+        let env = vec![("RUSTDOCFLAGS".to_string(), "-D warnings".to_string())];
+        Cmd::cargo(root, &["doc", "--workspace", "--no-deps", "--all-features"])
+            .envs(&env)
+            .run()
+    });
+    steps.step("MSRV (rust-version)", || msrv(root));
     steps.step(&format!("{CLI} with no default features"), || {
         Cmd::cargo(root, &["check", "-p", CLI, "--no-default-features"]).run()
     });
+    match crate_features(root, CLI) {
+        Ok(features) => {
+            for feature in &features {
+                steps.step(&format!("{CLI} with only `{feature}`"), || {
+                    Cmd::cargo(
+                        root,
+                        &[
+                            "check",
+                            "-p",
+                            CLI,
+                            "--no-default-features",
+                            "--features",
+                            feature,
+                        ],
+                    )
+                    .run()
+                });
+            }
+        }
+        Err(err) => {
+            steps.step("cli features", || Err(err));
+        }
+    }
+    steps.step(
+        "release dry run (cargo xtask release --dry-run)",
+        || match release::run(root, &["--dry-run".to_string()])? {
+            true => Ok(()),
+            false => bail!("the release dry run failed (said above)"),
+        },
+    );
     run_tests(root, &mut steps, true);
     Ok(steps.finish())
 }
@@ -159,7 +213,89 @@ fn run_tests(root: &Path, steps: &mut Steps, strict: bool) {
 
 /// The facade's features as listed in its `[features]` table, `default` excluded.
 fn facade_features(root: &Path) -> anyhow::Result<Vec<String>> {
-    let path = root.join("crates").join(FACADE).join("Cargo.toml");
+    crate_features(root, FACADE)
+}
+
+/// A crate's features as listed in its `[features]` table, `default` excluded.
+fn crate_features(root: &Path, name: &str) -> anyhow::Result<Vec<String>> {
+    let path = root.join("crates").join(name).join("Cargo.toml");
     let text = fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     Ok(Manifest::parse(&text).features())
+}
+
+/// The MSRV check: every crate is checked by the toolchain of the workspace's
+/// `rust-version`, which is the pinned one when they agree; otherwise by `cargo
+/// +RUST_VERSION` when that toolchain is installed (docs/adr/0162-ci-release-checks.md).
+fn msrv(root: &Path) -> anyhow::Result<()> {
+    let path = root.join("Cargo.toml");
+    let text = fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let manifest = Manifest::parse(&text);
+    let Some(rust_version) = manifest
+        .section("workspace.package")
+        .and_then(|s| s.get_str("rust-version"))
+    else {
+        bail!("[workspace.package] has no rust-version");
+    };
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string());
+    let active = Cmd::new(root, &rustc, &["--version"])
+        .output_quietly()
+        .context("`rustc --version` failed")?;
+    // "rustc 1.95.0 (59807616e 2026-04-14)" -> "1.95.0"
+    let active = active
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or_default()
+        .to_string();
+    let args = ["check", "--workspace", "--all-features", "--locked"];
+    if same_release(&active, rust_version) {
+        println!(
+            "msrv: the pinned toolchain, rustc {active}, is the workspace's rust-version              {rust_version}: checking every crate with it"
+        );
+        return Cmd::cargo(root, &args).run();
+    }
+    let toolchains = Cmd::new(root, "rustup", &["toolchain", "list"])
+        .output_quietly()
+        .unwrap_or_default();
+    let Some(toolchain) = toolchains
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .find(|t| same_release(t.split('-').next().unwrap_or_default(), rust_version))
+    else {
+        bail!(
+            "rustc {active} is not the workspace's rust-version {rust_version}, and no              {rust_version} toolchain is installed (`rustup toolchain install {rust_version}`)"
+        );
+    };
+    println!(
+        "msrv: rustc {active} is newer than rust-version {rust_version}: checking with {toolchain}"
+    );
+    let plus = format!("+{toolchain}");
+    let mut with_plus = vec![plus.as_str()];
+    with_plus.extend(args);
+    // The rustup proxy on PATH, not $CARGO (which is the pinned toolchain's own cargo);
+    // a target dir of its own so the two toolchains do not rebuild each other's files.
+    let target = root.join("target").join("msrv");
+    let env = vec![("CARGO_TARGET_DIR".to_string(), target.display().to_string())];
+    Cmd::new(root, "cargo", &with_plus).envs(&env).run()
+}
+
+/// True when version `a` (`1.95.0`) is release `b` (`1.95` or `1.95.0`).
+fn same_release(a: &str, b: &str) -> bool {
+    let parts = |v: &str| -> Vec<String> { v.split('.').map(String::from).collect() };
+    let (a, b) = (parts(a), parts(b));
+    let n = b.len().min(a.len());
+    n >= 2 && a[..n] == b[..n]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_release;
+
+    #[test]
+    fn rust_versions_compare_by_what_they_name() {
+        assert!(same_release("1.95.0", "1.95"));
+        assert!(same_release("1.95.0", "1.95.0"));
+        assert!(!same_release("1.96.0", "1.95"));
+        assert!(!same_release("1.95.1", "1.95.0"));
+        assert!(!same_release("", "1.95"));
+    }
 }

@@ -7,13 +7,19 @@ use std::path::Path;
 
 use crate::cmd::Cmd;
 
-pub fn run(root: &Path) -> anyhow::Result<bool> {
+/// Installs cargo-deny from crates.io when `cargo deny` is missing (`cargo xtask setup`
+/// runs this too).
+pub fn ensure_installed(root: &Path) -> anyhow::Result<()> {
     if Cmd::cargo(root, &["deny", "--version"]).succeeds_quietly() {
-        println!("deny: cargo-deny is installed");
-    } else {
-        println!("deny: cargo-deny is missing: installing it from crates.io (takes a few minutes)");
-        Cmd::cargo(root, &["install", "cargo-deny", "--locked"]).run()?;
+        println!("  cargo-deny is installed");
+        return Ok(());
     }
+    println!("  cargo-deny is missing: installing it from crates.io (about 5 minutes on 2 cores)");
+    Cmd::cargo(root, &["install", "cargo-deny", "--locked"]).run()
+}
+
+pub fn run(root: &Path) -> anyhow::Result<bool> {
+    ensure_installed(root)?;
     match Cmd::cargo(root, &["deny", "check", "bans", "licenses", "sources"]).run() {
         Ok(()) => {
             println!("deny: bans, licenses and sources ok");

@@ -1,17 +1,19 @@
-//! cargo xtask: the project's automation (ci, test, tidy, setup, bench, deny), in plain Rust.
+//! cargo xtask: the project's automation (ci, test, tidy, setup, bench, deny, release), in plain Rust.
 //!
 //! Everything a developer or CI runs lives here rather than in shell scripts, so it works
 //! the same on every machine that has the Rust toolchain. `.ci/run` only calls
-//! `cargo xtask ci`. Dependencies stay few (anyhow and std): xtask is built on every CI
+//! `cargo xtask ci`. Dependencies stay few (anyhow, serde_json for `cargo metadata`, std): xtask is built on every CI
 //! run, before anything else.
 
 mod bench;
+mod changelog;
 mod ci;
 mod cmd;
 mod deny;
 mod docker_images;
 mod manifest;
 mod parts;
+mod release;
 mod setup;
 mod tidy;
 
@@ -22,7 +24,8 @@ const USAGE: &str = "\
 usage: cargo xtask <command> [args]
 
 commands:
-  ci                 fmt check, tidy, clippy, facade feature builds, then test
+  ci                 fmt check, tidy, clippy, deny, docs, MSRV, feature builds,
+                     changelog, release dry run, then test
   test               setup, then doc tests and every test (nextest, else cargo test)
   tidy               check the house rules (//! headers, manifests, code map, test layout)
   setup              install and start what the tests need (idempotent)
@@ -31,6 +34,11 @@ commands:
   bench [CRATE] [-- ARGS]
                      run the benchmarks of every crate with benches, or of CRATE
   deny               cargo deny check bans licenses sources (installs cargo-deny if missing)
+  changelog          check CHANGELOG.md's form, and that [Unreleased] lists something
+                     when crates/ changed since the last release
+  release [--dry-run] [--version X.Y.Z]
+                     check, package and publish every publishable crate in order
+                     (without --dry-run: only on a clean main)
   help               this text
 ";
 
@@ -80,6 +88,11 @@ fn run(args: &[String]) -> anyhow::Result<ExitCode> {
             no_args("deny")?;
             deny::run(&root)?
         }
+        "changelog" => {
+            no_args("changelog")?;
+            changelog::run(&root)?
+        }
+        "release" => release::run(&root, rest)?,
         "help" | "-h" | "--help" => {
             print!("{USAGE}");
             true

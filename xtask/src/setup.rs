@@ -29,6 +29,9 @@ pub type Step = fn(&mut Setup) -> anyhow::Result<()>;
 /// The steps, in order: `(what it sets up, the function)`.
 pub const STEPS: &[(&str, Step)] = &[
     ("cargo-nextest", cargo_nextest),
+    ("cargo-deny (licenses, bans, sources)", |setup| {
+        crate::deny::ensure_installed(setup.root())
+    }),
     ("Python packages for interop and MCP tests", python_packages),
     ("ripgrep (Debian's package)", ripgrep),
     ("S3-compatible test server (moto) on 127.0.0.1", s3_server),
