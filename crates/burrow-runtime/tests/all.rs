@@ -6,6 +6,7 @@ mod all {
     mod golden;
     mod guard;
     mod hooks;
+    mod live;
     #[cfg(feature = "mcp")]
     mod mcp;
     mod model;

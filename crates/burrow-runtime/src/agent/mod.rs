@@ -14,6 +14,7 @@ mod batch;
 mod cancel;
 mod context;
 mod instructions;
+mod observer;
 
 use std::sync::Arc;
 
@@ -30,6 +31,7 @@ use crate::tool::ToolRegistry;
 pub use cancel::CancelToken;
 pub use context::{ContextFiles, DEFAULT_CONTEXT_CHARS, DEFAULT_CONTEXT_FILES};
 pub use instructions::{FnProvider, InstructionProvider, Instructions};
+pub use observer::{RunFailure, RunObserver};
 
 /// Bounds on one run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -214,6 +216,18 @@ pub struct RunOptions {
     pub thread_id: Option<String>,
     /// Stops the run when cancelled.
     pub cancel: CancelToken,
+    /// Follows the run from inside the loop (a session runner), if any.
+    pub observer: Option<Observer>,
+}
+
+/// A shared [`RunObserver`], as [`RunOptions`] holds it.
+#[derive(Clone)]
+pub struct Observer(pub Arc<dyn RunObserver>);
+
+impl std::fmt::Debug for Observer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Observer")
+    }
 }
 
 /// A model, instructions, tools, hooks and limits.
@@ -411,6 +425,12 @@ impl Agent {
                     ),
                 };
             }
+            if let Some(Observer(observer)) = &options.observer {
+                match observer.before_request(history).await {
+                    Ok(steering) => history.extend(steering),
+                    Err(failure) => return failure.into_outcome(),
+                }
+            }
             let system = match self.instructions.render(history).await {
                 Ok(system) => system,
                 Err(e) => {
@@ -449,6 +469,11 @@ impl Agent {
             let message = response.into_message();
             let calls: Vec<ToolCall> = message.tool_calls().cloned().collect();
             history.push(message);
+            if let Some(Observer(observer)) = &options.observer
+                && let Err(failure) = observer.answered(history).await
+            {
+                return failure.into_outcome();
+            }
             if calls.is_empty() {
                 return Outcome::Completed;
             }
@@ -501,6 +526,13 @@ impl Agent {
                 });
                 history.push(Message::ToolResult(result));
             }
+            let observed_pause = match &options.observer {
+                Some(Observer(observer)) => match observer.batch_ended(history).await {
+                    Ok(pause) => pause,
+                    Err(failure) => return failure.into_outcome(),
+                },
+                None => None,
+            };
             if let Some(max) = over_limit {
                 return Outcome::Failed {
                     reason: FailureReason::MaxToolCalls,
@@ -525,7 +557,7 @@ impl Agent {
             if let Some(reason) = batch.stop {
                 return Outcome::Stopped { reason };
             }
-            if let Some(reason) = batch.paused {
+            if let Some(reason) = batch.paused.or(observed_pause) {
                 return Outcome::Paused { reason };
             }
         }
