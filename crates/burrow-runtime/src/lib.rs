@@ -35,6 +35,7 @@ pub mod agent;
 pub mod hooks;
 pub mod message;
 pub mod model;
+pub mod session;
 pub mod tool;
 pub mod tools;
 
