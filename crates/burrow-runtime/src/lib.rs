@@ -36,6 +36,7 @@ pub mod hooks;
 pub mod message;
 pub mod model;
 pub mod runner;
+pub mod session;
 pub mod tool;
 pub mod tools;
 
