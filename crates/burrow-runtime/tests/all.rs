@@ -10,6 +10,7 @@ mod all {
     #[cfg(feature = "mcp")]
     mod mcp;
     mod model;
+    mod runner;
     mod schema;
     mod spill;
     mod support;
