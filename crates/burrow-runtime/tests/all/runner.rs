@@ -1005,3 +1005,109 @@ async fn renewals_every_third_keep_a_long_run_alive() {
     let renewals = gate.state.lock().unwrap().calls.get("renew_claim").copied();
     assert_eq!(renewals, Some(12), "125 s at one renewal per 10 s");
 }
+
+// ---------------------------------------------------------------- a killed process
+
+const CHILD_DB: &str = "BURROW_RUNNER_TEST_CHILD_DB";
+
+fn hang_agent() -> Agent {
+    let mut tools = ToolRegistry::new();
+    tools.add_typed("hang", "Never returns.", |_: Nothing, _| async {
+        std::future::pending::<()>().await;
+        Ok(ToolOutput::ok("never"))
+    });
+    Agent::new(Arc::new(ScriptedModel::new(|request| {
+        if user_texts(request.messages).len() == 1 {
+            Ok(ScriptedResponse::calls().call("c1", "hang", json!({})))
+        } else {
+            Ok(ScriptedResponse::text("taken over"))
+        }
+    })))
+    .with_tools(tools)
+}
+
+/// The child process of the test below: a runner over the SQLite file named by
+/// the environment whose run hangs in a tool call until the process is killed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "the child process of a_killed_runner_process_is_taken_over_by_another_process"]
+async fn killed_runner_child() {
+    let db = std::env::var(CHILD_DB).expect("run by its parent test");
+    let store = Arc::new(SqliteStore::open(db).unwrap());
+    let runner = Runner::new(hang_agent(), store);
+    let sent = runner
+        .send(&scope().thread("t1"), "alice", "work", Some("m1"))
+        .await
+        .unwrap();
+    sent.run.unwrap().wait().await;
+    unreachable!("the run hangs until the process is killed");
+}
+
+/// A runner process killed with SIGKILL mid-call: another process takes the
+/// thread over once the claim lapses, records the run left behind as
+/// abandoned, reports the unfinished call's outcome as unknown (never runs it
+/// again), and carries out the new message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_runner_process_is_taken_over_by_another_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sessions.db");
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "all::runner::killed_runner_child",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env(CHILD_DB, &db)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = scope().thread("t1");
+    // Wait for the child's call to be recorded started (the child makes the file).
+    let started = async {
+        loop {
+            if db.exists()
+                && let Ok(store) = SqliteStore::open(&db)
+                && let Ok(events) = store.events(&t, 0, 100).await
+                && events.iter().any(|e| {
+                    matches!(
+                        &e.kind,
+                        burrow_runtime::session::EventKind::ToolCallStarted { .. }
+                    )
+                })
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(120), started)
+        .await
+        .expect("the child process recorded its call started");
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    // Another process, whose clock reads past the dead runner's claim.
+    let now = burrow_runtime::session::Clock::now_ms(&burrow_runtime::session::SystemClock);
+    let clock = Arc::new(ManualClock::new(now + 31_000));
+    let store: Arc<dyn SessionStore> =
+        Arc::new(SqliteStore::open_with(&db, clock, SqliteOptions::default()).unwrap());
+    let runner = Runner::new(hang_agent(), store.clone());
+    let sent = runner
+        .send(&t, "alice", "are you there?", None)
+        .await
+        .unwrap();
+    assert_eq!(sent.run.unwrap().wait().await.outcome, Outcome::Completed);
+    runner.drain().await;
+    let runs = store.runs(&t).await.unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0].status, RunStatus::Failed);
+    assert_eq!(runs[0].reason.as_deref(), Some("abandoned"));
+    assert_eq!(runs[1].status, RunStatus::Completed);
+    let history = load_history(store.as_ref(), &t).await.unwrap();
+    assert_valid_history(&history);
+    assert!(history.iter().any(
+        |m| matches!(m, Message::ToolResult(r) if r.call_id == "c1" && r.content == OUTCOME_UNKNOWN)
+    ));
+    assert_eq!(last_text(&history), "taken over");
+}
