@@ -87,6 +87,8 @@ on_every_store!(
     a_message_sent_while_the_run_releases_its_claim_is_carried_out_by_the_hand_over,
     a_message_whose_runner_died_before_claiming_is_taken_up_by_recover,
     a_closed_runner_starts_nothing_and_another_runner_recovers_the_message,
+    an_approval_a_hook_asks_for_pauses_and_an_approval_from_another_runner_runs_the_call,
+    a_message_to_a_thread_paused_on_an_approval_declines_it_with_its_text,
 );
 
 fn scope() -> Scope {
@@ -1110,4 +1112,135 @@ async fn a_killed_runner_process_is_taken_over_by_another_process() {
         |m| matches!(m, Message::ToolResult(r) if r.call_id == "c1" && r.content == OUTCOME_UNKNOWN)
     ));
     assert_eq!(last_text(&history), "taken over");
+}
+
+// ---------------------------------------------------------------- approvals
+
+/// An agent whose `charge` calls a hook sends for approval; it counts the charges made.
+fn approval_agent(charges: Arc<AtomicUsize>) -> Agent {
+    use burrow_runtime::hooks::{Hook, HookEvent, HookOutput, Hooks};
+    let mut tools = ToolRegistry::new();
+    tools.add_typed("charge", "Charges.", move |a: Tag, _| {
+        charges.fetch_add(1, Ordering::SeqCst);
+        async move { Ok(ToolOutput::ok(format!("charged {}", a.tag))) }
+    });
+    let mut hooks = Hooks::new();
+    hooks.add(
+        Hook::handler(HookEvent::PreToolUse, Some("charge"), |_| async {
+            Ok(HookOutput::ask("charging needs a human"))
+        })
+        .unwrap(),
+    );
+    Agent::new(Arc::new(ScriptedModel::new(|request| {
+        let users = user_texts(request.messages);
+        if users.len() == 1 {
+            Ok(ScriptedResponse::calls().call("c1", "charge", json!({"tag": "x"})))
+        } else {
+            Ok(ScriptedResponse::text(format!(
+                "heard: {}",
+                users.last().unwrap()
+            )))
+        }
+    })))
+    .with_tools(tools)
+    .with_hooks(hooks)
+}
+
+async fn an_approval_a_hook_asks_for_pauses_and_an_approval_from_another_runner_runs_the_call(
+    fx: Fixture,
+) {
+    let t = scope().thread("t1");
+    let charges = Arc::new(AtomicUsize::new(0));
+    let a = Runner::new(approval_agent(charges.clone()), fx.store.clone());
+    let run = a
+        .send(&t, "alice", "charge it", None)
+        .await
+        .unwrap()
+        .run
+        .unwrap();
+    assert!(matches!(run.wait().await.outcome, Outcome::Paused { .. }));
+    a.drain().await;
+    let paused = fx.store.run(&t.scope, run.run_id()).await.unwrap().unwrap();
+    assert_eq!(paused.status, RunStatus::Paused);
+    assert_eq!(paused.requests[0].spec.call_id, "c1");
+    assert_eq!(
+        paused.requests[0].spec.kind,
+        burrow_runtime::session::RequestKind::Approval
+    );
+    assert_eq!(charges.load(Ordering::SeqCst), 0);
+
+    let b = Runner::new(approval_agent(charges.clone()), fx.store.clone());
+    let answer = burrow_runtime::session::Answer {
+        author: "alice".into(),
+        approved: Some(true),
+        text: None,
+        message_id: None,
+    };
+    let sent = b.answer(&t, run.run_id(), "c1", answer).await.unwrap();
+    let resumed = sent.run.expect("the last answer resumes the run");
+    assert_eq!(resumed.run_id(), run.run_id());
+    assert_eq!(resumed.wait().await.outcome, Outcome::Completed);
+    b.drain().await;
+    assert_eq!(
+        charges.load(Ordering::SeqCst),
+        1,
+        "the approved call ran once"
+    );
+    let history = load_history(fx.store.as_ref(), &t).await.unwrap();
+    assert_valid_history(&history);
+    assert!(last_text(&history).contains("charged x"));
+    let calls = fx.store.tool_calls(&t.scope, run.run_id()).await.unwrap();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].status, ToolCallStatus::Finished);
+    // Answering again is refused: the run is no longer paused.
+    let again = b
+        .answer(
+            &t,
+            run.run_id(),
+            "c1",
+            burrow_runtime::session::Answer {
+                author: "alice".into(),
+                approved: Some(true),
+                text: None,
+                message_id: None,
+            },
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(again.kind(), RunnerErrorKind::InvalidState);
+    assert_eq!(charges.load(Ordering::SeqCst), 1);
+}
+
+async fn a_message_to_a_thread_paused_on_an_approval_declines_it_with_its_text(fx: Fixture) {
+    let t = scope().thread("t1");
+    let charges = Arc::new(AtomicUsize::new(0));
+    let runner = Runner::new(approval_agent(charges.clone()), fx.store.clone());
+    let run = runner
+        .send(&t, "alice", "charge it", None)
+        .await
+        .unwrap()
+        .run
+        .unwrap();
+    run.wait().await;
+    runner.drain().await;
+    let reply = runner
+        .send(&t, "alice", "no, too expensive", None)
+        .await
+        .unwrap();
+    let resumed = reply.run.unwrap();
+    assert_eq!(resumed.run_id(), run.run_id());
+    assert_eq!(resumed.wait().await.outcome, Outcome::Completed);
+    runner.drain().await;
+    assert_eq!(
+        charges.load(Ordering::SeqCst),
+        0,
+        "a declined call never runs"
+    );
+    let done = fx.store.run(&t.scope, run.run_id()).await.unwrap().unwrap();
+    let answer = done.requests[0].answer.clone().unwrap();
+    assert_eq!(answer.approved, Some(false));
+    assert_eq!(answer.text.as_deref(), Some("no, too expensive"));
+    let history = load_history(fx.store.as_ref(), &t).await.unwrap();
+    assert!(last_text(&history).contains("too expensive"));
+    assert_eq!(fx.store.runs(&t).await.unwrap().len(), 1);
 }
