@@ -35,6 +35,8 @@ pub mod agent;
 pub mod hooks;
 pub mod message;
 pub mod model;
+pub mod runner;
+pub mod session;
 pub mod tool;
 pub mod tools;
 

@@ -8,9 +8,11 @@ mod all {
     mod hook_events;
     mod hooks;
     mod instructions;
+    mod live;
     #[cfg(feature = "mcp")]
     mod mcp;
     mod model;
+    mod runner;
     mod schema;
     mod spill;
     mod support;

@@ -16,6 +16,7 @@ mod context;
 mod instructions;
 mod memory;
 mod style;
+mod observer;
 
 use std::sync::Arc;
 
@@ -36,6 +37,7 @@ pub use memory::{
     DEFAULT_MEMORY_CHARS, DEFAULT_MEMORY_DIR, MEMORY_FILE_NAME, MemoryFile, MemoryFiles,
 };
 pub use style::{DEFAULT_STYLE_CHARS, DEFAULT_STYLE_DIR, OutputStyle, OutputStyleFile};
+pub use observer::{RunFailure, RunObserver};
 
 /// Bounds on one run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -223,6 +225,18 @@ pub struct RunOptions {
     pub thread_id: Option<String>,
     /// Stops the run when cancelled.
     pub cancel: CancelToken,
+    /// Follows the run from inside the loop (a session runner), if any.
+    pub observer: Option<Observer>,
+}
+
+/// A shared [`RunObserver`], as [`RunOptions`] holds it.
+#[derive(Clone)]
+pub struct Observer(pub Arc<dyn RunObserver>);
+
+impl std::fmt::Debug for Observer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Observer")
+    }
 }
 
 /// A model, instructions, tools, hooks and limits.
@@ -425,6 +439,12 @@ impl Agent {
                     ),
                 };
             }
+            if let Some(Observer(observer)) = &options.observer {
+                match observer.before_request(history).await {
+                    Ok(steering) => history.extend(steering),
+                    Err(failure) => return failure.into_outcome(),
+                }
+            }
             let system = match self.instructions.render(history).await {
                 Ok(system) => system,
                 Err(e) => {
@@ -463,6 +483,11 @@ impl Agent {
             let message = response.into_message();
             let calls: Vec<ToolCall> = message.tool_calls().cloned().collect();
             history.push(message);
+            if let Some(Observer(observer)) = &options.observer
+                && let Err(failure) = observer.answered(history).await
+            {
+                return failure.into_outcome();
+            }
             if calls.is_empty() {
                 if !self.hooks.has_event(HookEvent::Stop) {
                     return Outcome::Completed;
@@ -538,6 +563,13 @@ impl Agent {
                 });
                 history.push(Message::ToolResult(result));
             }
+            let observed_pause = match &options.observer {
+                Some(Observer(observer)) => match observer.batch_ended(history).await {
+                    Ok(pause) => pause,
+                    Err(failure) => return failure.into_outcome(),
+                },
+                None => None,
+            };
             if let Some(max) = over_limit {
                 return Outcome::Failed {
                     reason: FailureReason::MaxToolCalls,
@@ -559,7 +591,7 @@ impl Agent {
             if let Some(reason) = batch.stop {
                 return Outcome::Stopped { reason };
             }
-            if let Some(reason) = batch.paused {
+            if let Some(reason) = batch.paused.or(observed_pause) {
                 return Outcome::Paused { reason };
             }
         }

@@ -1,0 +1,1550 @@
+//! The `Runner`: runs an agent in session threads. A message starts a run in an idle thread, steers a running one, answers a paused one; claims, hand-overs, abandoned runs, pauses, stops and deduplicated commands.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+use futures::{FutureExt, StreamExt};
+use serde_json::{Value, json};
+use tokio::sync::{Notify, watch};
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use super::ask::{AskUser, Asked, PendingRequest, RequestKind as AskKind};
+use super::claim::{DEFAULT_CLAIM_TTL, RenewError, keep_claim};
+use super::durable::{CallLog, CallState, Durable, repair};
+use super::error::{RunnerError, RunnerErrorKind, RunnerResult};
+use super::live::{FanoutChannel, LiveChannel, LiveEvent, LiveFrame, with_live};
+use crate::agent::{
+    Agent, CancelToken, FailureReason, Observer, Outcome, RunFailure, RunObserver, RunOptions,
+    RunResult,
+};
+use crate::message::{Message, ToolResult, Usage};
+use crate::session::{
+    Answer, Claim, ClaimAttempt, CommandKey, Commit, Fence, HistoryItem, MAX_PAGE, MessageKind,
+    PostedMessage, RequestKind, RequestSpec, RunEnd, RunRecord, Scope, SessionStore, StoreError,
+    StoreErrorKind, ThreadKey, ThreadStatus, ToolCallStatus, Trigger, Write, load_history,
+};
+use crate::tool::{CallContext, ToolRegistry};
+use crate::tools::ToolOutput;
+
+/// The cursor that moves when a message is posted.
+pub const ASKED: &str = "asked";
+/// The cursor that moves when a message is consumed (a prompt, a reply, steering).
+pub const TAKEN: &str = "taken";
+
+/// The text a call that waits for approval leaves as its result (the batch executor's).
+const NEEDS_APPROVAL: &str = "The call was not run: it needs approval";
+
+/// How a runner is set up.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct RunnerConfig {
+    /// Where runs' live frames go (an in-process fan-out by default).
+    pub live: Arc<dyn LiveChannel>,
+    /// How long a thread claim lasts without renewal (30 s). It is renewed
+    /// every third of it; it must exceed the clock skew between runners.
+    pub claim_ttl: Duration,
+    /// Whether the agent gets the `ask_user` tool, which pauses its run until someone answers.
+    pub ask_user: bool,
+    /// The author name the runner records its own actions under.
+    pub agent_name: String,
+}
+
+impl Default for RunnerConfig {
+    fn default() -> Self {
+        Self {
+            live: Arc::new(FanoutChannel::default()),
+            claim_ttl: DEFAULT_CLAIM_TTL,
+            ask_user: false,
+            agent_name: "assistant".to_owned(),
+        }
+    }
+}
+
+impl RunnerConfig {
+    /// The same config with live frames going to `live`.
+    pub fn with_live(mut self, live: Arc<dyn LiveChannel>) -> Self {
+        self.live = live;
+        self
+    }
+
+    /// The same config with claims lasting `ttl`.
+    pub fn with_claim_ttl(mut self, ttl: Duration) -> Self {
+        self.claim_ttl = ttl;
+        self
+    }
+
+    /// The same config with (or without) the `ask_user` tool.
+    pub fn with_ask_user(mut self, ask_user: bool) -> Self {
+        self.ask_user = ask_user;
+        self
+    }
+}
+
+impl std::fmt::Debug for RunnerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunnerConfig")
+            .field("claim_ttl", &self.claim_ttl)
+            .field("ask_user", &self.ask_user)
+            .field("agent_name", &self.agent_name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A run segment started by a [`Runner`] (a new run, or a paused one resumed).
+#[derive(Debug, Clone)]
+pub struct RunHandle {
+    run_id: String,
+    thread: ThreadKey,
+    result: watch::Receiver<Option<RunResult>>,
+}
+
+impl RunHandle {
+    /// The run's id.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// The run's thread.
+    pub fn thread(&self) -> &ThreadKey {
+        &self.thread
+    }
+
+    /// Waits for the segment to end (completed, failed, stopped or paused) and returns what it did.
+    pub async fn wait(&self) -> RunResult {
+        let mut rx = self.result.clone();
+        let lost = || RunResult {
+            run_id: self.run_id.clone(),
+            outcome: Outcome::Failed {
+                reason: FailureReason::Other("runner_failed".to_owned()),
+                message: "the runner's task for this run ended without a result".to_owned(),
+            },
+            turns: 0,
+            tool_calls: 0,
+            usage: Usage::UNKNOWN,
+        };
+        match rx.wait_for(Option::is_some).await {
+            Ok(r) => r.clone().unwrap_or_else(lost),
+            Err(_) => lost(),
+        }
+    }
+}
+
+/// What posting a message, or an answer, did.
+#[derive(Debug, Clone)]
+pub struct Sent {
+    /// The posted message's id (`None` for an answer given directly).
+    pub message_id: Option<String>,
+    /// The seq of its event in the thread's log.
+    pub seq: u64,
+    /// The run it started or resumed; `None` when it started none, which is
+    /// not a failure: the thread's run is active (here or in another process)
+    /// and the message steers it or waits for the next turn; an answer leaves
+    /// requests unanswered; another message resumed the run first; or the
+    /// runner is closed.
+    pub run: Option<RunHandle>,
+}
+
+/// A command from a surface, carried out once per command id by [`Runner::execute`].
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Command {
+    /// Post a message (it starts, steers or answers a run).
+    Send {
+        /// The thread.
+        thread: String,
+        /// The text.
+        text: String,
+        /// The message's id (one is made when `None`).
+        message_id: Option<String>,
+    },
+    /// Post a notice: for people, never a prompt or a reply.
+    Notice {
+        /// The thread.
+        thread: String,
+        /// The text.
+        text: String,
+    },
+    /// Answer a request of a paused run.
+    Answer {
+        /// The thread.
+        thread: String,
+        /// The paused run.
+        run_id: String,
+        /// The request.
+        request_id: String,
+        /// For an approval: approved or not.
+        approved: Option<bool>,
+        /// The answer's text (an approval's reason).
+        text: Option<String>,
+    },
+    /// Stop a run of this process.
+    Stop {
+        /// The run.
+        run_id: String,
+    },
+}
+
+/// Runs an agent in session threads.
+#[derive(Clone)]
+pub struct Runner {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Runner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runner")
+            .field("agent", &self.inner.agent)
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    agent: Agent,
+    store: Arc<dyn SessionStore>,
+    config: RunnerConfig,
+    closed: AtomicBool,
+    state: Mutex<State>,
+    /// Runs, hand-overs and claimants in flight (for `drain`).
+    busy: AtomicUsize,
+    idle: Notify,
+}
+
+#[derive(Default)]
+struct State {
+    /// This process's runs, by thread.
+    runs: HashMap<ThreadKey, Active>,
+    /// The holders of the claims this process holds.
+    holders: HashSet<String>,
+    /// Threads with a look scheduled (their holder may have died).
+    retakes: HashMap<ThreadKey, tokio::task::JoinHandle<()>>,
+}
+
+struct Active {
+    cancel: CancelToken,
+    handle: RunHandle,
+}
+
+/// Counts a task as busy while it lives.
+struct BusyGuard(Arc<Inner>);
+
+impl BusyGuard {
+    fn new(inner: &Arc<Inner>) -> Self {
+        inner.busy.fetch_add(1, Ordering::SeqCst);
+        Self(inner.clone())
+    }
+}
+
+impl Drop for BusyGuard {
+    fn drop(&mut self) {
+        if self.0.busy.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
+}
+
+fn new_id(prefix: &str) -> String {
+    format!("{prefix}_{}", uuid::Uuid::now_v7().simple())
+}
+
+/// What a claimant does beyond planning: an explicit answer to record first.
+struct Explicit {
+    run_id: String,
+    request_id: String,
+    answer: Answer,
+}
+
+/// What a claimant decided to run.
+enum Segment {
+    /// A new run carrying out these posted messages.
+    New {
+        run_id: String,
+        prompt: Vec<PostedMessage>,
+    },
+    /// A paused run, all of whose requests are answered, resumed.
+    Resume { run: Box<RunRecord> },
+}
+
+impl Runner {
+    /// A runner of `agent` over `store`, with the default config.
+    pub fn new(agent: Agent, store: Arc<dyn SessionStore>) -> Self {
+        Self::with_config(agent, store, RunnerConfig::default())
+    }
+
+    /// A runner of `agent` over `store`, set up by `config`.
+    pub fn with_config(agent: Agent, store: Arc<dyn SessionStore>, config: RunnerConfig) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                agent,
+                store,
+                config,
+                closed: AtomicBool::new(false),
+                state: Mutex::new(State::default()),
+                busy: AtomicUsize::new(0),
+                idle: Notify::new(),
+            }),
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn SessionStore> {
+        &self.inner.store
+    }
+
+    /// Posts a message to `thread` as `author` and acts on it: it starts a run
+    /// in an idle thread, steers a running one, answers a paused one.
+    ///
+    /// A `message_id` already used in the workspace is refused (`IdInUse`) and
+    /// nothing is done.
+    pub async fn send(
+        &self,
+        thread: &ThreadKey,
+        author: &str,
+        text: &str,
+        message_id: Option<&str>,
+    ) -> RunnerResult<Sent> {
+        let (id, seq) = self
+            .inner
+            .post(thread, author, text, message_id, MessageKind::Message, None)
+            .await?;
+        let run = self.inner.take(thread, None).await?;
+        Ok(Sent {
+            message_id: Some(id),
+            seq,
+            run,
+        })
+    }
+
+    /// Answers request `request_id` of the paused run `run_id`, resuming the
+    /// run once all its requests are answered.
+    pub async fn answer(
+        &self,
+        thread: &ThreadKey,
+        run_id: &str,
+        request_id: &str,
+        answer: Answer,
+    ) -> RunnerResult<Sent> {
+        let explicit = Explicit {
+            run_id: run_id.to_owned(),
+            request_id: request_id.to_owned(),
+            answer,
+        };
+        let run = self.inner.take(thread, Some(explicit)).await?;
+        let seq = self
+            .inner
+            .store
+            .thread(thread)
+            .await?
+            .map_or(0, |info| info.head_seq);
+        Ok(Sent {
+            message_id: None,
+            seq,
+            run,
+        })
+    }
+
+    /// Resumes `run_id` if it is paused with every request answered; otherwise does nothing.
+    pub async fn resume(
+        &self,
+        thread: &ThreadKey,
+        run_id: &str,
+    ) -> RunnerResult<Option<RunHandle>> {
+        let run = self.inner.take(thread, None).await?;
+        Ok(run.filter(|h| h.run_id == run_id))
+    }
+
+    /// Takes every thread whose messages were posted and not taken (a runner
+    /// died between posting and claiming, or while it ran): call it when the
+    /// application starts. Returns the runs it started.
+    pub async fn recover(&self) -> RunnerResult<Vec<RunHandle>> {
+        let threads = self
+            .inner
+            .store
+            .lagging_threads(ASKED, TAKEN, MAX_PAGE)
+            .await?;
+        let mut started = Vec::new();
+        for thread in threads {
+            if let Some(h) = self.inner.take(&thread, None).await? {
+                started.push(h);
+            }
+        }
+        Ok(started)
+    }
+
+    /// Cancels this process's run `run_id`. Returns whether there was one to stop.
+    pub fn stop(&self, run_id: &str) -> bool {
+        let state = self.inner.lock();
+        match state.runs.values().find(|a| a.handle.run_id == run_id) {
+            Some(active) => {
+                active.cancel.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Stops every run of this process, waits for them to end, and starts no more.
+    pub async fn aclose(&self) {
+        self.inner.closed.store(true, Ordering::SeqCst);
+        {
+            let mut state = self.inner.lock();
+            for active in state.runs.values() {
+                active.cancel.cancel();
+            }
+            for (_, retake) in state.retakes.drain() {
+                retake.abort();
+            }
+        }
+        self.drain().await;
+    }
+
+    /// Waits until this process has no run, hand-over or claimant in flight.
+    pub async fn drain(&self) {
+        loop {
+            let notified = self.inner.idle.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            if self.inner.busy.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// This process's run in `thread`, if there is one.
+    pub fn running(&self, thread: &ThreadKey) -> Option<RunHandle> {
+        self.inner.lock().runs.get(thread).map(|a| a.handle.clone())
+    }
+
+    /// A run's live frames from now until its segment ends. A run that is not
+    /// running here (ended, paused, or in another process) yields one end
+    /// marker at once, with the outcome the store has for it.
+    pub fn watch(&self, scope: &Scope, run_id: &str) -> BoxStream<'static, LiveFrame> {
+        if let Some(stream) = self.inner.config.live.watch(run_id) {
+            return stream;
+        }
+        let store = self.inner.store.clone();
+        let scope = scope.clone();
+        let run_id = run_id.to_owned();
+        futures::stream::once(async move {
+            let (outcome, reason) = match store.run(&scope, &run_id).await {
+                Ok(Some(run)) => (Some(run.status.as_str().to_owned()), run.reason),
+                _ => (None, None),
+            };
+            LiveFrame {
+                run_id,
+                event: LiveEvent::End { outcome, reason },
+            }
+        })
+        .boxed()
+    }
+
+    /// Carries out `command` sent by `sender` to the workspace `scope`, once per
+    /// `command_id`: a repeated id returns the remembered result and carries
+    /// nothing out, whatever command comes with it. The check and the record
+    /// are one transaction with the command's own write, so two concurrent
+    /// deliveries carry it out once, also across processes. A rejection is the
+    /// result (`{"type": "rejected", ...}`), not an error, and is not remembered.
+    pub async fn execute(
+        &self,
+        scope: &Scope,
+        sender: &str,
+        command: Command,
+        command_id: &str,
+    ) -> RunnerResult<Value> {
+        if command_id.is_empty() || command_id.contains('\0') {
+            return Ok(rejected(
+                RunnerErrorKind::InvalidArgument,
+                "a command id must be non-empty and hold no NUL character",
+            ));
+        }
+        let key = CommandKey {
+            scope: scope.clone(),
+            sender: sender.to_owned(),
+            command_id: command_id.to_owned(),
+        };
+        if let Some(result) = self.inner.store.command_result(&key).await? {
+            return Ok(result);
+        }
+        let outcome = match command {
+            Command::Send {
+                thread,
+                text,
+                message_id,
+            } => {
+                let thread = scope.thread(thread);
+                let id = message_id.unwrap_or_else(|| new_id("msg"));
+                let result = json!({"type": "posted", "thread": thread.thread, "message_id": id});
+                match self
+                    .inner
+                    .post(
+                        &thread,
+                        sender,
+                        &text,
+                        Some(&id),
+                        MessageKind::Message,
+                        Some((key.clone(), result.clone())),
+                    )
+                    .await
+                {
+                    Ok(_) => {
+                        self.inner.take(&thread, None).await?;
+                        Ok(result)
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            Command::Notice { thread, text } => {
+                let thread = scope.thread(thread);
+                let id = new_id("msg");
+                let result = json!({"type": "posted", "thread": thread.thread, "message_id": id});
+                self.inner
+                    .post(
+                        &thread,
+                        sender,
+                        &text,
+                        Some(&id),
+                        MessageKind::Notice,
+                        Some((key.clone(), result.clone())),
+                    )
+                    .await
+                    .map(|_| result)
+            }
+            Command::Answer {
+                thread,
+                run_id,
+                request_id,
+                approved,
+                text,
+            } => {
+                let thread = scope.thread(thread);
+                let answer = Answer {
+                    author: sender.to_owned(),
+                    approved,
+                    text,
+                    message_id: None,
+                };
+                let sent = self.answer(&thread, &run_id, &request_id, answer).await;
+                match sent {
+                    Ok(sent) => {
+                        let result = json!({
+                            "type": "answered",
+                            "run_id": run_id,
+                            "request_id": request_id,
+                            "resumed": sent.run.is_some(),
+                        });
+                        Ok(self
+                            .inner
+                            .store
+                            .record_command(&key, result.clone())
+                            .await?
+                            .unwrap_or(result))
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            Command::Stop { run_id } => {
+                let stopped = self.stop(&run_id);
+                let result = json!({"type": "stopped", "run_id": run_id, "stopped": stopped});
+                Ok(self
+                    .inner
+                    .store
+                    .record_command(&key, result.clone())
+                    .await?
+                    .unwrap_or(result))
+            }
+        };
+        match outcome {
+            Ok(result) => Ok(result),
+            Err(e) if e.is_duplicate_command() => Ok(self
+                .inner
+                .store
+                .command_result(&key)
+                .await?
+                .unwrap_or_else(|| rejected(RunnerErrorKind::InvalidState, e.message()))),
+            Err(e) if e.kind() == RunnerErrorKind::Store => Err(e),
+            Err(e) => Ok(rejected(e.kind(), e.message())),
+        }
+    }
+}
+
+fn rejected(kind: RunnerErrorKind, message: &str) -> Value {
+    json!({"type": "rejected", "kind": kind.as_str(), "message": message})
+}
+
+impl RunnerError {
+    fn is_duplicate_command(&self) -> bool {
+        std::error::Error::source(self)
+            .and_then(|s| s.downcast_ref::<StoreError>())
+            .is_some_and(|s| s.kind() == StoreErrorKind::DuplicateCommand)
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    /// Posts a message (or notice) and moves `asked` to it in one commit.
+    async fn post(
+        &self,
+        thread: &ThreadKey,
+        author: &str,
+        text: &str,
+        message_id: Option<&str>,
+        kind: MessageKind,
+        command: Option<(CommandKey, Value)>,
+    ) -> RunnerResult<(String, u64)> {
+        let id = message_id.map_or_else(|| new_id("msg"), str::to_owned);
+        let mut commit = Commit::new().write(Write::PostMessage {
+            id: id.clone(),
+            author: author.to_owned(),
+            kind,
+            text: text.to_owned(),
+        });
+        if let Some((key, result)) = command {
+            commit = commit.command(key, result);
+        }
+        let head = self
+            .store
+            .thread(thread)
+            .await?
+            .map_or(0, |info| info.head_seq);
+        if kind == MessageKind::Message {
+            // The message's seq is the head's next unless another post comes
+            // first; then `asked` is moved on to it right after.
+            commit = commit.cursor(ASKED, head + 1);
+        }
+        let done = self.store.commit(thread, commit).await?;
+        let seq = done.seqs.first().copied().unwrap_or(done.head_seq);
+        if kind == MessageKind::Message && seq != head + 1 {
+            self.store
+                .commit(thread, Commit::new().cursor(ASKED, seq))
+                .await?;
+        }
+        Ok((id, seq))
+    }
+
+    fn holds(&self, holder: &str) -> bool {
+        self.lock().holders.contains(holder)
+    }
+
+    /// Claims the thread and carries out what it was asked: the core of send,
+    /// answer, resume, recover and hand-over.
+    async fn take(
+        self: &Arc<Self>,
+        thread: &ThreadKey,
+        explicit: Option<Explicit>,
+    ) -> RunnerResult<Option<RunHandle>> {
+        if self.closed() {
+            return Ok(None);
+        }
+        if explicit.is_none() && self.lock().runs.contains_key(thread) {
+            // Our run in this thread steers or hands over.
+            return Ok(None);
+        }
+        let _busy = BusyGuard::new(self);
+        let holder = new_id("claim");
+        self.lock().holders.insert(holder.clone());
+        let began = Instant::now();
+        let claim = match self
+            .store
+            .acquire_claim(thread, &holder, self.config.claim_ttl)
+            .await
+        {
+            Ok(ClaimAttempt::Granted(claim)) => claim,
+            Ok(ClaimAttempt::Busy(theirs)) => {
+                self.lock().holders.remove(&holder);
+                if explicit.is_some() {
+                    return Err(RunnerError::new(
+                        RunnerErrorKind::InvalidState,
+                        "the thread is busy: another runner holds it; answer again once it is paused",
+                    ));
+                }
+                if !self.holds(&theirs.holder) {
+                    self.schedule_retake(thread);
+                }
+                return Ok(None);
+            }
+            Err(e) => {
+                self.lock().holders.remove(&holder);
+                return Err(e.into());
+            }
+        };
+        let asked_at_read = self.store.cursor(thread, ASKED).await.unwrap_or(0);
+        let planned = self.plan(thread, &claim, explicit).await;
+        match planned {
+            Ok(Some(segment)) => {
+                let handle = self.start_segment(thread.clone(), claim, began, segment);
+                Ok(Some(handle))
+            }
+            other => {
+                if let Err(e) = self.store.release_claim(thread, &claim).await {
+                    tracing::warn!(error = %e, "releasing a thread claim failed; it lapses after its TTL");
+                }
+                self.lock().holders.remove(&holder);
+                let asked_now = self.store.cursor(thread, ASKED).await.unwrap_or(0);
+                if asked_now > asked_at_read {
+                    self.hand_over(thread.clone());
+                }
+                other.map(|_| None)
+            }
+        }
+    }
+
+    /// Under the claim: records runs left behind as abandoned, then decides
+    /// what to run (and records its start or resumption with the cursor).
+    async fn plan(
+        self: &Arc<Self>,
+        thread: &ThreadKey,
+        claim: &Claim,
+        explicit: Option<Explicit>,
+    ) -> RunnerResult<Option<Segment>> {
+        let fence = claim.fence();
+        let Some(mut info) = self.store.thread(thread).await? else {
+            return Ok(None);
+        };
+        if info.status == ThreadStatus::Running
+            && let Some(left) = info.active_run.clone()
+        {
+            self.abandon(thread, &fence, &left).await?;
+            info = match self.store.thread(thread).await? {
+                Some(info) => info,
+                None => return Ok(None),
+            };
+        }
+        if let Some(explicit) = explicit {
+            self.store
+                .commit(
+                    thread,
+                    Commit::new()
+                        .fenced(fence.clone())
+                        .write(Write::AnswerRequest {
+                            run_id: explicit.run_id,
+                            request_id: explicit.request_id,
+                            answer: explicit.answer,
+                        }),
+                )
+                .await?;
+        }
+        let taken = self.store.cursor(thread, TAKEN).await?;
+        let untaken: Vec<PostedMessage> = self
+            .store
+            .messages(thread, taken, MAX_PAGE)
+            .await?
+            .into_iter()
+            .filter(|m| m.kind == MessageKind::Message)
+            .collect();
+        if info.status == ThreadStatus::Paused
+            && let Some(paused) = info.active_run.clone()
+        {
+            let Some(run) = self.store.run(&thread.scope, &paused).await? else {
+                return Ok(None);
+            };
+            let open: Vec<&RequestSpec> = run
+                .requests
+                .iter()
+                .filter(|r| r.answer.is_none())
+                .map(|r| &r.spec)
+                .collect();
+            let mut commit = Commit::new().fenced(fence.clone());
+            let requested_by;
+            if open.is_empty() {
+                requested_by = run
+                    .requests
+                    .iter()
+                    .filter_map(|r| r.answer.as_ref())
+                    .map(|a| a.author.clone())
+                    .next_back();
+            } else {
+                // The oldest untaken message is the reply: it answers every
+                // open question and declines every open approval with its text.
+                let Some(reply) = untaken.first() else {
+                    return Ok(None);
+                };
+                for spec in open {
+                    commit = commit.write(Write::AnswerRequest {
+                        run_id: run.run_id.clone(),
+                        request_id: spec.id.clone(),
+                        answer: Answer {
+                            author: reply.author.clone(),
+                            approved: (spec.kind == RequestKind::Approval).then_some(false),
+                            text: Some(reply.text.clone()),
+                            message_id: Some(reply.id.clone()),
+                        },
+                    });
+                }
+                commit = commit.cursor(TAKEN, reply.seq);
+                requested_by = Some(reply.author.clone());
+            }
+            let commit = commit.write(Write::ResumeRun {
+                run_id: run.run_id.clone(),
+                requested_by,
+            });
+            self.store.commit(thread, commit).await?;
+            let Some(run) = self.store.run(&thread.scope, &paused).await? else {
+                return Ok(None);
+            };
+            return Ok(Some(Segment::Resume { run: Box::new(run) }));
+        }
+        let Some(first) = untaken.first() else {
+            return Ok(None);
+        };
+        let prompt: Vec<PostedMessage> = untaken
+            .iter()
+            .take_while(|m| m.author == first.author)
+            .cloned()
+            .collect();
+        let through = prompt.last().map_or(taken, |m| m.seq);
+        let run_id = new_id("run");
+        self.store
+            .commit(
+                thread,
+                Commit::new()
+                    .fenced(fence)
+                    .write(Write::StartRun {
+                        run_id: run_id.clone(),
+                        trigger: Trigger::Message,
+                        requested_by: Some(first.author.clone()),
+                        message_ids: prompt.iter().map(|m| m.id.clone()).collect(),
+                    })
+                    .cursor(TAKEN, through),
+            )
+            .await?;
+        Ok(Some(Segment::New { run_id, prompt }))
+    }
+
+    /// Records the run `left` (running, but no runner of ours drives it: its
+    /// process died) as failed/abandoned, after giving its last answer's
+    /// unanswered calls their results from the records.
+    async fn abandon(&self, thread: &ThreadKey, fence: &Fence, left: &str) -> RunnerResult<()> {
+        let mut history = load_history(self.store.as_ref(), thread).await?;
+        let records: HashMap<String, CallState> = self
+            .store
+            .tool_calls(&thread.scope, left)
+            .await?
+            .into_iter()
+            .map(|r| {
+                let state = match (r.status, r.result) {
+                    (ToolCallStatus::Finished, Some(result)) => CallState::Finished(ToolOutput {
+                        text: result.content,
+                        is_error: result.is_error,
+                    }),
+                    _ => CallState::Started,
+                };
+                (r.call_id, state)
+            })
+            .collect();
+        let recorded = Arc::new(Mutex::new(HashMap::new()));
+        let log: Arc<dyn CallLog> = Arc::new(StoreLog {
+            store: self.store.clone(),
+            thread: thread.clone(),
+            fence: fence.clone(),
+            recorded,
+        });
+        let tools = self.tools_for_repair();
+        let repaired = repair(&mut history, &tools, &log, left, &records).await;
+        let mut commit = Commit::new().fenced(fence.clone());
+        if !repaired.is_empty() {
+            commit = commit.write(Write::AppendHistory {
+                run_id: Some(left.to_owned()),
+                items: repaired
+                    .into_iter()
+                    .map(|(result, recorded)| {
+                        if recorded {
+                            HistoryItem::ToolResult {
+                                call_id: result.call_id,
+                            }
+                        } else {
+                            HistoryItem::Message {
+                                message: Message::ToolResult(result),
+                            }
+                        }
+                    })
+                    .collect(),
+            });
+        }
+        commit = commit.write(Write::EndRun {
+            run_id: left.to_owned(),
+            end: RunEnd::Failed {
+                reason: "abandoned".to_owned(),
+                message:
+                    "the runner that drove this run stopped (its claim lapsed) before the run ended"
+                        .to_owned(),
+            },
+        });
+        self.store.commit(thread, commit).await?;
+        tracing::info!(
+            run_id = left,
+            "recorded a run left behind as failed/abandoned"
+        );
+        Ok(())
+    }
+
+    fn tools_for_repair(&self) -> ToolRegistry {
+        self.agent.tools().clone()
+    }
+
+    /// Schedules one look at `thread` after the claim TTL, in case its holder died.
+    fn schedule_retake(self: &Arc<Self>, thread: &ThreadKey) {
+        if self.closed() {
+            return;
+        }
+        let mut state = self.lock();
+        if state.retakes.contains_key(thread) {
+            return;
+        }
+        let inner = self.clone();
+        let key = thread.clone();
+        let ttl = self.config.claim_ttl;
+        let task = tokio::spawn(async move {
+            tokio::time::sleep(ttl).await;
+            inner.lock().retakes.remove(&key);
+            let asked = inner.store.cursor(&key, ASKED).await.unwrap_or(0);
+            let taken = inner.store.cursor(&key, TAKEN).await.unwrap_or(0);
+            let paused = matches!(
+                inner.store.thread(&key).await,
+                Ok(Some(info)) if info.status != ThreadStatus::Idle
+            );
+            if (asked > taken || paused)
+                && let Err(e) = inner.take(&key, None).await
+            {
+                tracing::warn!(error = %e, "a scheduled look at a busy thread failed");
+            }
+        });
+        state.retakes.insert(thread.clone(), task);
+    }
+
+    /// Starts a task that takes the thread again (after a release).
+    fn hand_over(self: &Arc<Self>, thread: ThreadKey) {
+        if self.closed() {
+            return;
+        }
+        let inner = self.clone();
+        let busy = BusyGuard::new(self);
+        tokio::spawn(async move {
+            let _busy = busy;
+            if let Err(e) = inner.take(&thread, None).await {
+                tracing::warn!(error = %e, "handing a thread over failed");
+            }
+        });
+    }
+
+    /// Registers and spawns one run segment, which owns `claim` from here on.
+    fn start_segment(
+        self: &Arc<Self>,
+        thread: ThreadKey,
+        claim: Claim,
+        began: Instant,
+        segment: Segment,
+    ) -> RunHandle {
+        let run_id = match &segment {
+            Segment::New { run_id, .. } => run_id.clone(),
+            Segment::Resume { run } => run.run_id.clone(),
+        };
+        let (tx, rx) = watch::channel(None);
+        let handle = RunHandle {
+            run_id: run_id.clone(),
+            thread: thread.clone(),
+            result: rx,
+        };
+        let cancel = CancelToken::new();
+        self.config.live.open(&run_id);
+        self.lock().runs.insert(
+            thread.clone(),
+            Active {
+                cancel: cancel.clone(),
+                handle: handle.clone(),
+            },
+        );
+        let inner = self.clone();
+        let busy = BusyGuard::new(self);
+        let span = tracing::info_span!("run", run_id = %run_id, thread = %thread.thread);
+        tokio::spawn(
+            async move {
+                let _busy = busy;
+                let result = inner
+                    .clone()
+                    .segment(&thread, &claim, began, &run_id, segment, cancel)
+                    .await;
+                if let Err(e) = inner.store.release_claim(&thread, &claim).await {
+                    tracing::warn!(error = %e, "releasing a thread claim failed; it lapses after its TTL");
+                }
+                inner.config.live.close(
+                    &run_id,
+                    LiveEvent::End {
+                        outcome: Some(result.outcome.name().to_owned()),
+                        reason: result.outcome.reason().map(str::to_owned),
+                    },
+                );
+                {
+                    let mut state = inner.lock();
+                    state.runs.remove(&thread);
+                    state.holders.remove(&claim.holder);
+                }
+                let _ = tx.send(Some(result));
+                inner.hand_over_if_asked(thread).await;
+            }
+            .instrument(span),
+        );
+        handle
+    }
+
+    async fn hand_over_if_asked(self: &Arc<Self>, thread: ThreadKey) {
+        let asked = self.store.cursor(&thread, ASKED).await.unwrap_or(0);
+        let taken = self.store.cursor(&thread, TAKEN).await.unwrap_or(0);
+        if asked > taken {
+            self.hand_over(thread);
+        }
+    }
+
+    /// Drives one segment to its end and records the end; returns what it did.
+    async fn segment(
+        self: Arc<Self>,
+        thread: &ThreadKey,
+        claim: &Claim,
+        began: Instant,
+        run_id: &str,
+        segment: Segment,
+        cancel: CancelToken,
+    ) -> RunResult {
+        let done = CancelToken::new();
+        let lost = CancelToken::new();
+        let keeper = {
+            let store = self.store.clone();
+            let thread = thread.clone();
+            let claim = claim.clone();
+            let ttl = self.config.claim_ttl;
+            let renew = move || {
+                let store = store.clone();
+                let thread = thread.clone();
+                let claim = claim.clone();
+                async move {
+                    match store.renew_claim(&thread, &claim, ttl).await {
+                        Ok(_) => Ok(()),
+                        Err(e) if e.kind() == StoreErrorKind::StaleClaim => Err(RenewError::Lost),
+                        Err(e) => Err(RenewError::Failed(e.to_string())),
+                    }
+                }
+                .boxed()
+            };
+            tokio::spawn(keep_claim(ttl, began, renew, done.clone(), lost.clone()))
+        };
+        let cancel_on_loss = {
+            let lost = lost.clone();
+            let cancel = cancel.clone();
+            tokio::spawn(async move {
+                lost.cancelled().await;
+                cancel.cancel();
+            })
+        };
+        let result = self
+            .drive(thread, claim, run_id, segment, cancel, &lost)
+            .await;
+        done.cancel();
+        let _ = keeper.await;
+        cancel_on_loss.abort();
+        result
+    }
+
+    async fn drive(
+        &self,
+        thread: &ThreadKey,
+        claim: &Claim,
+        run_id: &str,
+        segment: Segment,
+        cancel: CancelToken,
+        lost: &CancelToken,
+    ) -> RunResult {
+        let fail = |reason: &str, message: String| RunResult {
+            run_id: run_id.to_owned(),
+            outcome: Outcome::Failed {
+                reason: FailureReason::Other(reason.to_owned()),
+                message,
+            },
+            turns: 0,
+            tool_calls: 0,
+            usage: Usage::UNKNOWN,
+        };
+        let fence = claim.fence();
+        let mut history = match load_history(self.store.as_ref(), thread).await {
+            Ok(h) => h,
+            Err(e) => {
+                let result = fail("store_failed", format!("loading the history failed: {e}"));
+                self.record_end(thread, &fence, run_id, &result, Vec::new(), None)
+                    .await;
+                return result;
+            }
+        };
+        let recorded = Arc::new(Mutex::new(HashMap::new()));
+        let log: Arc<dyn CallLog> = Arc::new(StoreLog {
+            store: self.store.clone(),
+            thread: thread.clone(),
+            fence: fence.clone(),
+            recorded: recorded.clone(),
+        });
+        let asked = Arc::new(Asked::default());
+        let (requested_by, taken) = match &segment {
+            Segment::New { prompt, .. } => (
+                prompt.first().map(|m| m.author.clone()),
+                prompt.last().map_or(0, |m| m.seq),
+            ),
+            Segment::Resume { run } => (
+                run.requested_by.clone(),
+                self.store.cursor(thread, TAKEN).await.unwrap_or(0),
+            ),
+        };
+        let durable = Arc::new(DurableRun {
+            store: self.store.clone(),
+            thread: thread.clone(),
+            run_id: run_id.to_owned(),
+            fence: fence.clone(),
+            requested_by,
+            state: Mutex::new(RunBook {
+                persisted: history.len(),
+                posted: VecDeque::new(),
+                delivered: taken,
+            }),
+            recorded,
+            asked: asked.clone(),
+        });
+        match segment {
+            Segment::New { prompt, .. } => {
+                let mut book = durable.book();
+                for m in prompt {
+                    book.posted.push_back((history.len(), m.id));
+                    history.push(Message::user(m.text));
+                }
+            }
+            Segment::Resume { run } => {
+                let text = self.answers_text(&history, &run, &log).await;
+                history.push(Message::user(text));
+            }
+        }
+        let mut tools = Durable::wrap(self.agent.tools(), &log);
+        if self.config.ask_user {
+            let ask: Arc<dyn crate::tool::Tool> = Arc::new(AskUser::new(asked.clone()));
+            tools.add_arc(Durable::one(ask, log.clone()));
+        }
+        let agent = self.agent.clone().with_tools(tools);
+        let options = RunOptions {
+            run_id: Some(run_id.to_owned()),
+            thread_id: Some(thread.thread.clone()),
+            cancel,
+            observer: Some(Observer(durable.clone())),
+        };
+        let live = self.config.live.clone();
+        let frame_run = run_id.to_owned();
+        let forward = live.clone();
+        let mut result = with_live(
+            live,
+            run_id,
+            agent.run_with(&mut history, None, options, &mut |event| {
+                if let Some(event) = LiveEvent::from_agent(event) {
+                    forward.send(LiveFrame {
+                        run_id: frame_run.clone(),
+                        event,
+                    });
+                }
+            }),
+        )
+        .await;
+        if lost.is_cancelled() && matches!(result.outcome, Outcome::Stopped { .. }) {
+            result.outcome = Outcome::Stopped {
+                reason: "claim_lost".to_owned(),
+            };
+        }
+        let mut requests: Vec<PendingRequest> = asked.take();
+        if matches!(result.outcome, Outcome::Paused { .. }) {
+            requests.extend(approvals(&history));
+        }
+        let items = durable.items(&history);
+        let delivered = durable.book().delivered;
+        self.record_end(
+            thread,
+            &fence,
+            run_id,
+            &result,
+            items,
+            Some((requests, delivered)),
+        )
+        .await;
+        result
+    }
+
+    /// What the answers to a paused run's requests say, as the user's next
+    /// message; an approved call runs here (recorded like any call).
+    async fn answers_text(
+        &self,
+        history: &[Message],
+        run: &RunRecord,
+        log: &Arc<dyn CallLog>,
+    ) -> String {
+        let mut parts = Vec::new();
+        for request in &run.requests {
+            let Some(answer) = &request.answer else {
+                continue;
+            };
+            let spec = &request.spec;
+            let text = answer.text.clone().unwrap_or_default();
+            match spec.kind {
+                RequestKind::Question => parts.push(text),
+                RequestKind::Approval if answer.approved == Some(true) => {
+                    let output = self.run_approved(history, run, spec, log).await;
+                    parts.push(format!(
+                        "I approved the call {} ({}); it ran. Its result{}:\n{}",
+                        spec.call_id,
+                        spec.tool_name,
+                        if output.is_error { " (an error)" } else { "" },
+                        output.text
+                    ));
+                }
+                RequestKind::Approval => parts.push(if text.is_empty() {
+                    format!(
+                        "I declined the call {} ({}); do not run it.",
+                        spec.call_id, spec.tool_name
+                    )
+                } else {
+                    format!(
+                        "I declined the call {} ({}): {text}",
+                        spec.call_id, spec.tool_name
+                    )
+                }),
+            }
+        }
+        parts.join("\n\n")
+    }
+
+    async fn run_approved(
+        &self,
+        history: &[Message],
+        run: &RunRecord,
+        spec: &RequestSpec,
+        log: &Arc<dyn CallLog>,
+    ) -> ToolOutput {
+        let call = history
+            .iter()
+            .rev()
+            .flat_map(|m| m.tool_calls())
+            .find(|c| c.id == spec.call_id)
+            .cloned();
+        let (Some(call), Some(tool)) = (call, self.agent.tools().get(&spec.tool_name)) else {
+            return ToolOutput::refused(format!(
+                "The approved call {} could not be found to run.",
+                spec.call_id
+            ));
+        };
+        let durable = Durable::one(tool.clone(), log.clone());
+        let cx = CallContext {
+            run_id: Arc::from(run.run_id.as_str()),
+            call_id: call.id.clone(),
+        };
+        match durable.call(&cx, call.arguments.clone()).await {
+            Ok(output) => output,
+            Err(e) => ToolOutput::refused(format!("The tool {} failed: {e}.", spec.tool_name)),
+        }
+    }
+
+    /// Records a segment's end: the history left to save, the usage, and the
+    /// end (or pause) with the taken cursor, in one fenced commit. A record
+    /// refused because the claim was lost is dropped: the next claimant
+    /// records the run as abandoned.
+    async fn record_end(
+        &self,
+        thread: &ThreadKey,
+        fence: &Fence,
+        run_id: &str,
+        result: &RunResult,
+        items: Vec<HistoryItem>,
+        pause: Option<(Vec<PendingRequest>, u64)>,
+    ) {
+        let mut commit = Commit::new().fenced(fence.clone());
+        if !items.is_empty() {
+            commit = commit.write(Write::AppendHistory {
+                run_id: Some(run_id.to_owned()),
+                items,
+            });
+        }
+        if !result.usage.is_unknown() {
+            commit = commit.write(Write::RecordUsage {
+                run_id: run_id.to_owned(),
+                usage: result.usage,
+            });
+        }
+        let (requests, delivered) = pause.unwrap_or_default();
+        let end = match &result.outcome {
+            Outcome::Completed => Some(RunEnd::Completed),
+            Outcome::Failed { reason, message } => Some(RunEnd::Failed {
+                reason: reason.as_str().to_owned(),
+                message: message.clone(),
+            }),
+            Outcome::Stopped { reason } => Some(RunEnd::Stopped {
+                reason: reason.clone(),
+            }),
+            Outcome::Paused { .. } if !requests.is_empty() => None,
+            Outcome::Paused { reason } => Some(RunEnd::Failed {
+                reason: "paused_without_request".to_owned(),
+                message: format!("the run paused ({reason}) but asked nothing to answer"),
+            }),
+        };
+        commit = match end {
+            Some(end) => commit.write(Write::EndRun {
+                run_id: run_id.to_owned(),
+                end,
+            }),
+            None => commit.write(Write::PauseRun {
+                run_id: run_id.to_owned(),
+                requests: requests
+                    .into_iter()
+                    .map(|r| RequestSpec {
+                        id: r.request_id.clone(),
+                        call_id: r.request_id,
+                        tool_name: r.tool_name,
+                        kind: match r.kind {
+                            AskKind::Question => RequestKind::Question,
+                            AskKind::Approval => RequestKind::Approval,
+                        },
+                    })
+                    .collect(),
+            }),
+        };
+        if delivered > 0 {
+            commit = commit.cursor(TAKEN, delivered);
+        }
+        match self.store.commit(thread, commit).await {
+            Ok(_) => {}
+            Err(e) if e.kind() == StoreErrorKind::StaleClaim => {
+                tracing::warn!(run_id, "the run's end was not recorded: its claim was lost");
+            }
+            Err(e) => tracing::error!(run_id, error = %e, "recording the run's end failed"),
+        }
+    }
+}
+
+/// The approval requests of the history's last batch.
+fn approvals(history: &[Message]) -> Vec<PendingRequest> {
+    let at = history
+        .iter()
+        .rposition(|m| matches!(m, Message::Assistant { .. }))
+        .unwrap_or(0);
+    history[at..]
+        .iter()
+        .filter_map(|m| match m {
+            Message::ToolResult(r) if r.content.starts_with(NEEDS_APPROVAL) => {
+                Some(PendingRequest {
+                    request_id: r.call_id.clone(),
+                    kind: AskKind::Approval,
+                    tool_name: r.name.clone(),
+                    text: r.content.clone(),
+                })
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// A run's tool calls recorded in the store, under the run's claim.
+struct StoreLog {
+    store: Arc<dyn SessionStore>,
+    thread: ThreadKey,
+    fence: Fence,
+    /// The results recorded, so the history refers to them instead of copying them.
+    recorded: Arc<Mutex<HashMap<String, ToolResult>>>,
+}
+
+#[async_trait]
+impl CallLog for StoreLog {
+    async fn started(
+        &self,
+        run_id: &str,
+        call_id: &str,
+        tool: &str,
+        effect_key: &str,
+    ) -> Result<(), String> {
+        self.store
+            .commit(
+                &self.thread,
+                Commit::new()
+                    .fenced(self.fence.clone())
+                    .write(Write::ToolStarted {
+                        run_id: run_id.to_owned(),
+                        call_id: call_id.to_owned(),
+                        name: tool.to_owned(),
+                        effect_key: Some(effect_key.to_owned()),
+                    }),
+            )
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    async fn finished(
+        &self,
+        run_id: &str,
+        call_id: &str,
+        tool: &str,
+        output: &ToolOutput,
+    ) -> Result<(), String> {
+        let result = ToolResult {
+            call_id: call_id.to_owned(),
+            name: tool.to_owned(),
+            content: output.text.clone(),
+            is_error: output.is_error,
+        };
+        self.store
+            .commit(
+                &self.thread,
+                Commit::new()
+                    .fenced(self.fence.clone())
+                    .write(Write::ToolFinished {
+                        run_id: run_id.to_owned(),
+                        call_id: call_id.to_owned(),
+                        result: result.clone(),
+                    }),
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        self.recorded
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(call_id.to_owned(), result);
+        Ok(())
+    }
+}
+
+/// What a segment has saved and consumed so far.
+struct RunBook {
+    /// How many history messages are in the store.
+    persisted: usize,
+    /// Posted messages appended to the history, by position, not yet saved.
+    posted: VecDeque<(usize, String)>,
+    /// The seq through which posted messages are consumed by this run.
+    delivered: u64,
+}
+
+/// The runner's observer inside one segment: steering, saving the history
+/// as it grows, and pausing on questions.
+struct DurableRun {
+    store: Arc<dyn SessionStore>,
+    thread: ThreadKey,
+    run_id: String,
+    fence: Fence,
+    requested_by: Option<String>,
+    state: Mutex<RunBook>,
+    recorded: Arc<Mutex<HashMap<String, ToolResult>>>,
+    asked: Arc<Asked>,
+}
+
+impl DurableRun {
+    fn book(&self) -> MutexGuard<'_, RunBook> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The history items not saved yet (and marks them saved).
+    fn items(&self, history: &[Message]) -> Vec<HistoryItem> {
+        let recorded = self.recorded.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut book = self.book();
+        let from = book.persisted.min(history.len());
+        let mut items = Vec::with_capacity(history.len() - from);
+        for (i, message) in history.iter().enumerate().skip(from) {
+            if book.posted.front().is_some_and(|(at, _)| *at == i)
+                && let Some((_, id)) = book.posted.pop_front()
+            {
+                items.push(HistoryItem::Posted { message_id: id });
+                continue;
+            }
+            match message {
+                Message::ToolResult(r) if recorded.get(&r.call_id) == Some(r) => {
+                    items.push(HistoryItem::ToolResult {
+                        call_id: r.call_id.clone(),
+                    });
+                }
+                other => items.push(HistoryItem::Message {
+                    message: other.clone(),
+                }),
+            }
+        }
+        book.persisted = history.len();
+        items
+    }
+
+    /// Saves what the history gained, with the taken cursor, under the claim.
+    async fn save(&self, history: &[Message]) -> Result<(), RunFailure> {
+        let items = self.items(history);
+        if items.is_empty() {
+            return Ok(());
+        }
+        let delivered = self.book().delivered;
+        let mut commit = Commit::new()
+            .fenced(self.fence.clone())
+            .write(Write::AppendHistory {
+                run_id: Some(self.run_id.clone()),
+                items,
+            });
+        if delivered > 0 {
+            commit = commit.cursor(TAKEN, delivered);
+        }
+        self.store
+            .commit(&self.thread, commit)
+            .await
+            .map(|_| ())
+            .map_err(store_failure)
+    }
+}
+
+fn store_failure(e: StoreError) -> RunFailure {
+    if e.kind() == StoreErrorKind::StaleClaim {
+        RunFailure::new(
+            "claim_lost",
+            "the thread's claim was lost to another runner",
+        )
+    } else {
+        RunFailure::new("store_failed", format!("saving the run failed: {e}"))
+    }
+}
+
+#[async_trait]
+impl RunObserver for DurableRun {
+    async fn before_request(&self, history: &[Message]) -> Result<Vec<Message>, RunFailure> {
+        let delivered = self.book().delivered;
+        let posted = self
+            .store
+            .messages(&self.thread, delivered, MAX_PAGE)
+            .await
+            .map_err(store_failure)?;
+        let mut steering = Vec::new();
+        let mut book = self.book();
+        for m in posted {
+            if m.kind == MessageKind::Notice {
+                continue;
+            }
+            // One author per turn: another author's message waits for the next turn.
+            if self.requested_by.as_deref() != Some(m.author.as_str()) {
+                break;
+            }
+            book.posted
+                .push_back((history.len() + steering.len(), m.id.clone()));
+            book.delivered = m.seq;
+            steering.push(Message::user(m.text));
+        }
+        Ok(steering)
+    }
+
+    async fn answered(&self, history: &[Message]) -> Result<(), RunFailure> {
+        self.save(history).await
+    }
+
+    async fn batch_ended(&self, history: &[Message]) -> Result<Option<String>, RunFailure> {
+        self.save(history).await?;
+        Ok((!self.asked.is_empty()).then(|| "waiting for an answer".to_owned()))
+    }
+}

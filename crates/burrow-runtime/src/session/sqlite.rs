@@ -1,0 +1,868 @@
+//! `SqliteStore`: the session store in one SQLite file (WAL), one `BEGIN IMMEDIATE` transaction per commit, blocking work on tokio's blocking pool.
+//!
+//! # Semantics
+//! - **One file, many processes.** Every process opens the same file; SQLite's
+//!   write lock serialises commits and claim changes across them, and
+//!   `BEGIN IMMEDIATE` takes it up front, so the rows a commit read cannot
+//!   change before it writes (fencing, cursors and command keys are checked
+//!   and saved under that lock).
+//! - **Durability.** WAL with `synchronous=NORMAL` by default: a commit
+//!   survives the process dying at any point; a power loss may drop the last
+//!   commits (not corrupt the file). [`SqliteStore::open_with`] with
+//!   `durable_fsync` syncs every commit (`synchronous=FULL`). ADR 0171.
+//! - **Blocking.** Each call runs on `tokio::task::spawn_blocking`; a busy
+//!   file is waited for up to 5 s (SQLite's busy handler), then a `Storage` error.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::clock::{Clock, SystemClock};
+use super::error::{StoreError, StoreResult};
+use super::rules::{self, Changes, ClaimRow, Snapshot};
+use super::types::{
+    Checkpoint, Claim, ClaimAttempt, CommandKey, Commit, Committed, Event, HistoryEntry,
+    HistoryItem, PostedMessage, RunRecord, Scope, ThreadInfo, ThreadKey, ToolCallRecord,
+};
+use super::{MAX_PAGE, SessionStore};
+
+const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS session_threads (
+    tenant TEXT NOT NULL, workspace TEXT NOT NULL, thread TEXT NOT NULL, doc TEXT NOT NULL,
+    PRIMARY KEY (tenant, workspace, thread)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS session_claims (
+    tenant TEXT NOT NULL, workspace TEXT NOT NULL, thread TEXT NOT NULL,
+    holder TEXT, token INTEGER NOT NULL, expires_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (tenant, workspace, thread)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS session_events (
+    tenant TEXT NOT NULL, workspace TEXT NOT NULL, thread TEXT NOT NULL, seq INTEGER NOT NULL,
+    doc TEXT NOT NULL,
+    PRIMARY KEY (tenant, workspace, thread, seq)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS session_messages (
+    tenant TEXT NOT NULL, workspace TEXT NOT NULL, id TEXT NOT NULL, thread TEXT NOT NULL,
+    seq INTEGER NOT NULL, doc TEXT NOT NULL,
+    PRIMARY KEY (tenant, workspace, id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS session_messages_by_thread
+    ON session_messages (tenant, workspace, thread, seq);
+CREATE TABLE IF NOT EXISTS session_history (
+    tenant TEXT NOT NULL, workspace TEXT NOT NULL, thread TEXT NOT NULL, pos INTEGER NOT NULL,
+    run_id TEXT, message_ref TEXT, call_ref TEXT, item TEXT NOT NULL,
+    PRIMARY KEY (tenant, workspace, thread, pos)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS session_runs (
+    tenant TEXT NOT NULL, workspace TEXT NOT NULL, run_id TEXT NOT NULL, thread TEXT NOT NULL,
+    started_seq INTEGER NOT NULL, doc TEXT NOT NULL,
+    PRIMARY KEY (tenant, workspace, run_id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS session_runs_by_thread
+    ON session_runs (tenant, workspace, thread, started_seq);
+CREATE TABLE IF NOT EXISTS session_tool_calls (
+    tenant TEXT NOT NULL, workspace TEXT NOT NULL, run_id TEXT NOT NULL, call_id TEXT NOT NULL,
+    started_seq INTEGER NOT NULL, doc TEXT NOT NULL,
+    PRIMARY KEY (tenant, workspace, run_id, call_id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS session_cursors (
+    tenant TEXT NOT NULL, workspace TEXT NOT NULL, thread TEXT NOT NULL, name TEXT NOT NULL,
+    value INTEGER NOT NULL,
+    PRIMARY KEY (tenant, workspace, thread, name)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS session_checkpoints (
+    tenant TEXT NOT NULL, workspace TEXT NOT NULL, thread TEXT NOT NULL, id TEXT NOT NULL,
+    seq INTEGER NOT NULL, doc TEXT NOT NULL,
+    PRIMARY KEY (tenant, workspace, thread, id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS session_commands (
+    tenant TEXT NOT NULL, workspace TEXT NOT NULL, sender TEXT NOT NULL, command_id TEXT NOT NULL,
+    result TEXT NOT NULL,
+    PRIMARY KEY (tenant, workspace, sender, command_id)) WITHOUT ROWID;
+";
+
+/// Options of a [`SqliteStore`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct SqliteOptions {
+    /// Sync the file on every commit (`synchronous=FULL`), so a power loss
+    /// loses no commit. Off by default: WAL's `NORMAL` already survives any
+    /// crash of the process.
+    pub durable_fsync: bool,
+    /// How long a call waits for another writer's lock (5 s).
+    pub busy_timeout: Duration,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        Self {
+            durable_fsync: false,
+            busy_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// A session store in one SQLite file, shared safely by threads and processes.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    conn: Mutex<Connection>,
+    path: PathBuf,
+    clock: Arc<dyn Clock>,
+}
+
+fn sql(e: rusqlite::Error) -> StoreError {
+    StoreError::storage("the SQLite session store failed", e)
+}
+
+fn to_json<T: Serialize>(value: &T) -> StoreResult<String> {
+    serde_json::to_string(value)
+        .map_err(|e| StoreError::corrupt(format!("a record could not be encoded: {e}")))
+}
+
+fn from_json<T: DeserializeOwned>(text: &str) -> StoreResult<T> {
+    serde_json::from_str(text)
+        .map_err(|e| StoreError::corrupt(format!("a stored record could not be decoded: {e}")))
+}
+
+fn int(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+fn uint(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+fn page(limit: usize) -> i64 {
+    i64::try_from(limit.min(MAX_PAGE)).unwrap_or(0)
+}
+
+impl SqliteStore {
+    /// Opens (creating if missing) the store in the file at `path`, on the system clock.
+    ///
+    /// Blocks briefly (opening the file, creating its tables).
+    pub fn open(path: impl AsRef<Path>) -> StoreResult<Self> {
+        Self::open_with(path, Arc::new(SystemClock), SqliteOptions::default())
+    }
+
+    /// Opens the store at `path` reading time from `clock`, with `options`.
+    pub fn open_with(
+        path: impl AsRef<Path>,
+        clock: Arc<dyn Clock>,
+        options: SqliteOptions,
+    ) -> StoreResult<Self> {
+        let path = path.as_ref().to_path_buf();
+        if path.is_dir() {
+            return Err(StoreError::invalid_argument(
+                "the SQLite session store's path names a directory, not a database file",
+            ));
+        }
+        let mut conn = Connection::open(&path).map_err(sql)?;
+        conn.busy_timeout(options.busy_timeout).map_err(sql)?;
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+            .map_err(sql)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::new(
+                super::StoreErrorKind::Storage,
+                "the SQLite session store could not switch its file to WAL mode",
+            ));
+        }
+        let sync = if options.durable_fsync {
+            "FULL"
+        } else {
+            "NORMAL"
+        };
+        conn.pragma_update(None, "synchronous", sync).map_err(sql)?;
+        conn.set_prepared_statement_cache_capacity(64);
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql)?;
+        let version: i64 = tx
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(sql)?;
+        if version > SCHEMA_VERSION {
+            return Err(StoreError::new(
+                super::StoreErrorKind::Storage,
+                format!(
+                    "the SQLite session store was written by a newer burrow (schema {version}; this one knows {SCHEMA_VERSION})"
+                ),
+            ));
+        }
+        tx.execute_batch(SCHEMA).map_err(sql)?;
+        tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+            .map_err(sql)?;
+        tx.commit().map_err(sql)?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                conn: Mutex::new(conn),
+                path,
+                clock,
+            }),
+        })
+    }
+
+    /// The database file's path.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    async fn blocking<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection, i64) -> StoreResult<T> + Send + 'static,
+    {
+        let inner = Arc::clone(&self.inner);
+        tokio::task::spawn_blocking(move || {
+            let now = inner.clock.now_ms();
+            let mut conn = inner.conn.lock().unwrap_or_else(|e| e.into_inner());
+            f(&mut conn, now)
+        })
+        .await
+        .map_err(|e| StoreError::storage("a SQLite session task stopped before it finished", e))?
+    }
+
+    async fn write<T, F>(&self, f: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&rusqlite::Transaction<'_>, i64) -> StoreResult<T> + Send + 'static,
+    {
+        self.blocking(move |conn, now| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(sql)?;
+            let value = f(&tx, now)?;
+            tx.commit().map_err(sql)?;
+            Ok(value)
+        })
+        .await
+    }
+}
+
+fn load_claim(conn: &Connection, key: &ThreadKey) -> StoreResult<Option<ClaimRow>> {
+    conn.prepare_cached(
+        "SELECT holder, token, expires_at_ms FROM session_claims
+         WHERE tenant = ?1 AND workspace = ?2 AND thread = ?3",
+    )
+    .map_err(sql)?
+    .query_row(
+        params![key.scope.tenant, key.scope.workspace, key.thread],
+        |r| {
+            Ok(ClaimRow {
+                holder: r.get(0)?,
+                token: uint(r.get(1)?),
+                expires_at_ms: r.get(2)?,
+            })
+        },
+    )
+    .optional()
+    .map_err(sql)
+}
+
+fn save_claim(conn: &Connection, key: &ThreadKey, row: &ClaimRow) -> StoreResult<()> {
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO session_claims (tenant, workspace, thread, holder, token, expires_at_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )
+    .map_err(sql)?
+    .execute(params![
+        key.scope.tenant,
+        key.scope.workspace,
+        key.thread,
+        row.holder,
+        int(row.token),
+        row.expires_at_ms
+    ])
+    .map_err(sql)?;
+    Ok(())
+}
+
+fn doc<T: DeserializeOwned>(
+    conn: &Connection,
+    query: &str,
+    args: impl rusqlite::Params,
+) -> StoreResult<Option<T>> {
+    let text: Option<String> = conn
+        .prepare_cached(query)
+        .map_err(sql)?
+        .query_row(args, |r| r.get(0))
+        .optional()
+        .map_err(sql)?;
+    text.map(|t| from_json(&t)).transpose()
+}
+
+fn docs<T: DeserializeOwned>(
+    conn: &Connection,
+    query: &str,
+    args: impl rusqlite::Params,
+) -> StoreResult<Vec<T>> {
+    let mut stmt = conn.prepare_cached(query).map_err(sql)?;
+    let rows = stmt
+        .query_map(args, |r| r.get::<_, String>(0))
+        .map_err(sql)?;
+    let mut out = Vec::new();
+    for row in rows {
+        out.push(from_json(&row.map_err(sql)?)?);
+    }
+    Ok(out)
+}
+
+fn load(conn: &Connection, key: &ThreadKey, commit: &Commit) -> StoreResult<Snapshot> {
+    let needs = rules::needs(commit);
+    let (t, w, th) = (&key.scope.tenant, &key.scope.workspace, &key.thread);
+    let mut snap = Snapshot {
+        thread: doc(
+            conn,
+            "SELECT doc FROM session_threads WHERE tenant = ?1 AND workspace = ?2 AND thread = ?3",
+            params![t, w, th],
+        )?,
+        claim: load_claim(conn, key)?,
+        ..Snapshot::default()
+    };
+    for run in needs.runs {
+        let found: Option<RunRecord> = doc(
+            conn,
+            "SELECT doc FROM session_runs WHERE tenant = ?1 AND workspace = ?2 AND run_id = ?3",
+            params![t, w, run],
+        )?;
+        if let Some(r) = found {
+            snap.runs.insert(run, r);
+        }
+    }
+    for (run, call) in needs.calls {
+        let found: Option<ToolCallRecord> = doc(
+            conn,
+            "SELECT doc FROM session_tool_calls
+             WHERE tenant = ?1 AND workspace = ?2 AND run_id = ?3 AND call_id = ?4",
+            params![t, w, run, call],
+        )?;
+        if let Some(c) = found {
+            snap.calls.insert((run, call), c);
+        }
+    }
+    for id in needs.messages {
+        let thread: Option<String> = conn
+            .prepare_cached(
+                "SELECT thread FROM session_messages WHERE tenant = ?1 AND workspace = ?2 AND id = ?3",
+            )
+            .map_err(sql)?
+            .query_row(params![t, w, id], |r| r.get(0))
+            .optional()
+            .map_err(sql)?;
+        if let Some(thread) = thread {
+            snap.messages.insert(id, thread);
+        }
+    }
+    for name in needs.cursors {
+        let value: Option<i64> = conn
+            .prepare_cached(
+                "SELECT value FROM session_cursors
+                 WHERE tenant = ?1 AND workspace = ?2 AND thread = ?3 AND name = ?4",
+            )
+            .map_err(sql)?
+            .query_row(params![t, w, th, name], |r| r.get(0))
+            .optional()
+            .map_err(sql)?;
+        if let Some(v) = value {
+            snap.cursors.insert(name, uint(v));
+        }
+    }
+    for id in needs.checkpoints {
+        let exists: Option<i64> = conn
+            .prepare_cached(
+                "SELECT 1 FROM session_checkpoints
+                 WHERE tenant = ?1 AND workspace = ?2 AND thread = ?3 AND id = ?4",
+            )
+            .map_err(sql)?
+            .query_row(params![t, w, th, id], |r| r.get(0))
+            .optional()
+            .map_err(sql)?;
+        if exists.is_some() {
+            snap.checkpoints.insert(id);
+        }
+    }
+    if let Some(cmd) = &commit.command {
+        snap.command_exists = command(conn, &cmd.key)?.is_some();
+    }
+    Ok(snap)
+}
+
+fn command(conn: &Connection, key: &CommandKey) -> StoreResult<Option<Value>> {
+    doc(
+        conn,
+        "SELECT result FROM session_commands
+         WHERE tenant = ?1 AND workspace = ?2 AND sender = ?3 AND command_id = ?4",
+        params![
+            key.scope.tenant,
+            key.scope.workspace,
+            key.sender,
+            key.command_id
+        ],
+    )
+}
+
+fn insert_command(conn: &Connection, key: &CommandKey, result: &Value) -> StoreResult<()> {
+    conn.prepare_cached(
+        "INSERT INTO session_commands (tenant, workspace, sender, command_id, result)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )
+    .map_err(sql)?
+    .execute(params![
+        key.scope.tenant,
+        key.scope.workspace,
+        key.sender,
+        key.command_id,
+        to_json(result)?
+    ])
+    .map_err(sql)?;
+    Ok(())
+}
+
+fn save(conn: &Connection, key: &ThreadKey, ch: &Changes) -> StoreResult<()> {
+    let (t, w, th) = (&key.scope.tenant, &key.scope.workspace, &key.thread);
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO session_threads (tenant, workspace, thread, doc) VALUES (?1, ?2, ?3, ?4)",
+    )
+    .map_err(sql)?
+    .execute(params![t, w, th, to_json(&ch.thread)?])
+    .map_err(sql)?;
+    for m in &ch.messages {
+        conn.prepare_cached(
+            "INSERT INTO session_messages (tenant, workspace, id, thread, seq, doc)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )
+        .map_err(sql)?
+        .execute(params![t, w, m.id, th, int(m.seq), to_json(m)?])
+        .map_err(sql)?;
+    }
+    for h in &ch.history {
+        let (message_ref, call_ref) = match &h.item {
+            HistoryItem::Posted { message_id } => (Some(message_id.as_str()), None),
+            HistoryItem::ToolResult { call_id } => (None, Some(call_id.as_str())),
+            HistoryItem::Message { .. } => (None, None),
+        };
+        conn.prepare_cached(
+            "INSERT INTO session_history (tenant, workspace, thread, pos, run_id, message_ref, call_ref, item)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )
+        .map_err(sql)?
+        .execute(params![
+            t,
+            w,
+            th,
+            int(h.pos),
+            h.run_id,
+            message_ref,
+            call_ref,
+            to_json(&h.item)?
+        ])
+        .map_err(sql)?;
+    }
+    for r in &ch.runs {
+        conn.prepare_cached(
+            "INSERT OR REPLACE INTO session_runs (tenant, workspace, run_id, thread, started_seq, doc)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )
+        .map_err(sql)?
+        .execute(params![t, w, r.run_id, th, int(r.started_seq), to_json(r)?])
+        .map_err(sql)?;
+    }
+    for c in &ch.calls {
+        conn.prepare_cached(
+            "INSERT OR REPLACE INTO session_tool_calls (tenant, workspace, run_id, call_id, started_seq, doc)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )
+        .map_err(sql)?
+        .execute(params![t, w, c.run_id, c.call_id, int(c.started_seq), to_json(c)?])
+        .map_err(sql)?;
+    }
+    for e in &ch.events {
+        conn.prepare_cached(
+            "INSERT INTO session_events (tenant, workspace, thread, seq, doc) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )
+        .map_err(sql)?
+        .execute(params![t, w, th, int(e.seq), to_json(e)?])
+        .map_err(sql)?;
+    }
+    for (name, value) in &ch.cursors {
+        conn.prepare_cached(
+            "INSERT OR REPLACE INTO session_cursors (tenant, workspace, thread, name, value)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+        )
+        .map_err(sql)?
+        .execute(params![t, w, th, name, int(*value)])
+        .map_err(sql)?;
+    }
+    for c in &ch.checkpoints {
+        conn.prepare_cached(
+            "INSERT INTO session_checkpoints (tenant, workspace, thread, id, seq, doc)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )
+        .map_err(sql)?
+        .execute(params![t, w, th, c.id, int(c.seq), to_json(c)?])
+        .map_err(sql)?;
+    }
+    if let Some(cmd) = &ch.command {
+        insert_command(conn, &cmd.key, &cmd.result)?;
+    }
+    Ok(())
+}
+
+#[async_trait]
+impl SessionStore for SqliteStore {
+    async fn commit(&self, thread: &ThreadKey, commit: Commit) -> StoreResult<Committed> {
+        rules::precheck(thread, &commit)?;
+        let key = thread.clone();
+        self.write(move |tx, now| {
+            let snap = load(tx, &key, &commit)?;
+            let changes = rules::apply(&key, snap, commit, now)?;
+            save(tx, &key, &changes)?;
+            Ok(changes.committed)
+        })
+        .await
+    }
+
+    async fn acquire_claim(
+        &self,
+        thread: &ThreadKey,
+        holder: &str,
+        ttl: Duration,
+    ) -> StoreResult<ClaimAttempt> {
+        rules::check_thread(thread)?;
+        let key = thread.clone();
+        let holder = holder.to_string();
+        self.write(move |tx, now| {
+            let row = load_claim(tx, &key)?;
+            let (attempt, row) = rules::acquire(row.as_ref(), &holder, now, ttl)?;
+            if let Some(row) = row {
+                save_claim(tx, &key, &row)?;
+            }
+            Ok(attempt)
+        })
+        .await
+    }
+
+    async fn renew_claim(
+        &self,
+        thread: &ThreadKey,
+        claim: &Claim,
+        ttl: Duration,
+    ) -> StoreResult<Claim> {
+        rules::check_thread(thread)?;
+        let key = thread.clone();
+        let claim = claim.clone();
+        self.write(move |tx, now| {
+            let row = load_claim(tx, &key)?;
+            let (claim, row) = rules::renew(row.as_ref(), &claim, now, ttl)?;
+            save_claim(tx, &key, &row)?;
+            Ok(claim)
+        })
+        .await
+    }
+
+    async fn release_claim(&self, thread: &ThreadKey, claim: &Claim) -> StoreResult<bool> {
+        rules::check_thread(thread)?;
+        let key = thread.clone();
+        let claim = claim.clone();
+        self.write(move |tx, _| {
+            let row = load_claim(tx, &key)?;
+            match rules::release(row.as_ref(), &claim) {
+                Some(row) => {
+                    save_claim(tx, &key, &row)?;
+                    Ok(true)
+                }
+                None => Ok(false),
+            }
+        })
+        .await
+    }
+
+    async fn claim(&self, thread: &ThreadKey) -> StoreResult<Option<Claim>> {
+        let key = thread.clone();
+        self.blocking(move |conn, _| {
+            Ok(load_claim(conn, &key)?.and_then(|row| {
+                row.holder.map(|holder| Claim {
+                    holder,
+                    token: row.token,
+                    expires_at_ms: row.expires_at_ms,
+                })
+            }))
+        })
+        .await
+    }
+
+    async fn thread(&self, thread: &ThreadKey) -> StoreResult<Option<ThreadInfo>> {
+        let k = thread.clone();
+        self.blocking(move |conn, _| {
+            doc(
+                conn,
+                "SELECT doc FROM session_threads WHERE tenant = ?1 AND workspace = ?2 AND thread = ?3",
+                params![k.scope.tenant, k.scope.workspace, k.thread],
+            )
+        })
+        .await
+    }
+
+    async fn threads(
+        &self,
+        scope: &Scope,
+        after: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<Vec<ThreadInfo>> {
+        let s = scope.clone();
+        let after = after.map(str::to_string);
+        self.blocking(move |conn, _| {
+            docs(
+                conn,
+                "SELECT doc FROM session_threads
+                 WHERE tenant = ?1 AND workspace = ?2 AND (?3 IS NULL OR thread > ?3)
+                 ORDER BY thread LIMIT ?4",
+                params![s.tenant, s.workspace, after, page(limit)],
+            )
+        })
+        .await
+    }
+
+    async fn events(
+        &self,
+        thread: &ThreadKey,
+        after_seq: u64,
+        limit: usize,
+    ) -> StoreResult<Vec<Event>> {
+        let k = thread.clone();
+        self.blocking(move |conn, _| {
+            docs(
+                conn,
+                "SELECT doc FROM session_events
+                 WHERE tenant = ?1 AND workspace = ?2 AND thread = ?3 AND seq > ?4
+                 ORDER BY seq LIMIT ?5",
+                params![
+                    k.scope.tenant,
+                    k.scope.workspace,
+                    k.thread,
+                    int(after_seq),
+                    page(limit)
+                ],
+            )
+        })
+        .await
+    }
+
+    async fn messages(
+        &self,
+        thread: &ThreadKey,
+        after_seq: u64,
+        limit: usize,
+    ) -> StoreResult<Vec<PostedMessage>> {
+        let k = thread.clone();
+        self.blocking(move |conn, _| {
+            docs(
+                conn,
+                "SELECT doc FROM session_messages
+                 WHERE tenant = ?1 AND workspace = ?2 AND thread = ?3 AND seq > ?4
+                 ORDER BY seq LIMIT ?5",
+                params![
+                    k.scope.tenant,
+                    k.scope.workspace,
+                    k.thread,
+                    int(after_seq),
+                    page(limit)
+                ],
+            )
+        })
+        .await
+    }
+
+    async fn message(&self, scope: &Scope, id: &str) -> StoreResult<Option<PostedMessage>> {
+        let s = scope.clone();
+        let id = id.to_string();
+        self.blocking(move |conn, _| {
+            doc(
+                conn,
+                "SELECT doc FROM session_messages WHERE tenant = ?1 AND workspace = ?2 AND id = ?3",
+                params![s.tenant, s.workspace, id],
+            )
+        })
+        .await
+    }
+
+    async fn history(&self, thread: &ThreadKey, from_pos: u64) -> StoreResult<Vec<HistoryEntry>> {
+        let k = thread.clone();
+        self.blocking(move |conn, _| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT h.pos, h.run_id, h.item, m.doc, c.doc FROM session_history h
+                     LEFT JOIN session_messages m
+                       ON m.tenant = h.tenant AND m.workspace = h.workspace AND m.id = h.message_ref
+                     LEFT JOIN session_tool_calls c
+                       ON c.tenant = h.tenant AND c.workspace = h.workspace
+                      AND c.run_id = h.run_id AND c.call_id = h.call_ref
+                     WHERE h.tenant = ?1 AND h.workspace = ?2 AND h.thread = ?3 AND h.pos >= ?4
+                     ORDER BY h.pos",
+                )
+                .map_err(sql)?;
+            let rows = stmt
+                .query_map(
+                    params![k.scope.tenant, k.scope.workspace, k.thread, int(from_pos)],
+                    |r| {
+                        Ok((
+                            r.get::<_, i64>(0)?,
+                            r.get::<_, Option<String>>(1)?,
+                            r.get::<_, String>(2)?,
+                            r.get::<_, Option<String>>(3)?,
+                            r.get::<_, Option<String>>(4)?,
+                        ))
+                    },
+                )
+                .map_err(sql)?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (pos, run_id, item, posted, call) = row.map_err(sql)?;
+                let item: HistoryItem = from_json(&item)?;
+                let posted: Option<PostedMessage> = posted.map(|p| from_json(&p)).transpose()?;
+                let call: Option<ToolCallRecord> = call.map(|c| from_json(&c)).transpose()?;
+                out.push(HistoryEntry {
+                    pos: uint(pos),
+                    run_id,
+                    message: rules::resolve(&item, posted.as_ref(), call.as_ref())?,
+                    item,
+                });
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn run(&self, scope: &Scope, run_id: &str) -> StoreResult<Option<RunRecord>> {
+        let s = scope.clone();
+        let id = run_id.to_string();
+        self.blocking(move |conn, _| {
+            doc(
+                conn,
+                "SELECT doc FROM session_runs WHERE tenant = ?1 AND workspace = ?2 AND run_id = ?3",
+                params![s.tenant, s.workspace, id],
+            )
+        })
+        .await
+    }
+
+    async fn runs(&self, thread: &ThreadKey) -> StoreResult<Vec<RunRecord>> {
+        let k = thread.clone();
+        self.blocking(move |conn, _| {
+            docs(
+                conn,
+                "SELECT doc FROM session_runs WHERE tenant = ?1 AND workspace = ?2 AND thread = ?3
+                 ORDER BY started_seq",
+                params![k.scope.tenant, k.scope.workspace, k.thread],
+            )
+        })
+        .await
+    }
+
+    async fn tool_calls(&self, scope: &Scope, run_id: &str) -> StoreResult<Vec<ToolCallRecord>> {
+        let s = scope.clone();
+        let id = run_id.to_string();
+        self.blocking(move |conn, _| {
+            docs(
+                conn,
+                "SELECT doc FROM session_tool_calls WHERE tenant = ?1 AND workspace = ?2 AND run_id = ?3
+                 ORDER BY started_seq",
+                params![s.tenant, s.workspace, id],
+            )
+        })
+        .await
+    }
+
+    async fn cursor(&self, thread: &ThreadKey, name: &str) -> StoreResult<u64> {
+        let k = thread.clone();
+        let name = name.to_string();
+        self.blocking(move |conn, _| {
+            let v: Option<i64> = conn
+                .prepare_cached(
+                    "SELECT value FROM session_cursors
+                     WHERE tenant = ?1 AND workspace = ?2 AND thread = ?3 AND name = ?4",
+                )
+                .map_err(sql)?
+                .query_row(
+                    params![k.scope.tenant, k.scope.workspace, k.thread, name],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(sql)?;
+            Ok(v.map_or(0, uint))
+        })
+        .await
+    }
+
+    async fn checkpoints(&self, thread: &ThreadKey) -> StoreResult<Vec<Checkpoint>> {
+        let k = thread.clone();
+        self.blocking(move |conn, _| {
+            docs(
+                conn,
+                "SELECT doc FROM session_checkpoints WHERE tenant = ?1 AND workspace = ?2 AND thread = ?3
+                 ORDER BY seq",
+                params![k.scope.tenant, k.scope.workspace, k.thread],
+            )
+        })
+        .await
+    }
+
+    async fn command_result(&self, key: &CommandKey) -> StoreResult<Option<Value>> {
+        let key = key.clone();
+        self.blocking(move |conn, _| command(conn, &key)).await
+    }
+
+    async fn record_command(&self, key: &CommandKey, result: Value) -> StoreResult<Option<Value>> {
+        rules::check_command(key)?;
+        let key = key.clone();
+        self.write(move |tx, _| {
+            if let Some(existing) = command(tx, &key)? {
+                return Ok(Some(existing));
+            }
+            insert_command(tx, &key, &result)?;
+            Ok(None)
+        })
+        .await
+    }
+
+    async fn lagging_threads(
+        &self,
+        ahead: &str,
+        behind: &str,
+        limit: usize,
+    ) -> StoreResult<Vec<ThreadKey>> {
+        let (ahead, behind) = (ahead.to_string(), behind.to_string());
+        self.blocking(move |conn, _| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT a.tenant, a.workspace, a.thread FROM session_cursors a
+                     LEFT JOIN session_cursors b
+                       ON b.tenant = a.tenant AND b.workspace = a.workspace
+                      AND b.thread = a.thread AND b.name = ?2
+                     WHERE a.name = ?1 AND a.value > COALESCE(b.value, 0)
+                     ORDER BY a.tenant, a.workspace, a.thread LIMIT ?3",
+                )
+                .map_err(sql)?;
+            let rows = stmt
+                .query_map(params![ahead, behind, page(limit)], |r| {
+                    Ok(ThreadKey {
+                        scope: Scope {
+                            tenant: r.get(0)?,
+                            workspace: r.get(1)?,
+                        },
+                        thread: r.get(2)?,
+                    })
+                })
+                .map_err(sql)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(sql)
+        })
+        .await
+    }
+
+    fn now_ms(&self) -> i64 {
+        self.inner.clock.now_ms()
+    }
+}

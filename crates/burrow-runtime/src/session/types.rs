@@ -1,0 +1,704 @@
+//! The records a session store keeps (threads, posted messages, history, runs, tool calls, events, claims, checkpoints) and the writes that change them.
+//!
+//! Content lives once: a posted message's text in its [`PostedMessage`], a
+//! tool call's arguments in the assistant message of the history, its result
+//! in its [`ToolCallRecord`]. The history refers to the first and the last
+//! ([`HistoryItem::Posted`], [`HistoryItem::ToolResult`]) rather than copying
+//! them, and events ([`EventKind`]) carry ids, names, usage and outcomes only.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::message::{Message, ToolResult, Usage};
+
+/// A workspace of a tenant: what message ids, run ids and commands are unique in.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Scope {
+    /// The tenant.
+    pub tenant: String,
+    /// The workspace.
+    pub workspace: String,
+}
+
+impl Scope {
+    /// The workspace `workspace` of tenant `tenant`.
+    pub fn new(tenant: impl Into<String>, workspace: impl Into<String>) -> Self {
+        Self {
+            tenant: tenant.into(),
+            workspace: workspace.into(),
+        }
+    }
+
+    /// The thread `thread` of this workspace.
+    pub fn thread(&self, thread: impl Into<String>) -> ThreadKey {
+        ThreadKey {
+            scope: self.clone(),
+            thread: thread.into(),
+        }
+    }
+}
+
+/// A thread of a workspace.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ThreadKey {
+    /// The workspace.
+    pub scope: Scope,
+    /// The thread's id.
+    pub thread: String,
+}
+
+/// Whether a thread has an unfinished run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ThreadStatus {
+    /// No run is running or paused.
+    Idle,
+    /// A run is running.
+    Running,
+    /// A run is paused, waiting for answers.
+    Paused,
+}
+
+/// A thread as the store knows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadInfo {
+    /// The thread's id.
+    pub thread: String,
+    /// When its first commit was made.
+    pub created_at_ms: i64,
+    /// When its last commit was made.
+    pub updated_at_ms: i64,
+    /// The `seq` of its last event (0: none yet).
+    pub head_seq: u64,
+    /// How many history entries it has.
+    pub history_len: u64,
+    /// Idle, running or paused.
+    pub status: ThreadStatus,
+    /// The run that is running or paused, if one is.
+    pub active_run: Option<String>,
+}
+
+/// Whether a posted message is for the agent or only for people.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageKind {
+    /// A message: it starts, steers or answers a run.
+    Message,
+    /// A notice: committed as-is, never a prompt or a reply.
+    Notice,
+}
+
+/// A message someone posted to a thread.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PostedMessage {
+    /// Its id, used once per workspace.
+    pub id: String,
+    /// The thread it was posted to.
+    pub thread: String,
+    /// The `seq` of its `message_posted` event.
+    pub seq: u64,
+    /// Who posted it.
+    pub author: String,
+    /// Message or notice.
+    pub kind: MessageKind,
+    /// Its text.
+    pub text: String,
+    /// When it was committed.
+    pub at_ms: i64,
+}
+
+/// One entry of a thread's history as written: a message, or a reference to
+/// content stored once elsewhere.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum HistoryItem {
+    /// A message stored here (an assistant answer, a system message).
+    Message {
+        /// The message.
+        message: Message,
+    },
+    /// A posted message of this thread, delivered to the model here; read back
+    /// as a user message with its text.
+    Posted {
+        /// The posted message's id.
+        message_id: String,
+    },
+    /// The result of a finished tool call of the entry's run; read back as the
+    /// tool result message its record holds.
+    ToolResult {
+        /// The call's id.
+        call_id: String,
+    },
+}
+
+/// One entry of a thread's history as read: the item written and the message it stands for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryEntry {
+    /// Its position in the thread's history, from 0.
+    pub pos: u64,
+    /// The run that appended it, if one did.
+    pub run_id: Option<String>,
+    /// What was written.
+    pub item: HistoryItem,
+    /// The message, references resolved.
+    pub message: Message,
+}
+
+/// What started a run segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Trigger {
+    /// A posted message.
+    Message,
+    /// Answers to a pause.
+    Resume,
+    /// A direct call.
+    Api,
+}
+
+/// Where a run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Running (a claimant drives it).
+    Running,
+    /// Paused: waiting for answers to its requests.
+    Paused,
+    /// Ended: the model finished.
+    Completed,
+    /// Ended: it failed, for a stable reason.
+    Failed,
+    /// Ended: it was stopped.
+    Stopped,
+}
+
+impl RunStatus {
+    /// True for completed, failed and stopped.
+    pub fn is_ended(self) -> bool {
+        matches!(
+            self,
+            RunStatus::Completed | RunStatus::Failed | RunStatus::Stopped
+        )
+    }
+
+    /// `running`, `paused`, `completed`, `failed` or `stopped`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Paused => "paused",
+            RunStatus::Completed => "completed",
+            RunStatus::Failed => "failed",
+            RunStatus::Stopped => "stopped",
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum RunEnd {
+    /// The model finished.
+    Completed,
+    /// It failed.
+    Failed {
+        /// A short stable reason (`abandoned`, `max_turns`, `model_error`, ...).
+        reason: String,
+        /// One sentence for people.
+        message: String,
+    },
+    /// It was stopped.
+    Stopped {
+        /// Why.
+        reason: String,
+    },
+}
+
+impl RunEnd {
+    /// The status it leaves the run in.
+    pub fn status(&self) -> RunStatus {
+        match self {
+            RunEnd::Completed => RunStatus::Completed,
+            RunEnd::Failed { .. } => RunStatus::Failed,
+            RunEnd::Stopped { .. } => RunStatus::Stopped,
+        }
+    }
+
+    /// The reason, if any.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            RunEnd::Completed => None,
+            RunEnd::Failed { reason, .. } | RunEnd::Stopped { reason } => Some(reason),
+        }
+    }
+}
+
+/// What a paused run asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RequestKind {
+    /// A question (`ask_user`): answered with text.
+    Question,
+    /// An approval of a tool call: answered approved or not, with an optional reason.
+    Approval,
+}
+
+/// A request a run paused on. Its content (the question) is the tool call's
+/// arguments in the history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestSpec {
+    /// The request's id, unique in the run (often the call id).
+    pub id: String,
+    /// The tool call it belongs to.
+    pub call_id: String,
+    /// The tool's name.
+    pub tool_name: String,
+    /// Question or approval.
+    pub kind: RequestKind,
+}
+
+/// An answer to a request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Answer {
+    /// Who answered.
+    pub author: String,
+    /// For an approval: approved or not. A question's answer leaves it `None`.
+    pub approved: Option<bool>,
+    /// The answer's text (a question's answer, an approval's reason).
+    pub text: Option<String>,
+    /// The posted message that carried the answer, if one did.
+    pub message_id: Option<String>,
+}
+
+/// A request with its answer, once answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Request {
+    /// What was asked.
+    pub spec: RequestSpec,
+    /// The answer.
+    pub answer: Option<Answer>,
+}
+
+/// A run as the store knows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// The run's id, unique in its workspace.
+    pub run_id: String,
+    /// Its thread.
+    pub thread: String,
+    /// Where it is.
+    pub status: RunStatus,
+    /// What started its first segment.
+    pub trigger: Trigger,
+    /// Whose message or answer started its last segment.
+    pub requested_by: Option<String>,
+    /// The posted messages its first segment carries out.
+    pub message_ids: Vec<String>,
+    /// The failure's or stop's reason, once ended so.
+    pub reason: Option<String>,
+    /// The failure's sentence, once failed.
+    pub failure: Option<String>,
+    /// The requests of its last pause, with their answers.
+    pub requests: Vec<Request>,
+    /// The usage of all its requests.
+    pub usage: Usage,
+    /// How many segments it has had (1 + resumes).
+    pub segments: u32,
+    /// The seq of its `run_started` event (orders a thread's runs).
+    pub started_seq: u64,
+    /// When it started.
+    pub started_at_ms: i64,
+    /// When it ended.
+    pub ended_at_ms: Option<i64>,
+}
+
+/// Whether a tool call has finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolCallStatus {
+    /// Recorded started; no result yet (it runs, or its process died).
+    Started,
+    /// Finished with a result.
+    Finished,
+}
+
+/// The durable record of one tool call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCallRecord {
+    /// The run.
+    pub run_id: String,
+    /// The call's id.
+    pub call_id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The call's effect key, if it mutates.
+    pub effect_key: Option<String>,
+    /// Started or finished.
+    pub status: ToolCallStatus,
+    /// How many times it was started (a re-run of an unfinished idempotent call adds one).
+    pub attempts: u32,
+    /// Its result, once finished.
+    pub result: Option<ToolResult>,
+    /// The seq of its first `tool_call_started` event (orders a run's calls).
+    pub started_seq: u64,
+    /// When it was first started.
+    pub started_at_ms: i64,
+    /// When it finished.
+    pub finished_at_ms: Option<i64>,
+}
+
+/// A checkpoint of a thread's conversation: a position in its history, by reference.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    /// Its id, unique in the thread.
+    pub id: String,
+    /// How many history entries it covers.
+    pub history_len: u64,
+    /// The `seq` of its `checkpoint_saved` event.
+    pub seq: u64,
+    /// A label for people.
+    pub label: Option<String>,
+    /// When it was saved.
+    pub at_ms: i64,
+}
+
+/// One event of a thread's log. Events are content-free: ids, names, usage, outcomes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Event {
+    /// Its position in the thread's log: 1, 2, 3, ... without gaps.
+    pub seq: u64,
+    /// When it was committed.
+    pub at_ms: i64,
+    /// What happened.
+    pub kind: EventKind,
+}
+
+/// What an event records.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    /// A message or notice was posted.
+    MessagePosted {
+        /// Its id.
+        message_id: String,
+        /// Who posted it.
+        author: String,
+        /// Message or notice.
+        kind: MessageKind,
+    },
+    /// Entries were appended to the history.
+    HistoryAppended {
+        /// The run that appended them.
+        run_id: Option<String>,
+        /// The position of the first.
+        from_pos: u64,
+        /// How many.
+        count: u64,
+    },
+    /// A run started.
+    RunStarted {
+        /// The run.
+        run_id: String,
+        /// What started it.
+        trigger: Trigger,
+        /// The posted messages it carries out.
+        message_ids: Vec<String>,
+    },
+    /// A paused run resumed.
+    RunResumed {
+        /// The run.
+        run_id: String,
+    },
+    /// A run paused.
+    RunPaused {
+        /// The run.
+        run_id: String,
+        /// The ids of its requests.
+        requests: Vec<String>,
+    },
+    /// A request was answered.
+    RequestAnswered {
+        /// The run.
+        run_id: String,
+        /// The request.
+        request_id: String,
+    },
+    /// A run ended.
+    RunEnded {
+        /// The run.
+        run_id: String,
+        /// `completed`, `failed` or `stopped`.
+        status: RunStatus,
+        /// The reason, if any.
+        reason: Option<String>,
+    },
+    /// A tool call was started.
+    ToolCallStarted {
+        /// The run.
+        run_id: String,
+        /// The call.
+        call_id: String,
+        /// The tool.
+        name: String,
+    },
+    /// A tool call finished.
+    ToolCallFinished {
+        /// The run.
+        run_id: String,
+        /// The call.
+        call_id: String,
+        /// Whether its result is an error.
+        is_error: bool,
+    },
+    /// A model request's usage.
+    Usage {
+        /// The run.
+        run_id: String,
+        /// The counts.
+        usage: Usage,
+    },
+    /// A checkpoint was saved.
+    CheckpointSaved {
+        /// The checkpoint.
+        checkpoint_id: String,
+    },
+}
+
+/// A thread claim: one live holder per thread, with a fencing token that only grows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claim {
+    /// Who holds it (a fresh id per claim, never a run id).
+    pub holder: String,
+    /// The fencing token: greater than every token the thread's claims had before.
+    pub token: u64,
+    /// When it lapses unless renewed (store clock, milliseconds).
+    pub expires_at_ms: i64,
+}
+
+impl Claim {
+    /// The fence a commit made under this claim carries.
+    pub fn fence(&self) -> Fence {
+        Fence {
+            holder: self.holder.clone(),
+            token: self.token,
+        }
+    }
+}
+
+/// What trying to claim a thread gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimAttempt {
+    /// The claim is yours.
+    Granted(Claim),
+    /// Someone else holds a live claim: theirs.
+    Busy(Claim),
+}
+
+/// The claim a commit is made under; checked in the commit's transaction.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Fence {
+    /// The claim's holder.
+    pub holder: String,
+    /// The claim's token.
+    pub token: u64,
+}
+
+/// A command's identity: the same key is carried out once.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct CommandKey {
+    /// The workspace it was sent to.
+    pub scope: Scope,
+    /// The sender's stable identity.
+    pub sender: String,
+    /// The id the sender chose.
+    pub command_id: String,
+}
+
+/// A command's result, recorded with the commit that carries the command out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommandRecord {
+    /// The command.
+    pub key: CommandKey,
+    /// What a repeat of it returns.
+    pub result: Value,
+}
+
+/// One change a commit makes; each records exactly one event.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Write {
+    /// Post a message (or notice) to the thread. Needs no fence.
+    PostMessage {
+        /// Its id, used once per workspace.
+        id: String,
+        /// Who posts it.
+        author: String,
+        /// Message or notice.
+        kind: MessageKind,
+        /// Its text.
+        text: String,
+    },
+    /// Append entries to the thread's history.
+    AppendHistory {
+        /// The run appending them (running or paused), if any.
+        run_id: Option<String>,
+        /// The entries, in order.
+        items: Vec<HistoryItem>,
+    },
+    /// Start a new run in an idle thread.
+    StartRun {
+        /// Its id, unused in the workspace.
+        run_id: String,
+        /// What started it.
+        trigger: Trigger,
+        /// Whose message started it.
+        requested_by: Option<String>,
+        /// The posted messages it carries out.
+        message_ids: Vec<String>,
+    },
+    /// Resume a paused run all of whose requests are answered.
+    ResumeRun {
+        /// The run.
+        run_id: String,
+        /// Whose answer resumes it.
+        requested_by: Option<String>,
+    },
+    /// Pause a running run on requests.
+    PauseRun {
+        /// The run.
+        run_id: String,
+        /// What it asks (at least one, ids distinct).
+        requests: Vec<RequestSpec>,
+    },
+    /// Answer an open request of a paused run.
+    AnswerRequest {
+        /// The run.
+        run_id: String,
+        /// The request.
+        request_id: String,
+        /// The answer.
+        answer: Answer,
+    },
+    /// End a running or paused run.
+    EndRun {
+        /// The run.
+        run_id: String,
+        /// How.
+        end: RunEnd,
+    },
+    /// Record a tool call started, before it runs.
+    ToolStarted {
+        /// The running run.
+        run_id: String,
+        /// The call.
+        call_id: String,
+        /// The tool.
+        name: String,
+        /// The call's effect key, if it mutates.
+        effect_key: Option<String>,
+    },
+    /// Record a started tool call finished, with its result.
+    ToolFinished {
+        /// The run.
+        run_id: String,
+        /// The call.
+        call_id: String,
+        /// Its result.
+        result: ToolResult,
+    },
+    /// Record one model request's usage (added to the run's).
+    RecordUsage {
+        /// The run.
+        run_id: String,
+        /// The counts.
+        usage: Usage,
+    },
+    /// Save a checkpoint at the current end of the history.
+    SaveCheckpoint {
+        /// Its id, unused in the thread.
+        checkpoint_id: String,
+        /// A label for people.
+        label: Option<String>,
+    },
+}
+
+/// Moves a named cursor of the thread forward, in the commit's transaction.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CursorMove {
+    /// The cursor's name (`asked`, `taken`, ...).
+    pub name: String,
+    /// The seq to move it to. A cursor never moves back: a lower value leaves it.
+    pub to: u64,
+    /// When set, the commit fails with `Conflict` unless the cursor stands here.
+    pub expect: Option<u64>,
+}
+
+/// One transaction: an optional fence, writes, cursor moves and a command record, all or nothing.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Commit {
+    /// The claim the commit is made under.
+    pub fence: Option<Fence>,
+    /// The writes, applied in order (each sees the ones before it).
+    pub writes: Vec<Write>,
+    /// Cursor moves, applied after the writes.
+    pub cursors: Vec<CursorMove>,
+    /// The command this commit carries out: its key is checked and recorded here.
+    pub command: Option<CommandRecord>,
+}
+
+impl Commit {
+    /// An empty commit.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The same commit made under `fence`.
+    pub fn fenced(mut self, fence: Fence) -> Self {
+        self.fence = Some(fence);
+        self
+    }
+
+    /// Adds a write.
+    pub fn write(mut self, write: Write) -> Self {
+        self.writes.push(write);
+        self
+    }
+
+    /// Moves cursor `name` forward to `to`.
+    pub fn cursor(mut self, name: impl Into<String>, to: u64) -> Self {
+        self.cursors.push(CursorMove {
+            name: name.into(),
+            to,
+            expect: None,
+        });
+        self
+    }
+
+    /// Moves cursor `name` from `expect` to `to`, failing with `Conflict` if it has moved.
+    pub fn cursor_from(mut self, name: impl Into<String>, expect: u64, to: u64) -> Self {
+        self.cursors.push(CursorMove {
+            name: name.into(),
+            to,
+            expect: Some(expect),
+        });
+        self
+    }
+
+    /// Records the command `key` with `result` (once: a repeat fails `DuplicateCommand`).
+    pub fn command(mut self, key: CommandKey, result: Value) -> Self {
+        self.command = Some(CommandRecord { key, result });
+        self
+    }
+}
+
+/// What a commit did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Committed {
+    /// The seq of each write's event, in write order.
+    pub seqs: Vec<u64>,
+    /// The thread's head seq after the commit.
+    pub head_seq: u64,
+    /// The thread's history length after the commit.
+    pub history_len: u64,
+}

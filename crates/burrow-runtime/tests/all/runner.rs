@@ -1,0 +1,1246 @@
+//! The Runner over session stores: runs from messages, steering, pauses answered from another runner, exactly-once consumption, abandoned runs repaired from their tool-call records, stops, deduplicated commands, live watching, and interleavings forced with a gate on the store. Every scenario runs on the memory and the SQLite store.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use burrow_runtime::agent::{Agent, Outcome};
+use burrow_runtime::message::{AssistantPart, Message, ToolCall};
+use burrow_runtime::model::{ScriptedModel, ScriptedResponse};
+use burrow_runtime::runner::{
+    Command, LiveEvent, OUTCOME_UNKNOWN, Runner, RunnerConfig, RunnerErrorKind,
+};
+use burrow_runtime::session::{
+    Checkpoint, Claim, ClaimAttempt, CommandKey, Commit, Committed, Event, HistoryEntry,
+    HistoryItem, ManualClock, MemoryStore, MessageKind, PostedMessage, RunRecord, RunStatus, Scope,
+    SessionStore, SqliteOptions, SqliteStore, StoreError, StoreErrorKind, StoreResult, ThreadInfo,
+    ThreadKey, ToolCallRecord, ToolCallStatus, Trigger, Write, load_history,
+};
+use burrow_runtime::tool::{FnTool, ToolAnnotations, ToolOutput, ToolRegistry};
+use futures::StreamExt;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+// ---------------------------------------------------------------- fixtures
+
+/// A store to run a scenario on, and what keeps it alive.
+struct Fixture {
+    store: Arc<dyn SessionStore>,
+    clock: Arc<ManualClock>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+fn memory() -> Fixture {
+    let clock = Arc::new(ManualClock::default());
+    Fixture {
+        store: Arc::new(MemoryStore::with_clock(clock.clone())),
+        clock,
+        _dir: None,
+    }
+}
+
+fn sqlite() -> Fixture {
+    let clock = Arc::new(ManualClock::default());
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open_with(
+        dir.path().join("sessions.db"),
+        clock.clone(),
+        SqliteOptions::default(),
+    )
+    .unwrap();
+    Fixture {
+        store: Arc::new(store),
+        clock,
+        _dir: Some(dir),
+    }
+}
+
+/// Runs scenario `$name` on every store.
+macro_rules! on_every_store {
+    ($($name:ident),* $(,)?) => {
+        $(mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn memory() {
+                super::$name(super::memory()).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                super::$name(super::sqlite()).await;
+            }
+        })*
+    };
+}
+
+on_every_store!(
+    a_message_in_an_idle_thread_starts_a_run_whose_history_refers_to_the_message,
+    a_same_author_message_steers_the_run_and_another_authors_waits_for_the_next_turn,
+    ask_user_pauses_durably_and_an_answer_from_another_runner_resumes_the_same_run,
+    twelve_concurrent_sends_from_two_runners_are_each_consumed_exactly_once,
+    a_run_left_behind_is_abandoned_and_its_calls_replayed_rerun_or_reported_unknown,
+    stop_cancels_the_run_and_leaves_every_call_with_a_result,
+    a_command_is_carried_out_once_when_two_deliveries_race_and_on_every_retry,
+    watching_follows_a_run_and_an_ended_run_ends_at_once_with_its_outcome,
+    a_message_sent_while_the_run_releases_its_claim_is_carried_out_by_the_hand_over,
+    a_message_whose_runner_died_before_claiming_is_taken_up_by_recover,
+    a_closed_runner_starts_nothing_and_another_runner_recovers_the_message,
+    an_approval_a_hook_asks_for_pauses_and_an_approval_from_another_runner_runs_the_call,
+    a_message_to_a_thread_paused_on_an_approval_declines_it_with_its_text,
+);
+
+fn scope() -> Scope {
+    Scope::new("acme", "ws")
+}
+
+fn text_model(reply: &'static str) -> Agent {
+    Agent::new(Arc::new(ScriptedModel::new(move |_| {
+        Ok(ScriptedResponse::text(reply))
+    })))
+}
+
+/// The user messages' texts of a conversation.
+fn user_texts(messages: &[Message]) -> Vec<String> {
+    messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::User { text } => Some(text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn last_text(messages: &[Message]) -> String {
+    messages
+        .iter()
+        .rev()
+        .find_map(|m| match m {
+            Message::Assistant { parts } => parts.iter().find_map(|p| match p {
+                AssistantPart::Text { text } => Some(text.clone()),
+                _ => None,
+            }),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+/// Every tool call has exactly one result, right after its answer.
+fn assert_valid_history(history: &[Message]) {
+    super::agent::assert_valid_history(history);
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Nothing {}
+
+fn noop_tools() -> ToolRegistry {
+    let mut tools = ToolRegistry::new();
+    tools.add_typed("noop", "Does nothing.", |_: Nothing, _| async {
+        Ok(ToolOutput::ok("nothing done"))
+    });
+    tools
+}
+
+/// The posted-message ids the thread's history refers to, in order.
+async fn posted_in_history(store: &dyn SessionStore, thread: &ThreadKey) -> Vec<String> {
+    store
+        .history(thread, 0)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| match e.item {
+            HistoryItem::Posted { message_id } => Some(message_id),
+            _ => None,
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------- the gate
+
+/// A store wrapper that holds the Nth call of a named method until released,
+/// optionally failing it then: forces interleavings without sleeping.
+#[derive(Debug)]
+struct Gate {
+    inner: Arc<dyn SessionStore>,
+    state: Mutex<GateState>,
+}
+
+#[derive(Debug, Default)]
+struct GateState {
+    calls: HashMap<&'static str, usize>,
+    holds: Vec<Hold>,
+}
+
+#[derive(Debug)]
+struct Hold {
+    method: &'static str,
+    nth: usize,
+    arrived: Option<oneshot::Sender<()>>,
+    release: Option<oneshot::Receiver<bool>>,
+}
+
+/// A held call: wait for it to arrive, then release it (failing it or not).
+struct Held {
+    arrived: oneshot::Receiver<()>,
+    release: oneshot::Sender<bool>,
+}
+
+impl Held {
+    async fn arrived(&mut self) {
+        (&mut self.arrived).await.unwrap();
+    }
+
+    fn release(self, fail: bool) {
+        let _ = self.release.send(fail);
+    }
+}
+
+impl Gate {
+    fn new(inner: Arc<dyn SessionStore>) -> Arc<Self> {
+        Arc::new(Self {
+            inner,
+            state: Mutex::new(GateState::default()),
+        })
+    }
+
+    /// Holds the `nth` (from 1) call of `method` from now on.
+    fn hold(&self, method: &'static str, nth: usize) -> Held {
+        let (arrived_tx, arrived) = oneshot::channel();
+        let (release, release_rx) = oneshot::channel();
+        let mut state = self.state.lock().unwrap();
+        let base = state.calls.get(method).copied().unwrap_or(0);
+        state.holds.push(Hold {
+            method,
+            nth: base + nth,
+            arrived: Some(arrived_tx),
+            release: Some(release_rx),
+        });
+        Held { arrived, release }
+    }
+
+    async fn pass(&self, method: &'static str) -> StoreResult<()> {
+        let release = {
+            let mut state = self.state.lock().unwrap();
+            let n = {
+                let c = state.calls.entry(method).or_insert(0);
+                *c += 1;
+                *c
+            };
+            state
+                .holds
+                .iter_mut()
+                .find(|h| h.method == method && h.nth == n)
+                .map(|h| {
+                    if let Some(tx) = h.arrived.take() {
+                        let _ = tx.send(());
+                    }
+                    h.release.take()
+                })
+        };
+        if let Some(Some(release)) = release {
+            // A dropped `Held` never releases: the call hangs, as a stalled store would.
+            let fail = match release.await {
+                Ok(fail) => fail,
+                Err(_) => std::future::pending().await,
+            };
+            if fail {
+                return Err(StoreError::new(
+                    StoreErrorKind::Storage,
+                    format!("the gate failed {method}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl SessionStore for Gate {
+    async fn commit(&self, thread: &ThreadKey, commit: Commit) -> StoreResult<Committed> {
+        self.pass("commit").await?;
+        self.inner.commit(thread, commit).await
+    }
+    async fn acquire_claim(
+        &self,
+        thread: &ThreadKey,
+        holder: &str,
+        ttl: Duration,
+    ) -> StoreResult<ClaimAttempt> {
+        self.pass("acquire_claim").await?;
+        self.inner.acquire_claim(thread, holder, ttl).await
+    }
+    async fn renew_claim(
+        &self,
+        thread: &ThreadKey,
+        claim: &Claim,
+        ttl: Duration,
+    ) -> StoreResult<Claim> {
+        self.pass("renew_claim").await?;
+        self.inner.renew_claim(thread, claim, ttl).await
+    }
+    async fn release_claim(&self, thread: &ThreadKey, claim: &Claim) -> StoreResult<bool> {
+        self.pass("release_claim").await?;
+        self.inner.release_claim(thread, claim).await
+    }
+    async fn claim(&self, thread: &ThreadKey) -> StoreResult<Option<Claim>> {
+        self.pass("claim").await?;
+        self.inner.claim(thread).await
+    }
+    async fn thread(&self, thread: &ThreadKey) -> StoreResult<Option<ThreadInfo>> {
+        self.pass("thread").await?;
+        self.inner.thread(thread).await
+    }
+    async fn threads(
+        &self,
+        scope: &Scope,
+        after: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<Vec<ThreadInfo>> {
+        self.pass("threads").await?;
+        self.inner.threads(scope, after, limit).await
+    }
+    async fn events(
+        &self,
+        thread: &ThreadKey,
+        after_seq: u64,
+        limit: usize,
+    ) -> StoreResult<Vec<Event>> {
+        self.pass("events").await?;
+        self.inner.events(thread, after_seq, limit).await
+    }
+    async fn messages(
+        &self,
+        thread: &ThreadKey,
+        after_seq: u64,
+        limit: usize,
+    ) -> StoreResult<Vec<PostedMessage>> {
+        self.pass("messages").await?;
+        self.inner.messages(thread, after_seq, limit).await
+    }
+    async fn message(&self, scope: &Scope, id: &str) -> StoreResult<Option<PostedMessage>> {
+        self.pass("message").await?;
+        self.inner.message(scope, id).await
+    }
+    async fn history(&self, thread: &ThreadKey, from_pos: u64) -> StoreResult<Vec<HistoryEntry>> {
+        self.pass("history").await?;
+        self.inner.history(thread, from_pos).await
+    }
+    async fn run(&self, scope: &Scope, run_id: &str) -> StoreResult<Option<RunRecord>> {
+        self.pass("run").await?;
+        self.inner.run(scope, run_id).await
+    }
+    async fn runs(&self, thread: &ThreadKey) -> StoreResult<Vec<RunRecord>> {
+        self.pass("runs").await?;
+        self.inner.runs(thread).await
+    }
+    async fn tool_calls(&self, scope: &Scope, run_id: &str) -> StoreResult<Vec<ToolCallRecord>> {
+        self.pass("tool_calls").await?;
+        self.inner.tool_calls(scope, run_id).await
+    }
+    async fn cursor(&self, thread: &ThreadKey, name: &str) -> StoreResult<u64> {
+        self.pass("cursor").await?;
+        self.inner.cursor(thread, name).await
+    }
+    async fn checkpoints(&self, thread: &ThreadKey) -> StoreResult<Vec<Checkpoint>> {
+        self.pass("checkpoints").await?;
+        self.inner.checkpoints(thread).await
+    }
+    async fn command_result(&self, key: &CommandKey) -> StoreResult<Option<Value>> {
+        self.pass("command_result").await?;
+        self.inner.command_result(key).await
+    }
+    async fn record_command(&self, key: &CommandKey, result: Value) -> StoreResult<Option<Value>> {
+        self.pass("record_command").await?;
+        self.inner.record_command(key, result).await
+    }
+    async fn lagging_threads(
+        &self,
+        ahead: &str,
+        behind: &str,
+        limit: usize,
+    ) -> StoreResult<Vec<ThreadKey>> {
+        self.pass("lagging_threads").await?;
+        self.inner.lagging_threads(ahead, behind, limit).await
+    }
+    fn now_ms(&self) -> i64 {
+        self.inner.now_ms()
+    }
+}
+
+// ---------------------------------------------------------------- scenarios
+
+async fn a_message_in_an_idle_thread_starts_a_run_whose_history_refers_to_the_message(fx: Fixture) {
+    let runner = Runner::new(text_model("Hello."), fx.store.clone());
+    let t = scope().thread("t1");
+    let sent = runner.send(&t, "alice", "hi", Some("m1")).await.unwrap();
+    let run = sent.run.expect("a message in an idle thread starts a run");
+    assert_eq!(run.wait().await.outcome, Outcome::Completed);
+    runner.drain().await;
+
+    let runs = fx.store.runs(&t).await.unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].status, RunStatus::Completed);
+    assert_eq!(runs[0].message_ids, vec!["m1".to_owned()]);
+    assert_eq!(runs[0].trigger, Trigger::Message);
+    assert_eq!(
+        load_history(fx.store.as_ref(), &t).await.unwrap(),
+        vec![Message::user("hi"), Message::assistant_text("Hello.")]
+    );
+    // The text is stored once, in the message; the history refers to it.
+    assert_eq!(posted_in_history(fx.store.as_ref(), &t).await, vec!["m1"]);
+    assert_eq!(fx.store.cursor(&t, "taken").await.unwrap(), sent.seq);
+    assert_eq!(fx.store.cursor(&t, "asked").await.unwrap(), sent.seq);
+    // The claim is released.
+    assert!(fx.store.claim(&t).await.unwrap().is_none());
+
+    let again = runner
+        .send(&t, "alice", "again", Some("m1"))
+        .await
+        .unwrap_err();
+    assert_eq!(again.kind(), RunnerErrorKind::IdInUse);
+    assert_eq!(fx.store.messages(&t, 0, 100).await.unwrap().len(), 1);
+}
+
+async fn a_same_author_message_steers_the_run_and_another_authors_waits_for_the_next_turn(
+    fx: Fixture,
+) {
+    let t = scope().thread("t1");
+    let cell: Arc<OnceLock<Runner>> = Arc::new(OnceLock::new());
+    let seen: Arc<Mutex<Vec<Vec<String>>>> = Arc::default();
+    let n = Arc::new(AtomicUsize::new(0));
+    let model = {
+        let (cell, seen, t) = (cell.clone(), seen.clone(), t.clone());
+        ScriptedModel::new_async(move |request| {
+            let users = user_texts(request.messages);
+            seen.lock().unwrap().push(users);
+            let i = n.fetch_add(1, Ordering::SeqCst);
+            let (cell, t) = (cell.clone(), t.clone());
+            async move {
+                if i == 0 {
+                    // While the first request is in flight, both post.
+                    let runner = cell.get().unwrap();
+                    let steer = runner.send(&t, "alice", "steer", None).await.unwrap();
+                    assert!(
+                        steer.run.is_none(),
+                        "a running thread is steered, not restarted"
+                    );
+                    let other = runner.send(&t, "bob", "bob here", None).await.unwrap();
+                    assert!(other.run.is_none());
+                    Ok(ScriptedResponse::calls().call("c1", "noop", json!({})))
+                } else {
+                    Ok(ScriptedResponse::text(format!("answer {i}")))
+                }
+            }
+        })
+    };
+    let agent = Agent::new(Arc::new(model)).with_tools(noop_tools());
+    let runner = Runner::new(agent, fx.store.clone());
+    cell.set(runner.clone()).unwrap();
+    let first = runner.send(&t, "alice", "go", None).await.unwrap();
+    assert_eq!(first.run.unwrap().wait().await.outcome, Outcome::Completed);
+    runner.drain().await;
+
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen[0], vec!["go"]);
+    // Alice's steering reached the run before its next request; Bob's did not.
+    assert_eq!(seen[1], vec!["go", "steer"]);
+    // Bob's message started the next turn, handed over when the first run released.
+    assert_eq!(seen[2], vec!["go", "steer", "bob here"]);
+    let runs = fx.store.runs(&t).await.unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[1].requested_by.as_deref(), Some("bob"));
+    assert!(runs.iter().all(|r| r.status == RunStatus::Completed));
+    let history = load_history(fx.store.as_ref(), &t).await.unwrap();
+    assert_valid_history(&history);
+    assert_eq!(posted_in_history(fx.store.as_ref(), &t).await.len(), 3);
+}
+
+async fn ask_user_pauses_durably_and_an_answer_from_another_runner_resumes_the_same_run(
+    fx: Fixture,
+) {
+    let t = scope().thread("t1");
+    let agent = || {
+        Agent::new(Arc::new(ScriptedModel::new(|request| {
+            let users = user_texts(request.messages);
+            if users.len() == 1 {
+                Ok(ScriptedResponse::calls().call(
+                    "q1",
+                    "ask_user",
+                    json!({"question": "Which colour?"}),
+                ))
+            } else {
+                Ok(ScriptedResponse::text(format!(
+                    "You said: {}",
+                    users.last().unwrap()
+                )))
+            }
+        })))
+    };
+    let config = RunnerConfig::default().with_ask_user(true);
+    let a = Runner::with_config(agent(), fx.store.clone(), config.clone());
+    let sent = a.send(&t, "alice", "paint it", None).await.unwrap();
+    let run = sent.run.unwrap();
+    assert!(matches!(run.wait().await.outcome, Outcome::Paused { .. }));
+    a.drain().await;
+    let paused = fx.store.run(&t.scope, run.run_id()).await.unwrap().unwrap();
+    assert_eq!(paused.status, RunStatus::Paused);
+    assert_eq!(paused.requests.len(), 1);
+    assert_eq!(paused.requests[0].spec.call_id, "q1");
+    assert!(
+        fx.store.claim(&t).await.unwrap().is_none(),
+        "a paused run holds no claim"
+    );
+
+    // Another runner (another process, the same store) gets the answer.
+    let b = Runner::with_config(agent(), fx.store.clone(), config);
+    let reply = b.send(&t, "alice", "blue", None).await.unwrap();
+    let resumed = reply.run.expect("the answer resumes the run");
+    assert_eq!(resumed.run_id(), run.run_id());
+    assert_eq!(resumed.wait().await.outcome, Outcome::Completed);
+    b.drain().await;
+
+    let done = fx.store.run(&t.scope, run.run_id()).await.unwrap().unwrap();
+    assert_eq!(done.status, RunStatus::Completed);
+    assert_eq!(done.segments, 2);
+    let answer = done.requests[0].answer.clone().unwrap();
+    assert_eq!(answer.text.as_deref(), Some("blue"));
+    assert_eq!(answer.author, "alice");
+    assert_eq!(fx.store.runs(&t).await.unwrap().len(), 1);
+    let history = load_history(fx.store.as_ref(), &t).await.unwrap();
+    assert_valid_history(&history);
+    assert_eq!(last_text(&history), "You said: blue");
+}
+
+async fn twelve_concurrent_sends_from_two_runners_are_each_consumed_exactly_once(fx: Fixture) {
+    let t = scope().thread("t1");
+    let a = Runner::new(text_model("ok"), fx.store.clone());
+    let b = Runner::new(text_model("ok"), fx.store.clone());
+    let sends = (0..12).map(|i| {
+        let runner = if i % 2 == 0 { a.clone() } else { b.clone() };
+        let t = t.clone();
+        tokio::spawn(async move {
+            let author = if i % 3 == 0 { "bob" } else { "alice" };
+            runner
+                .send(&t, author, &format!("message {i}"), Some(&format!("m{i}")))
+                .await
+                .unwrap()
+        })
+    });
+    let sent = futures::future::join_all(sends).await;
+    assert_eq!(sent.len(), 12);
+    // Runs and hand-overs of both runners, until nothing is in flight in either.
+    loop {
+        a.drain().await;
+        b.drain().await;
+        let asked = fx.store.cursor(&t, "asked").await.unwrap();
+        let taken = fx.store.cursor(&t, "taken").await.unwrap();
+        if asked == taken && a.running(&t).is_none() && b.running(&t).is_none() {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    let mut posted = posted_in_history(fx.store.as_ref(), &t).await;
+    posted.sort();
+    let mut want: Vec<String> = (0..12).map(|i| format!("m{i}")).collect();
+    want.sort();
+    assert_eq!(posted, want, "every message is in the history exactly once");
+    let runs = fx.store.runs(&t).await.unwrap();
+    assert!(runs.iter().all(|r| r.status == RunStatus::Completed));
+    assert_valid_history(&load_history(fx.store.as_ref(), &t).await.unwrap());
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Tag {
+    tag: String,
+}
+
+async fn a_run_left_behind_is_abandoned_and_its_calls_replayed_rerun_or_reported_unknown(
+    fx: Fixture,
+) {
+    let t = scope().thread("t1");
+    let store = fx.store.clone();
+    // A runner that died in the middle of a batch: it claimed the thread, started
+    // run r0, saved the answer with three calls, recorded all three started and
+    // only c3 finished, then stopped renewing.
+    let ClaimAttempt::Granted(ghost) = store
+        .acquire_claim(&t, "ghost", Duration::from_secs(30))
+        .await
+        .unwrap()
+    else {
+        panic!("the thread is free");
+    };
+    let answer = Message::Assistant {
+        parts: vec![
+            AssistantPart::ToolCall(ToolCall {
+                id: "c1".into(),
+                name: "lookup".into(),
+                arguments: json!({"tag": "a"}),
+            }),
+            AssistantPart::ToolCall(ToolCall {
+                id: "c2".into(),
+                name: "charge".into(),
+                arguments: json!({"tag": "b"}),
+            }),
+            AssistantPart::ToolCall(ToolCall {
+                id: "c3".into(),
+                name: "charge".into(),
+                arguments: json!({"tag": "c"}),
+            }),
+        ],
+    };
+    let mut commit = Commit::new()
+        .fenced(ghost.fence())
+        .write(Write::PostMessage {
+            id: "m1".into(),
+            author: "alice".into(),
+            kind: MessageKind::Message,
+            text: "do it".into(),
+        })
+        .write(Write::StartRun {
+            run_id: "r0".into(),
+            trigger: Trigger::Message,
+            requested_by: Some("alice".into()),
+            message_ids: vec!["m1".into()],
+        })
+        .write(Write::AppendHistory {
+            run_id: Some("r0".into()),
+            items: vec![
+                HistoryItem::Posted {
+                    message_id: "m1".into(),
+                },
+                HistoryItem::Message { message: answer },
+            ],
+        });
+    for (call, name) in [("c1", "lookup"), ("c2", "charge"), ("c3", "charge")] {
+        commit = commit.write(Write::ToolStarted {
+            run_id: "r0".into(),
+            call_id: call.into(),
+            name: name.into(),
+            effect_key: None,
+        });
+    }
+    commit = commit
+        .write(Write::ToolFinished {
+            run_id: "r0".into(),
+            call_id: "c3".into(),
+            result: burrow_runtime::message::ToolResult {
+                call_id: "c3".into(),
+                name: "charge".into(),
+                content: "charged c before the crash".into(),
+                is_error: false,
+            },
+        })
+        .cursor("asked", 1)
+        .cursor("taken", 1);
+    store.commit(&t, commit).await.unwrap();
+    fx.clock.advance(Duration::from_secs(31));
+
+    let lookups = Arc::new(AtomicUsize::new(0));
+    let charges = Arc::new(AtomicUsize::new(0));
+    let mut tools = ToolRegistry::new();
+    let l = lookups.clone();
+    tools.add(
+        FnTool::new("lookup", "Looks up.", move |a: Tag, _| {
+            l.fetch_add(1, Ordering::SeqCst);
+            async move { Ok(ToolOutput::ok(format!("looked up {}", a.tag))) }
+        })
+        .with_annotations(ToolAnnotations::READ_ONLY),
+    );
+    let c = charges.clone();
+    tools.add(FnTool::new("charge", "Charges.", move |a: Tag, _| {
+        c.fetch_add(1, Ordering::SeqCst);
+        async move { Ok(ToolOutput::ok(format!("charged {}", a.tag))) }
+    }));
+    let agent = Agent::new(Arc::new(ScriptedModel::new(|_| {
+        Ok(ScriptedResponse::text("ok"))
+    })))
+    .with_tools(tools);
+    let runner = Runner::new(agent, store.clone());
+    let sent = runner.send(&t, "alice", "go on", None).await.unwrap();
+    assert_eq!(sent.run.unwrap().wait().await.outcome, Outcome::Completed);
+    runner.drain().await;
+
+    let r0 = store.run(&t.scope, "r0").await.unwrap().unwrap();
+    assert_eq!(r0.status, RunStatus::Failed);
+    assert_eq!(r0.reason.as_deref(), Some("abandoned"));
+    // The idempotent call that never finished ran again, once; the other
+    // unfinished call did not run and the model is told so; the finished call
+    // is replayed from its record.
+    assert_eq!(lookups.load(Ordering::SeqCst), 1);
+    assert_eq!(charges.load(Ordering::SeqCst), 0);
+    let history = load_history(store.as_ref(), &t).await.unwrap();
+    assert_valid_history(&history);
+    let results: HashMap<String, String> = history
+        .iter()
+        .filter_map(|m| match m {
+            Message::ToolResult(r) => Some((r.call_id.clone(), r.content.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results["c1"], "looked up a");
+    assert_eq!(results["c2"], OUTCOME_UNKNOWN);
+    assert_eq!(results["c3"], "charged c before the crash");
+    let calls = store.tool_calls(&t.scope, "r0").await.unwrap();
+    let c1 = calls.iter().find(|c| c.call_id == "c1").unwrap();
+    assert_eq!((c1.status, c1.attempts), (ToolCallStatus::Finished, 2));
+    let c2 = calls.iter().find(|c| c.call_id == "c2").unwrap();
+    assert_eq!(c2.status, ToolCallStatus::Started);
+    let runs = store.runs(&t).await.unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[1].status, RunStatus::Completed);
+    assert_eq!(user_texts(&history), vec!["do it", "go on"]);
+}
+
+async fn stop_cancels_the_run_and_leaves_every_call_with_a_result(fx: Fixture) {
+    let t = scope().thread("t1");
+    let (started_tx, started_rx) = oneshot::channel::<()>();
+    let started_tx = Arc::new(Mutex::new(Some(started_tx)));
+    let mut tools = ToolRegistry::new();
+    tools.add_typed("hang", "Never returns.", move |_: Nothing, _| {
+        let tx = started_tx.lock().unwrap().take();
+        async move {
+            if let Some(tx) = tx {
+                let _ = tx.send(());
+            }
+            std::future::pending::<()>().await;
+            Ok(ToolOutput::ok("never"))
+        }
+    });
+    let agent = Agent::new(Arc::new(ScriptedModel::from_responses(vec![
+        ScriptedResponse::calls().call("h1", "hang", json!({})),
+    ])))
+    .with_tools(tools);
+    let runner = Runner::new(agent, fx.store.clone());
+    let run = runner
+        .send(&t, "alice", "hang", None)
+        .await
+        .unwrap()
+        .run
+        .unwrap();
+    started_rx.await.unwrap();
+    assert!(runner.running(&t).is_some());
+    assert!(runner.stop(run.run_id()));
+    assert!(matches!(run.wait().await.outcome, Outcome::Stopped { .. }));
+    runner.drain().await;
+    assert!(!runner.stop(run.run_id()), "nothing is left to stop");
+    let record = fx.store.run(&t.scope, run.run_id()).await.unwrap().unwrap();
+    assert_eq!(record.status, RunStatus::Stopped);
+    let history = load_history(fx.store.as_ref(), &t).await.unwrap();
+    assert_valid_history(&history);
+    assert!(runner.running(&t).is_none());
+}
+
+async fn a_command_is_carried_out_once_when_two_deliveries_race_and_on_every_retry(fx: Fixture) {
+    let s = scope();
+    let t = s.thread("t1");
+    let a = Runner::new(text_model("ok"), fx.store.clone());
+    let b = Runner::new(text_model("ok"), fx.store.clone());
+    let send = |text: &str| Command::Send {
+        thread: "t1".into(),
+        text: text.into(),
+        message_id: None,
+    };
+    let (one, two) = tokio::join!(
+        a.execute(&s, "alice", send("hello"), "c1"),
+        b.execute(&s, "alice", send("hello"), "c1"),
+    );
+    let (one, two) = (one.unwrap(), two.unwrap());
+    assert_eq!(one, two);
+    assert_eq!(one["type"], "posted");
+    // A retry with another payload gets the first result and does nothing.
+    let retry = a
+        .execute(&s, "alice", send("DIFFERENT"), "c1")
+        .await
+        .unwrap();
+    assert_eq!(retry, one);
+    // The same id from another sender is another command.
+    let bobs = a.execute(&s, "bob", send("hi"), "c1").await.unwrap();
+    assert_ne!(bobs, one);
+    a.drain().await;
+    b.drain().await;
+    let texts: Vec<String> = fx
+        .store
+        .messages(&t, 0, 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.text)
+        .collect();
+    assert_eq!(texts.iter().filter(|t| *t == "hello").count(), 1);
+    assert!(!texts.contains(&"DIFFERENT".to_owned()));
+    assert!(texts.contains(&"hi".to_owned()));
+    // A bad id is a rejection, not remembered.
+    let bad = a.execute(&s, "alice", send("x"), "").await.unwrap();
+    assert_eq!(bad["type"], "rejected");
+    // Stopping nothing is remembered too.
+    let stop = a
+        .execute(
+            &s,
+            "alice",
+            Command::Stop {
+                run_id: "r9".into(),
+            },
+            "c2",
+        )
+        .await
+        .unwrap();
+    assert_eq!(stop["stopped"], false);
+}
+
+async fn watching_follows_a_run_and_an_ended_run_ends_at_once_with_its_outcome(fx: Fixture) {
+    let t = scope().thread("t1");
+    let (go_tx, go_rx) = oneshot::channel::<()>();
+    let go = Arc::new(tokio::sync::Mutex::new(Some(go_rx)));
+    let model = ScriptedModel::new_async(move |_| {
+        let go = go.clone();
+        async move {
+            if let Some(rx) = go.lock().await.take() {
+                let _ = rx.await;
+            }
+            Ok(ScriptedResponse::text("streamed"))
+        }
+    });
+    let runner = Runner::new(Agent::new(Arc::new(model)), fx.store.clone());
+    let run = runner
+        .send(&t, "alice", "hi", None)
+        .await
+        .unwrap()
+        .run
+        .unwrap();
+    let watcher = runner.watch(&t.scope, run.run_id());
+    go_tx.send(()).unwrap();
+    let frames: Vec<_> = watcher.collect().await;
+    let texts: String = frames
+        .iter()
+        .filter_map(|f| match &f.event {
+            LiveEvent::TextDelta { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(texts, "streamed");
+    assert_eq!(
+        frames.last().unwrap().event,
+        LiveEvent::End {
+            outcome: Some("completed".into()),
+            reason: None
+        }
+    );
+    run.wait().await;
+    runner.drain().await;
+    let late: Vec<_> = runner.watch(&t.scope, run.run_id()).collect().await;
+    assert_eq!(late.len(), 1);
+    assert_eq!(
+        late[0].event,
+        LiveEvent::End {
+            outcome: Some("completed".into()),
+            reason: None
+        }
+    );
+    let unknown: Vec<_> = runner.watch(&t.scope, "no-such-run").collect().await;
+    assert_eq!(
+        unknown[0].event,
+        LiveEvent::End {
+            outcome: None,
+            reason: None
+        }
+    );
+}
+
+async fn a_message_sent_while_the_run_releases_its_claim_is_carried_out_by_the_hand_over(
+    fx: Fixture,
+) {
+    let t = scope().thread("t1");
+    let gate = Gate::new(fx.store.clone());
+    let mut held = gate.hold("release_claim", 1);
+    let runner = Runner::new(text_model("ok"), gate.clone());
+    let first = runner.send(&t, "alice", "one", Some("m1")).await.unwrap();
+    let first = first.run.unwrap();
+    held.arrived().await;
+    // The run has ended and is releasing its claim: this message finds it busy.
+    let second = runner.send(&t, "alice", "two", Some("m2")).await.unwrap();
+    assert!(second.run.is_none());
+    held.release(false);
+    first.wait().await;
+    loop {
+        runner.drain().await;
+        if fx.store.cursor(&t, "taken").await.unwrap() == second.seq {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    runner.drain().await;
+    let runs = fx.store.runs(&t).await.unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[1].message_ids, vec!["m2".to_owned()]);
+    assert_eq!(
+        posted_in_history(fx.store.as_ref(), &t).await,
+        vec!["m1", "m2"]
+    );
+}
+
+async fn a_message_whose_runner_died_before_claiming_is_taken_up_by_recover(fx: Fixture) {
+    let t = scope().thread("t1");
+    let gate = Gate::new(fx.store.clone());
+    // The post is committed (asked moves), then the claim attempt fails: the
+    // runner "dies" between asking and claiming.
+    let held = gate.hold("acquire_claim", 1);
+    let dying = Runner::new(text_model("never"), gate.clone());
+    let sending = {
+        let t = t.clone();
+        tokio::spawn(async move { dying.send(&t, "alice", "hello", Some("m1")).await })
+    };
+    held.release(true);
+    let err = sending.await.unwrap().unwrap_err();
+    assert_eq!(err.kind(), RunnerErrorKind::Store);
+    assert_eq!(fx.store.cursor(&t, "taken").await.unwrap(), 0);
+
+    let runner = Runner::new(text_model("recovered"), fx.store.clone());
+    let started = runner.recover().await.unwrap();
+    assert_eq!(started.len(), 1);
+    assert_eq!(started[0].wait().await.outcome, Outcome::Completed);
+    runner.drain().await;
+    let history = load_history(fx.store.as_ref(), &t).await.unwrap();
+    assert_eq!(
+        history,
+        vec![Message::user("hello"), Message::assistant_text("recovered")]
+    );
+    assert!(
+        runner.recover().await.unwrap().is_empty(),
+        "nothing is left"
+    );
+}
+
+async fn a_closed_runner_starts_nothing_and_another_runner_recovers_the_message(fx: Fixture) {
+    let t = scope().thread("t1");
+    let runner = Runner::new(text_model("ok"), fx.store.clone());
+    runner.aclose().await;
+    let sent = runner.send(&t, "alice", "late", None).await.unwrap();
+    assert!(sent.run.is_none(), "a closed runner starts no run");
+    let other = Runner::new(text_model("ok"), fx.store.clone());
+    let started = other.recover().await.unwrap();
+    assert_eq!(started.len(), 1);
+    started[0].wait().await;
+    other.drain().await;
+    assert_eq!(
+        fx.store.runs(&t).await.unwrap()[0].status,
+        RunStatus::Completed
+    );
+}
+
+// ---------------------------------------------------------------- claims and time
+
+/// A renewal that hangs past the TTL cancels the run (tokio's clock is paused
+/// and moves only when every task waits, so no test sleeps for real).
+#[tokio::test(start_paused = true)]
+async fn a_renewal_that_hangs_past_the_ttl_cancels_the_run() {
+    let fx = memory();
+    let t = scope().thread("t1");
+    let gate = Gate::new(fx.store.clone());
+    let _hang = gate.hold("renew_claim", 1);
+    let mut tools = ToolRegistry::new();
+    tools.add_typed("hang", "Never returns.", |_: Nothing, _| async {
+        std::future::pending::<()>().await;
+        Ok(ToolOutput::ok("never"))
+    });
+    let agent = Agent::new(Arc::new(ScriptedModel::from_responses(vec![
+        ScriptedResponse::calls().call("h1", "hang", json!({})),
+    ])))
+    .with_tools(tools);
+    let runner = Runner::with_config(
+        agent,
+        gate.clone(),
+        RunnerConfig::default().with_claim_ttl(Duration::from_secs(30)),
+    );
+    let before = tokio::time::Instant::now();
+    let run = runner
+        .send(&t, "alice", "go", None)
+        .await
+        .unwrap()
+        .run
+        .unwrap();
+    let result = run.wait().await;
+    assert_eq!(
+        result.outcome,
+        Outcome::Stopped {
+            reason: "claim_lost".into()
+        }
+    );
+    // Lost exactly one TTL after the claim was taken: the first renewal (at a
+    // third) hung, and the timer did not wait for it.
+    assert_eq!(before.elapsed(), Duration::from_secs(30));
+    runner.drain().await;
+    let record = fx.store.run(&t.scope, run.run_id()).await.unwrap().unwrap();
+    assert_eq!(record.status, RunStatus::Stopped);
+    assert_eq!(record.reason.as_deref(), Some("claim_lost"));
+    assert_valid_history(&load_history(fx.store.as_ref(), &t).await.unwrap());
+}
+
+/// Renewals every third of the TTL keep a long run's claim alive.
+#[tokio::test(start_paused = true)]
+async fn renewals_every_third_keep_a_long_run_alive() {
+    let fx = memory();
+    let t = scope().thread("t1");
+    let mut tools = ToolRegistry::new();
+    tools.add_typed("wait", "Waits a while.", |_: Nothing, _| async {
+        tokio::time::sleep(Duration::from_secs(125)).await;
+        Ok(ToolOutput::ok("waited"))
+    });
+    let agent = Agent::new(Arc::new(ScriptedModel::from_responses(vec![
+        ScriptedResponse::calls().call("w1", "wait", json!({})),
+        ScriptedResponse::text("done"),
+    ])))
+    .with_tools(tools);
+    let gate = Gate::new(fx.store.clone());
+    let runner = Runner::with_config(
+        agent,
+        gate.clone(),
+        RunnerConfig::default().with_claim_ttl(Duration::from_secs(30)),
+    );
+    let run = runner
+        .send(&t, "alice", "go", None)
+        .await
+        .unwrap()
+        .run
+        .unwrap();
+    assert_eq!(run.wait().await.outcome, Outcome::Completed);
+    let renewals = gate.state.lock().unwrap().calls.get("renew_claim").copied();
+    assert_eq!(renewals, Some(12), "125 s at one renewal per 10 s");
+}
+
+// ---------------------------------------------------------------- a killed process
+
+const CHILD_DB: &str = "BURROW_RUNNER_TEST_CHILD_DB";
+
+fn hang_agent() -> Agent {
+    let mut tools = ToolRegistry::new();
+    tools.add_typed("hang", "Never returns.", |_: Nothing, _| async {
+        std::future::pending::<()>().await;
+        Ok(ToolOutput::ok("never"))
+    });
+    Agent::new(Arc::new(ScriptedModel::new(|request| {
+        if user_texts(request.messages).len() == 1 {
+            Ok(ScriptedResponse::calls().call("c1", "hang", json!({})))
+        } else {
+            Ok(ScriptedResponse::text("taken over"))
+        }
+    })))
+    .with_tools(tools)
+}
+
+/// The child process of the test below: a runner over the SQLite file named by
+/// the environment whose run hangs in a tool call until the process is killed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "the child process of a_killed_runner_process_is_taken_over_by_another_process"]
+async fn killed_runner_child() {
+    let db = std::env::var(CHILD_DB).expect("run by its parent test");
+    let store = Arc::new(SqliteStore::open(db).unwrap());
+    let runner = Runner::new(hang_agent(), store);
+    let sent = runner
+        .send(&scope().thread("t1"), "alice", "work", Some("m1"))
+        .await
+        .unwrap();
+    sent.run.unwrap().wait().await;
+    unreachable!("the run hangs until the process is killed");
+}
+
+/// A runner process killed with SIGKILL mid-call: another process takes the
+/// thread over once the claim lapses, records the run left behind as
+/// abandoned, reports the unfinished call's outcome as unknown (never runs it
+/// again), and carries out the new message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_runner_process_is_taken_over_by_another_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sessions.db");
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "all::runner::killed_runner_child",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env(CHILD_DB, &db)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = scope().thread("t1");
+    // Wait for the child's call to be recorded started (the child makes the file).
+    let started = async {
+        loop {
+            if db.exists()
+                && let Ok(store) = SqliteStore::open(&db)
+                && let Ok(events) = store.events(&t, 0, 100).await
+                && events.iter().any(|e| {
+                    matches!(
+                        &e.kind,
+                        burrow_runtime::session::EventKind::ToolCallStarted { .. }
+                    )
+                })
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(120), started)
+        .await
+        .expect("the child process recorded its call started");
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    // Another process, whose clock reads past the dead runner's claim.
+    let now = burrow_runtime::session::Clock::now_ms(&burrow_runtime::session::SystemClock);
+    let clock = Arc::new(ManualClock::new(now + 31_000));
+    let store: Arc<dyn SessionStore> =
+        Arc::new(SqliteStore::open_with(&db, clock, SqliteOptions::default()).unwrap());
+    let runner = Runner::new(hang_agent(), store.clone());
+    let sent = runner
+        .send(&t, "alice", "are you there?", None)
+        .await
+        .unwrap();
+    assert_eq!(sent.run.unwrap().wait().await.outcome, Outcome::Completed);
+    runner.drain().await;
+    let runs = store.runs(&t).await.unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0].status, RunStatus::Failed);
+    assert_eq!(runs[0].reason.as_deref(), Some("abandoned"));
+    assert_eq!(runs[1].status, RunStatus::Completed);
+    let history = load_history(store.as_ref(), &t).await.unwrap();
+    assert_valid_history(&history);
+    assert!(history.iter().any(
+        |m| matches!(m, Message::ToolResult(r) if r.call_id == "c1" && r.content == OUTCOME_UNKNOWN)
+    ));
+    assert_eq!(last_text(&history), "taken over");
+}
+
+// ---------------------------------------------------------------- approvals
+
+/// An agent whose `charge` calls a hook sends for approval; it counts the charges made.
+fn approval_agent(charges: Arc<AtomicUsize>) -> Agent {
+    use burrow_runtime::hooks::{Hook, HookEvent, HookOutput, Hooks};
+    let mut tools = ToolRegistry::new();
+    tools.add_typed("charge", "Charges.", move |a: Tag, _| {
+        charges.fetch_add(1, Ordering::SeqCst);
+        async move { Ok(ToolOutput::ok(format!("charged {}", a.tag))) }
+    });
+    let mut hooks = Hooks::new();
+    hooks.add(
+        Hook::handler(HookEvent::PreToolUse, Some("charge"), |_| async {
+            Ok(HookOutput::ask("charging needs a human"))
+        })
+        .unwrap(),
+    );
+    Agent::new(Arc::new(ScriptedModel::new(|request| {
+        let users = user_texts(request.messages);
+        if users.len() == 1 {
+            Ok(ScriptedResponse::calls().call("c1", "charge", json!({"tag": "x"})))
+        } else {
+            Ok(ScriptedResponse::text(format!(
+                "heard: {}",
+                users.last().unwrap()
+            )))
+        }
+    })))
+    .with_tools(tools)
+    .with_hooks(hooks)
+}
+
+async fn an_approval_a_hook_asks_for_pauses_and_an_approval_from_another_runner_runs_the_call(
+    fx: Fixture,
+) {
+    let t = scope().thread("t1");
+    let charges = Arc::new(AtomicUsize::new(0));
+    let a = Runner::new(approval_agent(charges.clone()), fx.store.clone());
+    let run = a
+        .send(&t, "alice", "charge it", None)
+        .await
+        .unwrap()
+        .run
+        .unwrap();
+    assert!(matches!(run.wait().await.outcome, Outcome::Paused { .. }));
+    a.drain().await;
+    let paused = fx.store.run(&t.scope, run.run_id()).await.unwrap().unwrap();
+    assert_eq!(paused.status, RunStatus::Paused);
+    assert_eq!(paused.requests[0].spec.call_id, "c1");
+    assert_eq!(
+        paused.requests[0].spec.kind,
+        burrow_runtime::session::RequestKind::Approval
+    );
+    assert_eq!(charges.load(Ordering::SeqCst), 0);
+
+    let b = Runner::new(approval_agent(charges.clone()), fx.store.clone());
+    let answer = burrow_runtime::session::Answer {
+        author: "alice".into(),
+        approved: Some(true),
+        text: None,
+        message_id: None,
+    };
+    let sent = b.answer(&t, run.run_id(), "c1", answer).await.unwrap();
+    let resumed = sent.run.expect("the last answer resumes the run");
+    assert_eq!(resumed.run_id(), run.run_id());
+    assert_eq!(resumed.wait().await.outcome, Outcome::Completed);
+    b.drain().await;
+    assert_eq!(
+        charges.load(Ordering::SeqCst),
+        1,
+        "the approved call ran once"
+    );
+    let history = load_history(fx.store.as_ref(), &t).await.unwrap();
+    assert_valid_history(&history);
+    assert!(last_text(&history).contains("charged x"));
+    let calls = fx.store.tool_calls(&t.scope, run.run_id()).await.unwrap();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].status, ToolCallStatus::Finished);
+    // Answering again is refused: the run is no longer paused.
+    let again = b
+        .answer(
+            &t,
+            run.run_id(),
+            "c1",
+            burrow_runtime::session::Answer {
+                author: "alice".into(),
+                approved: Some(true),
+                text: None,
+                message_id: None,
+            },
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(again.kind(), RunnerErrorKind::InvalidState);
+    assert_eq!(charges.load(Ordering::SeqCst), 1);
+}
+
+async fn a_message_to_a_thread_paused_on_an_approval_declines_it_with_its_text(fx: Fixture) {
+    let t = scope().thread("t1");
+    let charges = Arc::new(AtomicUsize::new(0));
+    let runner = Runner::new(approval_agent(charges.clone()), fx.store.clone());
+    let run = runner
+        .send(&t, "alice", "charge it", None)
+        .await
+        .unwrap()
+        .run
+        .unwrap();
+    run.wait().await;
+    runner.drain().await;
+    let reply = runner
+        .send(&t, "alice", "no, too expensive", None)
+        .await
+        .unwrap();
+    let resumed = reply.run.unwrap();
+    assert_eq!(resumed.run_id(), run.run_id());
+    assert_eq!(resumed.wait().await.outcome, Outcome::Completed);
+    runner.drain().await;
+    assert_eq!(
+        charges.load(Ordering::SeqCst),
+        0,
+        "a declined call never runs"
+    );
+    let done = fx.store.run(&t.scope, run.run_id()).await.unwrap().unwrap();
+    let answer = done.requests[0].answer.clone().unwrap();
+    assert_eq!(answer.approved, Some(false));
+    assert_eq!(answer.text.as_deref(), Some("no, too expensive"));
+    let history = load_history(fx.store.as_ref(), &t).await.unwrap();
+    assert!(last_text(&history).contains("too expensive"));
+    assert_eq!(fx.store.runs(&t).await.unwrap().len(), 1);
+}
