@@ -10,6 +10,7 @@ mod all {
     mod mcp;
     mod model;
     mod schema;
+    mod session;
     mod spill;
     mod support;
     mod tool;
