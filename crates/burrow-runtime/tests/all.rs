@@ -14,6 +14,7 @@ mod all {
     mod model;
     mod runner;
     mod schema;
+    mod session;
     mod spill;
     mod support;
     mod tool;

@@ -39,6 +39,7 @@
 //! Every store passes the same scenarios, [`conformance`].
 
 mod clock;
+pub mod conformance;
 mod error;
 mod memory;
 pub(crate) mod rules;

@@ -486,7 +486,8 @@ impl Claim {
 }
 
 /// What trying to claim a thread gave.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ClaimAttempt {
     /// The claim is yours.
     Granted(Claim),
