@@ -44,9 +44,10 @@ pub trait HostAccess: Send + Sync + 'static {
 /// max file size (no mutation can make one) and the `created_at` a file keeps.
 ///
 /// Both are optional: a method left at its default makes the scenario that needs
-/// it skip (`read_of_file_past_max_size_is_too_large`,
+/// it skip (`limits_read_past_max_size_is_too_large`,
 /// `write_replace_keeps_created_at`), which the backend's `conformance_suite!`
-/// must then declare. `StateBackend`'s fixture lends both.
+/// must then declare. Every fixture in this workspace lends `plant`; those of
+/// `StateBackend`, SQLite and the composite lend `created_at` too.
 pub trait StoreAccess: Send + Sync + 'static {
     /// A backend like the fixture's (same kind, limits and tenant view) whose
     /// storage holds exactly one file, `bytes` at `path` (its parents implied),

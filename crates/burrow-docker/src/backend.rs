@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use burrow_backend::text::{apply_edit, check_size, edit_result, read_window};
 use burrow_backend::{
     Backend, Capabilities, CompiledGrep, EditResult, Error, ErrorKind, ExecuteResponse,
-    FileContext, FileInfo, Glob, GlobResult, GrepQuery, GrepResult, Limits, LineWindow, Listing,
-    Result, Sandbox, VPath, WriteResult,
+    FileContext, FileInfo, Glob, GlobResult, GrepQuery, GrepResult, KeyLock, Limits, LineWindow,
+    Listing, Result, Sandbox, VPath, WriteResult,
 };
 use futures::StreamExt;
 
@@ -82,7 +82,7 @@ impl DockerSandbox {
     /// link's target, when it is a link), so edits through a link and
     /// through its target serialise. A path that cannot be resolved is
     /// locked as given; the operation then refuses it.
-    async fn lock_resolved(&self, path: &VPath, follow: Follow) -> tokio::sync::MutexGuard<'_, ()> {
+    async fn lock_resolved(&self, path: &VPath, follow: Follow) -> KeyLock<String> {
         let real = match self.resolve(path, follow).await {
             Ok(Resolved {
                 target: Some((real, _)),
@@ -91,7 +91,7 @@ impl DockerSandbox {
             Ok(r) if !r.dangling => paths::join(&r.base, &r.missing.join("/")),
             _ => self.layout.container(path),
         };
-        self.locks.lock(&real).await
+        self.locks.lock(real).await
     }
 
     /// Writes `bytes` at `path` (the caller holds its lock).
@@ -244,11 +244,11 @@ impl Backend for DockerSandbox {
             Some((real, _)) => real,
         };
         let place = self.place();
-        let first =
-            listing::glob_files(&place, under, &real, &glob, limit.saturating_add(1)).await?;
-        let truncated = first.len() > limit;
-        let infos: Vec<Option<FileInfo>> = futures::stream::iter(first.into_sorted().take(limit))
-            .map(|(path, real)| listing::file_info(&place, path, real))
+        let (first, truncated) = listing::glob_files(&place, under, &real, &glob, limit)
+            .await?
+            .finish();
+        let infos: Vec<Option<FileInfo>> = futures::stream::iter(first)
+            .map(|found| listing::file_info(&place, found.path, found.real))
             .buffered(listing::STAT_CONCURRENCY)
             .collect::<Vec<Result<Option<FileInfo>>>>()
             .await
@@ -281,7 +281,7 @@ impl Backend for DockerSandbox {
                 let (bytes, _, _) = self.fetch(under).await?;
                 let mut visit = GrepVisit::new(grep, under.clone(), limit, max);
                 visit.offer(under, &bytes);
-                return Ok(search::grep_result(visit.found, limit));
+                return Ok(search::grep_result(visit.found));
             }
             Some((_, s)) if s.kind != Kind::Dir => return Ok(GrepResult::default()),
             Some((real, _)) => real,
@@ -296,7 +296,7 @@ impl Backend for DockerSandbox {
                 visit.offer(&path, &bytes);
             }
         }
-        Ok(search::grep_result(visit.found, limit))
+        Ok(search::grep_result(visit.found))
     }
 
     fn as_sandbox(&self) -> Option<&dyn Sandbox> {

@@ -60,14 +60,12 @@ mod engine;
 mod exec;
 mod image;
 mod listing;
-mod locks;
 mod manager;
 mod options;
 mod owner;
 mod paths;
 mod sandbox;
 mod search;
-mod topk;
 
 pub use bollard::Docker;
 pub use dockerfile::{Dockerfile, VENV_PATH, dockerfile};

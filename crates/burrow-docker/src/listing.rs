@@ -7,12 +7,13 @@
 //! times then come from the archive stat of each file in the window.
 
 use bollard::Docker;
-use burrow_backend::{Error, ErrorKind, FileInfo, Glob, Listing, Result, VPath};
+use burrow_backend::{
+    Error, ErrorKind, FileInfo, Glob, Listing, Result, ResultOrder, Smallest, VPath,
+};
 use futures::StreamExt;
 
 use crate::exec::{ExecEnv, records, run_argv};
 use crate::paths::{self, Kind, Layout, join};
-use crate::topk::TopK;
 
 /// Lists directory `$1`: `d`, `f`, `l` (link) or `o` (other), a space, the name, a NUL.
 const LIST: &str = r#"for f in "$1"/.* "$1"/*; do
@@ -67,7 +68,32 @@ struct Raw {
     real: String,
 }
 
-/// The entries directly beneath the directory whose real container path is `real`.
+impl ResultOrder for Raw {
+    fn order_path(&self) -> &str {
+        self.path.as_str()
+    }
+}
+
+/// A file glob found: its virtual path and the real container path to stat
+/// (a link's target), so the collector orders by the one and carries the other.
+pub(crate) struct Found {
+    pub path: VPath,
+    pub real: String,
+}
+
+impl ResultOrder for Found {
+    fn order_path(&self) -> &str {
+        self.path.as_str()
+    }
+}
+
+/// The entries directly beneath the directory whose real container path is
+/// `real`: the first `limit` by path, and whether there are more.
+///
+/// Records are read as the script prints them and go through a collector of
+/// the first `limit + 1` by path, so memory follows `limit`, not the size of
+/// the directory; a link is followed (two stats) only when its entry would be
+/// kept, and only kept files are stat-ed for size and time.
 pub(crate) async fn list(
     place: &Place<'_>,
     dir: &VPath,
@@ -81,16 +107,17 @@ pub(crate) async fn list(
         "burrow-ls".to_owned(),
         real.to_owned(),
     ];
-    let (code, out) = run_argv(place.docker, place.at, argv).await?;
-    if code != 0 {
-        return Err(Error::failure_msg(format!(
-            "listing {dir} in the sandbox failed (exit code {code}): {}",
-            crate::engine::scrub(&String::from_utf8_lossy(&out))
-        )));
-    }
-    let mut raw = Vec::new();
-    for record in out.split(|&b| b == 0).filter(|r| !r.is_empty()) {
-        let (Some(&kind), Some(name)) = (record.first(), record.get(2..)) else {
+    let mut records = records(place.docker, place.at, argv).await?;
+    let mut first = Smallest::new(limit);
+    // Records that are not entries (a shell's complaint) are kept for the failure message.
+    let mut said = Vec::new();
+    while let Some(record) = records.next().await? {
+        let (Some(&kind), Some(b' '), Some(name)) =
+            (record.first(), record.get(1).copied(), record.get(2..))
+        else {
+            if said.len() < 512 {
+                said.extend_from_slice(&record);
+            }
             continue;
         };
         let Ok(name) = std::str::from_utf8(name) else {
@@ -99,24 +126,24 @@ pub(crate) async fn list(
         let Ok(path) = dir.join(name) else {
             continue;
         };
-        if path.name() != name {
+        if path.name() != name || !first.would_keep(path.as_str(), 0) {
             continue;
         }
         let here = join(real, name);
         match kind {
-            b'd' => raw.push(Raw {
+            b'd' => first.push(Raw {
                 path,
                 is_dir: true,
                 real: here,
             }),
-            b'f' => raw.push(Raw {
+            b'f' => first.push(Raw {
                 path,
                 is_dir: false,
                 real: here,
             }),
             b'l' => {
                 if let Some((is_dir, target)) = follow_link(place, &here).await? {
-                    raw.push(Raw {
+                    first.push(Raw {
                         path,
                         is_dir,
                         real: target,
@@ -126,9 +153,14 @@ pub(crate) async fn list(
             _ => {}
         }
     }
-    raw.sort_by(|a, b| a.path.cmp(&b.path));
-    let truncated = raw.len() > limit;
-    raw.truncate(limit);
+    let code = records.exit_code(place.docker, place.at.id).await?;
+    if code != 0 {
+        return Err(Error::failure_msg(format!(
+            "listing {dir} in the sandbox failed (exit code {code}): {}",
+            crate::engine::scrub(&String::from_utf8_lossy(&said))
+        )));
+    }
+    let (raw, truncated) = first.finish();
     let infos: Vec<Option<FileInfo>> = futures::stream::iter(raw)
         .map(|r| async move { info(place, r).await })
         .buffered(STAT_CONCURRENCY)
@@ -208,18 +240,18 @@ async fn info(place: &Place<'_>, r: Raw) -> Result<Option<FileInfo>> {
         }))
 }
 
-/// The first `cap` paths by path beneath `dir` (real container path `real`)
-/// that match `glob`, each with the real path of the file to stat: regular
-/// files, and links that stay inside and reach a file. Names come from `find`
-/// in the sandbox, read as they arrive, so no content is transferred and
-/// memory is bounded by `cap`.
+/// The first `limit` paths (and whether there are more) beneath `dir` (real
+/// container path `real`) that match `glob`, each with the real path of the
+/// file to stat: regular files, and links that stay inside and reach a file.
+/// Names come from `find` in the sandbox, read as they arrive, so no content
+/// is transferred and memory is bounded by `limit`.
 pub(crate) async fn glob_files(
     place: &Place<'_>,
     dir: &VPath,
     real: &str,
     glob: &Glob,
-    cap: usize,
-) -> Result<TopK<VPath, String>> {
+    limit: usize,
+) -> Result<Smallest<Found>> {
     let argv = vec![
         "sh".to_owned(),
         "-c".to_owned(),
@@ -228,7 +260,7 @@ pub(crate) async fn glob_files(
         real.to_owned(),
     ];
     let mut records = records(place.docker, place.at, argv).await?;
-    let mut first = TopK::new(cap);
+    let mut first = Smallest::new(limit);
     let mut links = false;
     // Records that are not paths (a shell's complaint) are passed by.
     let mut said = Vec::new();
@@ -246,15 +278,15 @@ pub(crate) async fn glob_files(
         let Ok(path) = dir.join(&rel) else {
             continue;
         };
-        if !glob.is_match(&rel) || !first.wants(&path) {
+        if !glob.is_match(&rel) || !first.would_keep(path.as_str(), 0) {
             continue;
         }
         let here = join(real, &rel);
         if !links {
-            first.offer(path, here);
+            first.push(Found { path, real: here });
         } else if let Some((false, target)) = follow_link(place, &here).await? {
             // Links leading out, nowhere, to a directory or into a loop are left out.
-            first.offer(path, target);
+            first.push(Found { path, real: target });
         }
     }
     let code = records.exit_code(place.docker, place.at.id).await?;

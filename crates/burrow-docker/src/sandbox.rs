@@ -11,13 +11,12 @@ use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType};
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, ListContainersOptionsBuilder, RemoveContainerOptionsBuilder,
 };
-use burrow_backend::{Error, Result};
+use burrow_backend::{Error, LockTable, Result};
 use burrow_types::RuntimeConfig;
 
 use crate::archive::{self, Owner};
 use crate::engine;
 use crate::image;
-use crate::locks::PathLocks;
 use crate::options::{DockerOptions, SANDBOX_LABEL};
 use crate::paths::{self, Kind, Layout};
 
@@ -53,7 +52,8 @@ pub struct DockerSandbox {
     pub(crate) options: DockerOptions,
     pub(crate) env: Vec<String>,
     pub(crate) owner: Owner,
-    pub(crate) locks: PathLocks,
+    /// One lock per resolved container path being changed (a link and its target share one).
+    pub(crate) locks: LockTable<String>,
     pub(crate) scope: String,
     last_used: Mutex<Instant>,
     active: AtomicUsize,
@@ -204,7 +204,7 @@ impl DockerSandbox {
             layout,
             env,
             options,
-            locks: PathLocks::new(),
+            locks: LockTable::new(),
             last_used: Mutex::new(Instant::now()),
             active: AtomicUsize::new(0),
             closed: AtomicBool::new(false),

@@ -1,18 +1,17 @@
 //! `grep`: one archive of the subtree streamed through a visitor, matched with the shared `CompiledGrep` (glob names files through `find` instead, see `listing`).
 //!
 //! The engine tars a directory in its own walk order ("a" before "a-b"
-//! before "a/x" is not byte order), so results are gathered per file and
-//! sorted by path before the limit applies. grep keeps only the first
-//! `limit + 1` matches by (path, line) and reads content only for files it
-//! will search and whose matches could still be kept; everything else is
-//! skipped in the stream.
+//! before "a/x" is not byte order), so matches go through
+//! `burrow_backend::Smallest`, which keeps only the first `limit + 1` by
+//! (path, line) whatever the order; content is read only for files it will
+//! search and whose matches could still be kept; everything else is skipped
+//! in the stream.
 
 use std::io::{self, Read};
 
-use burrow_backend::{CompiledGrep, GrepCollector, GrepMatch, GrepResult, VPath};
+use burrow_backend::{CompiledGrep, GrepCollector, GrepMatch, GrepResult, Smallest, VPath};
 
 use crate::archive::{Item, ItemKind, Next, Visit};
-use crate::topk::{TopK, limited};
 
 /// Searches the text files of a streamed subtree, keeping the first `limit + 1` matches by (path, line).
 ///
@@ -24,7 +23,7 @@ pub(crate) struct GrepVisit {
     cap: usize,
     max_file_size: u64,
     /// The first matches by (path, line), whatever the walk order.
-    pub found: TopK<(VPath, u64), GrepMatch>,
+    pub found: Smallest<GrepMatch>,
     /// Links and hard links to read and search after the walk.
     pub later: Vec<VPath>,
 }
@@ -37,21 +36,19 @@ impl GrepVisit {
             under,
             cap,
             max_file_size,
-            found: TopK::new(cap),
+            found: Smallest::new(limit),
             later: Vec::new(),
         }
     }
 
     /// True when matches in `path` could still be kept.
     pub fn wants(&self, path: &VPath) -> bool {
-        self.found.wants(&(path.clone(), 0))
+        self.found.would_keep(path.as_str(), 0)
     }
 
     /// Searches `bytes` of the file `path` and offers its matches.
     pub fn offer(&mut self, path: &VPath, bytes: &[u8]) {
-        for m in search(&self.grep, path, bytes, self.cap) {
-            self.found.offer((path.clone(), m.line_number), m);
-        }
+        self.found.extend(search(&self.grep, path, bytes, self.cap));
     }
 }
 
@@ -91,8 +88,7 @@ pub(crate) fn search(
     collector.finish().matches
 }
 
-/// The first `limit` matches the visit kept, and whether more were there.
-pub(crate) fn grep_result(found: TopK<(VPath, u64), GrepMatch>, limit: usize) -> GrepResult {
-    let (matches, truncated) = limited(found, limit);
-    GrepResult { matches, truncated }
+/// The first matches the visit kept (its limit), and whether more were there.
+pub(crate) fn grep_result(found: Smallest<GrepMatch>) -> GrepResult {
+    found.into_grep_result()
 }

@@ -1,4 +1,4 @@
-//! What glob asks of the engine: names only, through a byte-counting proxy in front of the engine's socket, never the content of the files it lists.
+//! What glob and ls ask of the engine, through a byte-counting proxy in front of its socket: glob names only, never content; ls stats only the entries it returns.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -106,5 +106,53 @@ async fn glob_lists_names_without_downloading_content() {
     assert!(
         sent < BIG / 8,
         "glob received {sent} bytes from the engine for a tree of {BIG} bytes of content"
+    );
+}
+
+/// How many links the big directory of `ls_stats_only_the_entries_it_returns` holds.
+const LINKS: usize = 300;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ls_stats_only_the_entries_it_returns() {
+    require(Part::Docker);
+    let (addr, from_engine) = counting_proxy().await;
+    let docker = Docker::connect_with_http(&addr, 60, bollard::API_DEFAULT_VERSION).unwrap();
+    let docker = burrow_docker::negotiate(docker, &support::options("traffic-ls"))
+        .await
+        .unwrap();
+    let sandbox = DockerSandbox::start_on(docker, IMAGE, support::options("traffic-ls"))
+        .await
+        .unwrap();
+    let _removal = Removal(sandbox.id().to_owned());
+    let cx = FileContext::default();
+    let script = format!(
+        "echo hi > t.txt && mkdir few many && ln -s ../t.txt few/l000 && ln -s ../t.txt few/l001 \
+         && i=0 && while [ $i -lt {LINKS} ]; do ln -s ../t.txt many/l$(printf %03d $i); i=$((i+1)); done"
+    );
+    let made = sandbox.execute(&cx, &script, None).await.unwrap();
+    assert_eq!(made.exit_code, Some(0), "{}", made.output);
+
+    let mut sent = Vec::new();
+    for dir in ["/few", "/many"] {
+        let before = from_engine.load(Ordering::SeqCst);
+        let listed = sandbox
+            .ls(&cx, &VPath::parse(dir).unwrap(), 1)
+            .await
+            .unwrap();
+        sent.push(from_engine.load(Ordering::SeqCst) - before);
+        let entries: Vec<(&str, bool, Option<u64>)> = listed
+            .entries
+            .iter()
+            .map(|e| (e.path.as_str(), e.is_dir, e.size))
+            .collect();
+        assert_eq!(entries, [(format!("{dir}/l000").as_str(), false, Some(3))]);
+        assert!(listed.truncated, "{dir} holds more than one entry");
+    }
+    // Following a link costs two stats (some hundred bytes each); listing
+    // {LINKS} names costs a few bytes each. Far less than a stat per link:
+    let (few, many) = (sent[0], sent[1]);
+    assert!(
+        many < few + (LINKS as u64) * 100,
+        "ls with limit 1 received {many} bytes for {LINKS} links, {few} bytes for 2: it followed links it did not return"
     );
 }
