@@ -539,6 +539,9 @@ fn a_failing_cargo_package_names_the_crate_and_the_step() {
             ),
     )
     .unwrap();
+    // Its own target dir, so nothing lands in the one running the tests.
+    let target = dir.0.join("target");
+    let target = target.to_str().unwrap();
     let err = super::cargo_tracked(
         &dir.0,
         "cargo package",
@@ -547,6 +550,8 @@ fn a_failing_cargo_package_names_the_crate_and_the_step() {
             "--offline",
             "--allow-dirty",
             "--no-metadata",
+            "--target-dir",
+            target,
             "-p",
             "b",
         ],
