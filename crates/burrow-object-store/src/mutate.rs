@@ -14,7 +14,7 @@
 //! is refused with Conflict and nothing was written.
 //!
 //! Within one process, mutations of one key also take an async mutex (one
-//! of `STRIPES`, chosen by the key's hash), so a process never races
+//! of [`STRIPES`], chosen by the key's hash), so a process never races
 //! itself and the store only arbitrates between processes.
 //!
 //! # Implicit directories, and what the checks cost
