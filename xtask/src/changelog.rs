@@ -1,6 +1,6 @@
 //! CHANGELOG.md in the Keep a Changelog form: reading it, and `cargo xtask changelog`.
 //!
-//! The form (https://keepachangelog.com/en/1.1.0/): `# Changelog`, then `## [Unreleased]`,
+//! The form (<https://keepachangelog.com/en/1.1.0/>): `# Changelog`, then `## [Unreleased]`,
 //! then one `## [X.Y.Z] - YYYY-MM-DD` per release, newest first, each with `### Added`,
 //! `### Changed`, `### Deprecated`, `### Removed`, `### Fixed` or `### Security`
 //! subsections of `- ` entries. `cargo xtask changelog` checks the form and that the

@@ -88,7 +88,22 @@ pub fn ci(root: &Path) -> anyhow::Result<bool> {
     );
     steps.step("docs (cargo doc --no-deps, warnings denied)", || {
         let env = vec![("RUSTDOCFLAGS".to_string(), "-D warnings".to_string())];
-        Cmd::cargo(root, &["doc", "--workspace", "--no-deps", "--all-features"])
+        // burrow-cli's `burrow` binary would write its docs over the facade's (same
+        // name, rust-lang/cargo#6313), so it is documented in a second run.
+        Cmd::cargo(
+            root,
+            &[
+                "doc",
+                "--workspace",
+                "--exclude",
+                CLI,
+                "--no-deps",
+                "--all-features",
+            ],
+        )
+        .envs(&env)
+        .run()?;
+        Cmd::cargo(root, &["doc", "-p", CLI, "--no-deps", "--all-features"])
             .envs(&env)
             .run()
     });

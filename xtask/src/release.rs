@@ -146,7 +146,7 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<bool> {
     );
     if args.dry_run {
         println!(
-            "release: dry run of {} {} done: every crate packages and would publish",
+            "release: dry run done: {} crates at {} package and would publish",
             plan.order.len(),
             plan.version
         );

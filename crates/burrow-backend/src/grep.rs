@@ -234,7 +234,7 @@ impl GrepCollector {
 
     /// Searches the file at `path` holding `bytes`; skips it when it is not text.
     ///
-    /// `path` is the file's path as the matches name it: a [`VPath`](crate::VPath), or the
+    /// `path` is the file's path as the matches name it: a [`VPath`], or the
     /// string of one that a store keeps (so a scan need not re-parse each).
     pub fn search(&mut self, grep: &CompiledGrep, path: &(impl AsRef<str> + ?Sized), bytes: &[u8]) {
         let path = path.as_ref();

@@ -16,11 +16,11 @@
 //!   the lock the document is read again, and reloaded when another process
 //!   changed it, so no process saves over a change it has not seen. Reads
 //!   take no lock: the rename makes every read see a whole document.
-//! - **Groups** ([`StateFile::begin`] / [`StateFile::finish`]): `batch` runs
+//! - **Groups** ([`Saver::begin`] / [`Saver::finish`]): `batch` runs
 //!   the lines already waiting on stdin as one group, and a single command
 //!   is a group of one. A group reads the document once; its first change
 //!   takes the lock, which is held, and the changes saved once, at
-//!   [`StateFile::finish`], before any result of the group is printed.
+//!   [`Saver::finish`], before any result of the group is printed.
 //!   Outside a group (`burrow mcp`) each change is locked and saved by itself.
 //! - A save that finds the document unchanged since it was loaded or last
 //!   saved writes nothing: a mutation that went to another mount of a

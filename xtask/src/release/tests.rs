@@ -517,3 +517,51 @@ fn args_and_cargo_status_lines() {
     assert_eq!(crate_named("   Compiling libc v0.2.1"), None);
     assert_eq!(crate_named("Packaging files"), None);
 }
+
+#[test]
+fn a_failing_cargo_package_names_the_crate_and_the_step() {
+    let dir = Dir::new();
+    write_cycle_workspace(&dir.0);
+    // `b` reads a file outside its package: it builds here, but not from its tarball.
+    fs::write(dir.0.join("outside.txt"), "x").unwrap();
+    fs::write(
+        dir.0.join("b/src/lib.rs"),
+        "//! x\npub const X: &str = include_str!(\"../../outside.txt\");\n",
+    )
+    .unwrap();
+    fs::write(
+        dir.0.join("b/Cargo.toml"),
+        fs::read_to_string(dir.0.join("b/Cargo.toml"))
+            .unwrap()
+            .replace(
+                "[dev-dependencies]\na = { path = \"../a\", version = \"0.1.0\" }\n",
+                "",
+            ),
+    )
+    .unwrap();
+    // Its own target dir, so nothing lands in the one running the tests.
+    let target = dir.0.join("target");
+    let target = target.to_str().unwrap();
+    let err = super::cargo_tracked(
+        &dir.0,
+        "cargo package",
+        &[
+            "package",
+            "--offline",
+            "--allow-dirty",
+            "--no-metadata",
+            "--target-dir",
+            target,
+            "-p",
+            "b",
+        ],
+    )
+    .unwrap_err();
+    let text = format!("{err:#}");
+    assert!(
+        text.starts_with(
+            "b: step `cargo package` failed while verifying (building from its tarball) it"
+        ),
+        "{text}"
+    );
+}

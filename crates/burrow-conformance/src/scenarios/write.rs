@@ -136,7 +136,7 @@ pub async fn write_same_content_twice(b: &dyn Backend, cx: &Ctx) -> Outcome {
 ///
 /// A backend's clock may be coarse (S3 reports whole seconds), so the file is
 /// replaced again, a tenth of a second apart, until the stamp moves, for at
-/// most [`STAMP_PATIENCE`] tries; a stamp that never moves fails.
+/// most `STAMP_PATIENCE` tries; a stamp that never moves fails.
 pub async fn write_replace_moves_modified_at_forward(b: &dyn Backend, cx: &Ctx) -> Outcome {
     if !cx.caps.modified_at {
         return skipped("the backend does not report modified_at (capability modified_at is off)");
