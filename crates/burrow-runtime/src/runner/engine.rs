@@ -18,6 +18,7 @@ use super::claim::{DEFAULT_CLAIM_TTL, RenewError, keep_claim};
 use super::durable::{CallLog, CallState, Durable, repair};
 use super::error::{RunnerError, RunnerErrorKind, RunnerResult};
 use super::live::{FanoutChannel, LiveChannel, LiveEvent, LiveFrame, with_live};
+use super::turn::{EndedTurn, TurnContext, TurnEvaluator, TurnInfo};
 use crate::agent::{
     Agent, CancelToken, FailureReason, Observer, Outcome, RunFailure, RunObserver, RunOptions,
     RunResult,
@@ -52,6 +53,10 @@ pub struct RunnerConfig {
     pub ask_user: bool,
     /// The author name the runner records its own actions under.
     pub agent_name: String,
+    /// Entered around each turn, inside its span.
+    pub turn_context: Option<Arc<dyn TurnContext>>,
+    /// Given each turn as it ends, to judge it in the background.
+    pub evaluators: Vec<Arc<dyn TurnEvaluator>>,
 }
 
 impl Default for RunnerConfig {
@@ -61,6 +66,8 @@ impl Default for RunnerConfig {
             claim_ttl: DEFAULT_CLAIM_TTL,
             ask_user: false,
             agent_name: "assistant".to_owned(),
+            turn_context: None,
+            evaluators: Vec::new(),
         }
     }
 }
@@ -75,6 +82,18 @@ impl RunnerConfig {
     /// The same config with claims lasting `ttl`.
     pub fn with_claim_ttl(mut self, ttl: Duration) -> Self {
         self.claim_ttl = ttl;
+        self
+    }
+
+    /// The same config with `context` entered around each turn.
+    pub fn with_turn_context(mut self, context: Arc<dyn TurnContext>) -> Self {
+        self.turn_context = Some(context);
+        self
+    }
+
+    /// The same config with one more evaluator of ended turns.
+    pub fn with_evaluator(mut self, evaluator: Arc<dyn TurnEvaluator>) -> Self {
+        self.evaluators.push(evaluator);
         self
     }
 
@@ -972,10 +991,21 @@ impl Inner {
         tokio::spawn(
             async move {
                 let _busy = busy;
+                let info = TurnInfo {
+                    thread: thread.clone(),
+                    run_id: run_id.clone(),
+                    requested_by: match &segment {
+                        Segment::New { prompt, .. } => prompt.first().map(|m| m.author.clone()),
+                        Segment::Resume { run } => run.requested_by.clone(),
+                    },
+                };
+                let guard = inner.config.turn_context.as_ref().map(|c| c.enter(&info));
                 let result = inner
                     .clone()
                     .segment(&thread, &claim, began, &run_id, segment, cancel)
                     .await;
+                drop(guard);
+                inner.evaluate(info, &result);
                 if let Err(e) = inner.store.release_claim(&thread, &claim).await {
                     tracing::warn!(error = %e, "releasing a thread claim failed; it lapses after its TTL");
                 }
@@ -997,6 +1027,31 @@ impl Inner {
             .instrument(span),
         );
         handle
+    }
+
+    /// Hands an ended turn to every evaluator; a failure is logged on the turn's span only.
+    fn evaluate(&self, turn: TurnInfo, result: &RunResult) {
+        if self.config.evaluators.is_empty() {
+            return;
+        }
+        let ended = EndedTurn {
+            turn,
+            outcome: result.outcome.name(),
+            reason: result.outcome.reason().map(str::to_owned),
+            requests: result.turns,
+            usage: result.usage,
+        };
+        for evaluator in &self.config.evaluators {
+            let submitted =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| evaluator.submit(&ended)));
+            match submitted {
+                Ok(Ok(())) => {}
+                Ok(Err(why)) => {
+                    tracing::warn!(error = %why, "a turn evaluator failed; the turn is not affected");
+                }
+                Err(_) => tracing::warn!("a turn evaluator panicked; the turn is not affected"),
+            }
+        }
     }
 
     async fn hand_over_if_asked(self: &Arc<Self>, thread: ThreadKey) {

@@ -33,6 +33,7 @@ mod durable;
 mod engine;
 mod error;
 pub mod live;
+mod turn;
 
 pub use ask::{ASK_USER, AskArgs, PendingRequest, RequestKind};
 pub use claim::DEFAULT_CLAIM_TTL;
@@ -43,3 +44,4 @@ pub use live::{
     DEFAULT_LIVE_BUFFER, FanoutChannel, LiveChannel, LiveEvent, LiveFrame, NullChannel, emit_draft,
     with_live,
 };
+pub use turn::{EndedTurn, TurnContext, TurnEvaluator, TurnGuard, TurnInfo};

@@ -89,6 +89,7 @@ on_every_store!(
     a_closed_runner_starts_nothing_and_another_runner_recovers_the_message,
     an_approval_a_hook_asks_for_pauses_and_an_approval_from_another_runner_runs_the_call,
     a_message_to_a_thread_paused_on_an_approval_declines_it_with_its_text,
+    durable_events_are_content_free_and_each_text_is_stored_once,
 );
 
 fn scope() -> Scope {
@@ -1243,4 +1244,121 @@ async fn a_message_to_a_thread_paused_on_an_approval_declines_it_with_its_text(f
     let history = load_history(fx.store.as_ref(), &t).await.unwrap();
     assert!(last_text(&history).contains("too expensive"));
     assert_eq!(fx.store.runs(&t).await.unwrap().len(), 1);
+}
+
+// ---------------------------------------------------------------- content
+
+#[derive(Deserialize, JsonSchema)]
+struct Note {
+    #[allow(dead_code)]
+    note: String,
+}
+
+async fn durable_events_are_content_free_and_each_text_is_stored_once(fx: Fixture) {
+    let t = scope().thread("t1");
+    let mut tools = ToolRegistry::new();
+    tools.add_typed("note", "Takes a note.", |_: Note, _| async {
+        Ok(ToolOutput::ok("CANARY-RESULT"))
+    });
+    let agent = Agent::new(Arc::new(ScriptedModel::from_responses(vec![
+        ScriptedResponse::calls().call("n1", "note", json!({"note": "CANARY-ARGS"})),
+        ScriptedResponse::text("CANARY-ANSWER"),
+    ])))
+    .with_tools(tools);
+    let runner = Runner::new(agent, fx.store.clone());
+    let sent = runner
+        .send(&t, "alice", "CANARY-PROMPT", None)
+        .await
+        .unwrap();
+    assert_eq!(sent.run.unwrap().wait().await.outcome, Outcome::Completed);
+    runner.drain().await;
+    let events = serde_json::to_string(&fx.store.events(&t, 0, 1000).await.unwrap()).unwrap();
+    assert!(
+        !events.contains("CANARY"),
+        "an event carries content: {events}"
+    );
+    // The prompt lives in its message and the result in its call record; the
+    // history refers to both.
+    let items: Vec<HistoryItem> = fx
+        .store
+        .history(&t, 0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.item)
+        .collect();
+    let stored = serde_json::to_string(&items).unwrap();
+    assert!(!stored.contains("CANARY-PROMPT"));
+    assert!(!stored.contains("CANARY-RESULT"));
+    assert!(items.contains(&HistoryItem::ToolResult {
+        call_id: "n1".into()
+    }));
+    let history = load_history(fx.store.as_ref(), &t).await.unwrap();
+    assert_eq!(history.len(), 4);
+    assert_eq!(last_text(&history), "CANARY-ANSWER");
+}
+
+// ---------------------------------------------------------------- turn ports
+
+struct Recorder(Mutex<Vec<burrow_runtime::runner::EndedTurn>>);
+
+impl burrow_runtime::runner::TurnEvaluator for Recorder {
+    fn submit(&self, turn: &burrow_runtime::runner::EndedTurn) -> Result<(), String> {
+        self.0.lock().unwrap().push(turn.clone());
+        Ok(())
+    }
+}
+
+struct Failing;
+
+impl burrow_runtime::runner::TurnEvaluator for Failing {
+    fn submit(&self, _turn: &burrow_runtime::runner::EndedTurn) -> Result<(), String> {
+        Err("the judge is down".into())
+    }
+}
+
+struct Counting(Arc<AtomicUsize>, Arc<AtomicUsize>);
+
+struct Exit(Arc<AtomicUsize>);
+
+impl Drop for Exit {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+impl burrow_runtime::runner::TurnContext for Counting {
+    fn enter(&self, _turn: &burrow_runtime::runner::TurnInfo) -> burrow_runtime::runner::TurnGuard {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Box::new(Exit(self.1.clone()))
+    }
+}
+
+#[tokio::test]
+async fn evaluators_get_each_ended_turn_and_a_failing_one_never_reaches_the_turn() {
+    let fx = memory();
+    let t = scope().thread("t1");
+    let recorder = Arc::new(Recorder(Mutex::new(Vec::new())));
+    let (entered, exited) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let config = RunnerConfig::default()
+        .with_evaluator(Arc::new(Failing))
+        .with_evaluator(recorder.clone())
+        .with_turn_context(Arc::new(Counting(entered.clone(), exited.clone())));
+    let runner = Runner::with_config(text_model("ok"), fx.store.clone(), config);
+    let run = runner
+        .send(&t, "alice", "hi", None)
+        .await
+        .unwrap()
+        .run
+        .unwrap();
+    assert_eq!(run.wait().await.outcome, Outcome::Completed);
+    runner.drain().await;
+    let turns = recorder.0.lock().unwrap().clone();
+    assert_eq!(turns.len(), 1);
+    assert_eq!(turns[0].outcome, "completed");
+    assert_eq!(turns[0].turn.run_id, run.run_id());
+    assert_eq!(turns[0].turn.requested_by.as_deref(), Some("alice"));
+    assert_eq!(turns[0].requests, 1);
+    assert_eq!(entered.load(Ordering::SeqCst), 1);
+    assert_eq!(exited.load(Ordering::SeqCst), 1);
 }
