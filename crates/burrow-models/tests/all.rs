@@ -1,0 +1,7 @@
+//! The one integration-test binary of burrow-models: modules only, in `tests/all/`; every adapter against recorded wire fixtures served from 127.0.0.1.
+
+#[cfg(test)]
+mod all {
+    mod http;
+    mod support;
+}
