@@ -3,5 +3,7 @@
 #[cfg(test)]
 mod all {
     mod http;
+    #[cfg(feature = "openai")]
+    mod openai_chat;
     mod support;
 }
