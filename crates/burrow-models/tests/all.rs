@@ -5,5 +5,7 @@ mod all {
     mod http;
     #[cfg(feature = "openai")]
     mod openai_chat;
+    #[cfg(feature = "openai")]
+    mod openai_responses;
     mod support;
 }
