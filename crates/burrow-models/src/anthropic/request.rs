@@ -142,6 +142,8 @@ fn build<'a>(request: &ModelRequest<'a>, options: &Options<'a>) -> Body<'a> {
                 }
                 continue;
             }
+            // The wire refuses empty text blocks.
+            Message::User { text } if text.is_empty() => continue,
             Message::User { text } => (Role::User, vec![Block::Text { text }]),
             Message::ToolResult(result) => (
                 Role::User,

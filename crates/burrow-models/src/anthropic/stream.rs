@@ -24,6 +24,7 @@ use crate::sse::SseEvent;
 #[serde(tag = "type", rename_all = "snake_case")]
 enum WireEvent {
     MessageStart {
+        #[serde(default)]
         message: WireMessage,
     },
     ContentBlockStart {
@@ -55,7 +56,7 @@ enum WireEvent {
     Unknown,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 struct WireMessage {
     #[serde(default)]
     usage: Option<WireUsage>,

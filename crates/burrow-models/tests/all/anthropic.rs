@@ -515,6 +515,7 @@ async fn request_shapes_tool_choice_merged_turns_and_dropped_parts() {
         .with_thinking_budget(1024);
     let history = vec![
         Message::user("one"),
+        Message::user(""),
         Message::user("two"),
         Message::Assistant {
             parts: vec![
