@@ -37,5 +37,8 @@ pub mod sse;
 #[cfg(feature = "openai")]
 pub mod openai;
 
+#[cfg(feature = "anthropic")]
+pub mod anthropic;
+
 pub use http::{ApiKey, ClientConfig, HttpClient};
 pub use retry::RetryPolicy;

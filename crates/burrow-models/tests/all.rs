@@ -2,6 +2,8 @@
 
 #[cfg(test)]
 mod all {
+    #[cfg(feature = "anthropic")]
+    mod anthropic;
     mod http;
     #[cfg(feature = "openai")]
     mod openai_chat;
