@@ -420,18 +420,15 @@ fn assert_bad_config(args: &[&str], expected: &str) {
 }
 
 #[test]
-fn provider_models_are_refused_until_their_adapters_exist() {
-    for model in [
-        "openai:gpt-4o",
-        "openai-responses:o3",
-        "anthropic:claude-sonnet",
-    ] {
-        assert_bad_config(
-            &["--model", model],
-            "adapters are not built into this burrow yet",
-        );
-    }
+fn provider_models_without_their_adapter_are_refused() {
+    // openai:NAME and openai-responses:NAME run (tests/all/run_openai.rs).
+    // TODO(lead, at the anthropic merge): anthropic:NAME runs too; drop this case.
+    assert_bad_config(
+        &["--model", "anthropic:claude-sonnet"],
+        "adapter is not built into this burrow",
+    );
     assert_bad_config(&["--model", "openai:"], "names no model");
+    assert_bad_config(&["--model", "openai-responses:"], "names no model");
 }
 
 #[test]
