@@ -24,6 +24,8 @@ mod all {
     mod mcp;
     #[cfg(feature = "run")]
     mod run;
+    #[cfg(all(feature = "anthropic", feature = "fs"))]
+    mod run_anthropic;
     #[cfg(all(feature = "openai", feature = "fs"))]
     mod run_openai;
     #[cfg(feature = "s3")]

@@ -420,13 +420,10 @@ fn assert_bad_config(args: &[&str], expected: &str) {
 }
 
 #[test]
-fn provider_models_without_their_adapter_are_refused() {
-    // openai:NAME and openai-responses:NAME run (tests/all/run_openai.rs).
-    // TODO(lead, at the anthropic merge): anthropic:NAME runs too; drop this case.
-    assert_bad_config(
-        &["--model", "anthropic:claude-sonnet"],
-        "adapter is not built into this burrow",
-    );
+fn provider_models_without_a_name_are_refused() {
+    // openai:NAME, openai-responses:NAME (tests/all/run_openai.rs) and
+    // anthropic:NAME (tests/all/run_anthropic.rs) run; a scheme without a name does not.
+    assert_bad_config(&["--model", "anthropic:"], "names no model");
     assert_bad_config(&["--model", "openai:"], "names no model");
     assert_bad_config(&["--model", "openai-responses:"], "names no model");
 }
