@@ -52,6 +52,8 @@ const PYTHON_PACKAGES: &[(&str, &str)] = &[
     // The official MCP SDK: the client that drives `burrow mcp` end to end
     // (crates/burrow-cli/tests/all/mcp.rs). 2.3.0 supports Python 3.10+.
     ("mcp", "2.3.0"),
+    // The official Anthropic SDK: the peer of burrow-models' anthropic_stream bench.
+    ("anthropic", "2.10.0"),
 ];
 
 /// The state the steps share and the result of setup.

@@ -27,7 +27,7 @@ use crate::display;
 use crate::output::Exit;
 use crate::spec::Opened;
 
-/// Model specs this burrow recognises but cannot run yet (their adapters live in burrow-models).
+/// Provider model specs (their adapters live in burrow-models, one cargo feature each).
 const PROVIDERS: [&str; 3] = ["openai", "openai-responses", "anthropic"];
 
 /// Events of the loop that `burrow run` does not fire yet: their hooks are named in a note.
@@ -93,12 +93,42 @@ fn open_model(spec: &str) -> Result<Arc<dyn Model>, String> {
                 "the model {scheme}: names no model; give {scheme}:NAME"
             ));
         }
-        return Err(format!(
-            "the model {} cannot be used: the {scheme} adapters are not built into this burrow yet (only scripted:FILE.jsonl models run)",
-            display::name(spec)
-        ));
+        return provider_model(scheme, rest).map_err(|message| {
+            format!(
+                "the model {} cannot be used: {}",
+                display::name(spec),
+                display::sentence(&message)
+            )
+        });
     }
     Err(unknown_model(spec))
+}
+
+/// The adapter for `scheme:name`, with its key and endpoint from the
+/// conventional variables; a missing key is refused here, before any request.
+#[cfg_attr(
+    not(any(feature = "openai", feature = "anthropic")),
+    allow(unused_variables)
+)]
+fn provider_model(scheme: &str, name: &str) -> Result<Arc<dyn Model>, String> {
+    match scheme {
+        #[cfg(feature = "openai")]
+        "openai" => burrow_models::openai::OpenAiChat::from_env(name)
+            .map(|m| Arc::new(m) as Arc<dyn Model>)
+            .map_err(|e| e.message),
+        #[cfg(feature = "openai")]
+        "openai-responses" => burrow_models::openai::OpenAiResponses::from_env(name)
+            .map(|m| Arc::new(m) as Arc<dyn Model>)
+            .map_err(|e| e.message),
+        #[cfg(feature = "anthropic")]
+        "anthropic" => burrow_models::anthropic::AnthropicModel::from_env(name)
+            .map(|m| Arc::new(m) as Arc<dyn Model>)
+            .map_err(|e| e.message),
+        _ => Err(format!(
+            "the {scheme} adapter is not built into this burrow (rebuild burrow-cli with its `{}` feature)",
+            scheme.split('-').next().unwrap_or(scheme)
+        )),
+    }
 }
 
 fn unknown_model(spec: &str) -> String {
@@ -460,10 +490,13 @@ mod tests {
 
     #[test]
     fn model_specs_are_checked() {
-        let refused = open_model("anthropic:claude").err().unwrap();
+        let refused = open_model("anthropic:").err().unwrap();
+        assert!(refused.contains("names no model"), "{refused}");
         assert!(
-            refused.contains("not built into this burrow yet"),
-            "{refused}"
+            open_model("openai:")
+                .err()
+                .unwrap()
+                .contains("names no model")
         );
         assert!(open_model("gpt-4").err().unwrap().contains("not a model"));
         assert!(

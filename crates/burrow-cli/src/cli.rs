@@ -97,8 +97,10 @@ tool call.
 
 MODEL: scripted:FILE.jsonl, one answer per line: {\"text\": \"...\", \"tool_calls\": [{\"id\": \"c1\",
 \"name\": \"read_file\", \"arguments\": {\"file_path\": \"/a.txt\"}}]} (also \"thinking\" and \"usage\");
-running out of lines fails the run. openai:NAME, openai-responses:NAME and anthropic:NAME are
-recognised but not built into this burrow yet.
+running out of lines fails the run. openai:NAME (chat completions; any OpenAI-compatible server)
+and openai-responses:NAME take the key from OPENAI_API_KEY and the endpoint from OPENAI_BASE_URL
+(default https://api.openai.com/v1); a missing key is refused before any request. anthropic:NAME
+is recognised but not built into this burrow yet.
 
 Human output: the answer's text on stdout; on stderr one line per tool call (`burrow: tool NAME
 ARGS: ok|refused`) and a closing line with the outcome, turns, tool calls and token usage.
@@ -228,8 +230,8 @@ pub enum Command {
     Run {
         /// What the user asks.
         prompt: String,
-        /// The model: scripted:FILE.jsonl (openai:NAME, openai-responses:NAME and
-        /// anthropic:NAME are not built into this burrow yet).
+        /// The model: scripted:FILE.jsonl, openai:NAME or openai-responses:NAME
+        /// (OPENAI_API_KEY, OPENAI_BASE_URL); anthropic:NAME is not built in yet.
         #[arg(long, value_name = "MODEL")]
         model: String,
         /// Hooks in Claude Code's settings form ({"hooks": {"PreToolUse": [...]}}).

@@ -20,6 +20,9 @@
 
 #![allow(clippy::panic)] // failing the calling test is this crate's whole purpose
 
+/// A scripted local HTTP server for model-adapter tests ([`http::ReplayServer`]).
+pub mod http;
+
 use std::fmt;
 
 /// A real part a test needs.

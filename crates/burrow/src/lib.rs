@@ -78,6 +78,13 @@
 //!   `SandboxManager` are in [`docker`]. Needs a Docker engine at run time.
 //!   Costs: bollard (hyper, an HTTP client over the Docker socket), tar,
 //!   tokio (`rt`, `sync`, `time`), futures, sha2, uuid, tracing.
+//! - `openai`: the model adapters as [`models`]: OpenAI chat completions
+//!   (`OpenAiChat`, also any OpenAI-compatible server) and Responses
+//!   (`OpenAiResponses`), with the shared SSE parser, retry policy and HTTP
+//!   layer. Implies `runtime`. Costs: reqwest (hyper, rustls with
+//!   **aws-lc-rs compiled from C**), httpdate, tokio (`time`).
+//! - `anthropic`: the Anthropic messages adapter in [`models`]. Implies
+//!   `runtime`. Costs: the same HTTP client as `openai`.
 //! - `full`: every feature above.
 
 // ---------------------------------------------------------------------------
@@ -128,6 +135,10 @@ pub use burrow_object_store::ObjectStoreBackend;
 /// The agent runtime (`burrow-runtime`): the file tools an agent calls, rendered for a model.
 #[cfg(feature = "runtime")]
 pub use burrow_runtime as runtime;
+
+/// The model adapters (`burrow-models`): OpenAI and Anthropic over reqwest.
+#[cfg(any(feature = "openai", feature = "anthropic"))]
+pub use burrow_models as models;
 
 /// The `docker` backend crate (`burrow-docker`): images from a `RuntimeConfig`,
 /// the `SandboxManager` with its idle reaper, and the engine connection.

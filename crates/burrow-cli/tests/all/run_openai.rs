@@ -1,0 +1,319 @@
+//! `burrow run --model openai:NAME|openai-responses:NAME` through the binary against a local server speaking each wire, over an fs backend: the agent writes, reads back and edits a file, then ends with text.
+
+use std::path::Path;
+use std::process::Command;
+
+use burrow_testkit::http::{ReplayServer, Reply};
+use serde_json::{Value, json};
+
+const KEY: &str = "sk-cli-test-key";
+
+/// One model answer on a wire: optional text, optional tool call (id, name, arguments).
+type Answer = fn(Option<&str>, Option<(&str, &str, Value)>) -> Reply;
+
+/// One chat-completions answer: optional text, optional tool call (arguments in two fragments).
+fn chat(text: Option<&str>, call: Option<(&str, &str, Value)>) -> Reply {
+    let chunk = |delta: Value, finish: Value| {
+        let c = json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-test",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], "usage": null});
+        format!("data: {c}\n\n")
+    };
+    let mut body = chunk(json!({"role": "assistant", "content": ""}), Value::Null);
+    if let Some(text) = text {
+        body += &chunk(json!({"content": text}), Value::Null);
+    }
+    let finish = if let Some((id, name, args)) = &call {
+        let args = args.to_string();
+        let (a, b) = args.split_at(args.len() / 2);
+        body += &chunk(
+            json!({"tool_calls": [{"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": a}}]}),
+            Value::Null,
+        );
+        body += &chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": b}}]}),
+            Value::Null,
+        );
+        "tool_calls"
+    } else {
+        "stop"
+    };
+    body += &chunk(json!({}), json!(finish));
+    body += &format!(
+        "data: {}\n\ndata: [DONE]\n\n",
+        json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+    );
+    Reply::sse(body)
+}
+
+/// One Responses answer: optional text, optional function call.
+fn responses(text: Option<&str>, call: Option<(&str, &str, Value)>) -> Reply {
+    let mut body = String::new();
+    let mut ev =
+        |v: Value| body += &format!("event: {}\ndata: {v}\n\n", v["type"].as_str().unwrap());
+    ev(
+        json!({"type": "response.created", "response": {"id": "resp_1", "status": "in_progress", "output": []}}),
+    );
+    let mut index = 0;
+    if let Some(text) = text {
+        ev(
+            json!({"type": "response.output_item.added", "output_index": index, "item": {"id": "msg_1", "type": "message", "role": "assistant", "content": []}}),
+        );
+        ev(
+            json!({"type": "response.output_text.delta", "item_id": "msg_1", "output_index": index, "content_index": 0, "delta": text}),
+        );
+        ev(
+            json!({"type": "response.output_item.done", "output_index": index, "item": {"id": "msg_1", "type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}}),
+        );
+        index += 1;
+    }
+    if let Some((id, name, args)) = &call {
+        let args = args.to_string();
+        ev(
+            json!({"type": "response.output_item.added", "output_index": index, "item": {"id": "fc_1", "type": "function_call", "call_id": id, "name": name, "arguments": ""}}),
+        );
+        ev(
+            json!({"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": index, "delta": args}),
+        );
+        ev(
+            json!({"type": "response.output_item.done", "output_index": index, "item": {"id": "fc_1", "type": "function_call", "call_id": id, "name": name, "arguments": args}}),
+        );
+    }
+    ev(
+        json!({"type": "response.completed", "response": {"id": "resp_1", "status": "completed", "usage": {"input_tokens": 10, "output_tokens": 5}}}),
+    );
+    Reply::sse(body)
+}
+
+/// The conversation: write, read back, edit, then text.
+fn script(answer: Answer) -> Vec<Reply> {
+    vec![
+        answer(
+            Some("Writing."),
+            Some((
+                "call_w",
+                "write_file",
+                json!({"file_path": "/notes.md", "content": "one\n"}),
+            )),
+        ),
+        answer(
+            None,
+            Some(("call_r", "read_file", json!({"file_path": "/notes.md"}))),
+        ),
+        answer(
+            None,
+            Some((
+                "call_e",
+                "edit_file",
+                json!({"file_path": "/notes.md", "old_string": "one", "new_string": "two"}),
+            )),
+        ),
+        answer(Some("Done: /notes.md says two.\n"), None),
+    ]
+}
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn burrow(dir: &Path, server: &ReplayServer, key: Option<&str>, args: &[&str]) -> Out {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_burrow"));
+    cmd.current_dir(dir)
+        .env("OPENAI_BASE_URL", server.url())
+        .env_remove("OPENAI_API_KEY");
+    if let Some(key) = key {
+        cmd.env("OPENAI_API_KEY", key);
+    }
+    let work = dir.join("work");
+    let spec = format!("fs:{}", work.display());
+    let output = cmd.args(["--backend", &spec]).args(args).output().unwrap();
+    Out {
+        code: output.status.code().unwrap(),
+        stdout: String::from_utf8(output.stdout).unwrap(),
+        stderr: String::from_utf8(output.stderr).unwrap(),
+    }
+}
+
+fn body(server: &ReplayServer, i: usize) -> Value {
+    serde_json::from_slice(&server.requests()[i].body).unwrap()
+}
+
+fn human_run(model: &str, answer: Answer) -> ReplayServer {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ReplayServer::start(script(answer));
+    let out = burrow(
+        dir.path(),
+        &server,
+        Some(KEY),
+        &["run", "make the note say two", "--model", model],
+    );
+    assert_eq!(
+        out.code, 0,
+        "stdout: {}\nstderr: {}",
+        out.stdout, out.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("work/notes.md")).unwrap(),
+        "two\n"
+    );
+    assert_eq!(out.stdout, "Writing.\nDone: /notes.md says two.\n");
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "burrow: tool write_file /notes.md: ok",
+            "burrow: tool read_file /notes.md: ok",
+            "burrow: tool edit_file /notes.md: ok",
+            "burrow: run completed: 4 turns, 3 tool calls, usage: 40 input, 20 output tokens",
+        ],
+        "{}",
+        out.stderr
+    );
+    assert_eq!(server.request_count(), 4);
+    for r in server.requests() {
+        assert_eq!(
+            r.header("authorization"),
+            Some(format!("Bearer {KEY}").as_str())
+        );
+    }
+    server
+}
+
+fn json_events(model: &str, answer: Answer) -> Vec<Value> {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ReplayServer::start(script(answer));
+    let out = burrow(
+        dir.path(),
+        &server,
+        Some(KEY),
+        &["--json", "run", "go", "--model", model],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        out.stderr, "",
+        "--json prints nothing on stderr for a clean run"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("work/notes.md")).unwrap(),
+        "two\n"
+    );
+    out.stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+fn assert_events(events: &[Value]) {
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "run_started",
+            "text_delta",
+            "usage",
+            "tool_call",
+            "tool_result",
+            "usage",
+            "tool_call",
+            "tool_result",
+            "usage",
+            "tool_call",
+            "tool_result",
+            "text_delta",
+            "usage",
+            "run_ended",
+        ],
+        "{events:#?}"
+    );
+    assert_eq!(
+        events[3],
+        json!({"type": "tool_call", "id": "call_w", "name": "write_file", "arguments": {"file_path": "/notes.md", "content": "one\n"}})
+    );
+    assert_eq!(
+        events[4],
+        json!({"type": "tool_result", "id": "call_w", "name": "write_file", "content": "Created /notes.md (1 line, 4 bytes).", "is_error": false})
+    );
+    assert_eq!(events[7]["content"], "     1\tone");
+    assert_eq!(
+        events[10]["content"],
+        "Edited /notes.md: replaced 1 occurrence."
+    );
+    assert_eq!(events[11]["text"], "Done: /notes.md says two.\n");
+    assert_eq!(
+        events[13],
+        json!({"type": "run_ended", "outcome": "completed", "reason": null, "usage": {"input_tokens": 40, "output_tokens": 20}})
+    );
+}
+
+#[test]
+fn openai_chat_writes_reads_and_edits_a_file() {
+    let server = human_run("openai:gpt-test", chat);
+    // The tool results went back as `role: tool` messages answering their calls.
+    let second = body(&server, 1);
+    assert_eq!(second["model"], "gpt-test");
+    let messages = second["messages"].as_array().unwrap();
+    let last = messages.last().unwrap();
+    assert_eq!(last["role"], "tool");
+    assert_eq!(last["tool_call_id"], "call_w");
+    assert_eq!(
+        messages[messages.len() - 2]["tool_calls"][0]["id"],
+        "call_w"
+    );
+    assert_events(&json_events("openai:gpt-test", chat));
+}
+
+#[test]
+fn openai_responses_writes_reads_and_edits_a_file() {
+    let server = human_run("openai-responses:o4-test", responses);
+    assert_eq!(server.requests()[0].path, "/responses");
+    let input = body(&server, 1)["input"].clone();
+    let last = input.as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["type"], "function_call_output");
+    assert_eq!(last["call_id"], "call_w");
+    assert_events(&json_events("openai-responses:o4-test", responses));
+}
+
+#[test]
+fn a_missing_key_is_one_sentence_before_any_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ReplayServer::start(script(chat));
+    for model in ["openai:gpt-test", "openai-responses:o4-test"] {
+        let out = burrow(dir.path(), &server, None, &["run", "hi", "--model", model]);
+        assert_eq!(out.code, 2, "{}", out.stderr);
+        assert_eq!(out.stdout, "");
+        let lines: Vec<&str> = out.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{}", out.stderr);
+        assert!(
+            lines[0].contains("OPENAI_API_KEY is not set"),
+            "{}",
+            lines[0]
+        );
+    }
+    assert_eq!(server.request_count(), 0);
+    assert!(!dir.path().join("work").exists(), "no backend opened");
+}
+
+#[test]
+fn a_model_failure_ends_the_run_with_exit_2_and_no_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ReplayServer::start([Reply::json(
+        401,
+        format!(
+            r#"{{"error":{{"message":"Incorrect API key provided: {KEY}","code":"invalid_api_key"}}}}"#
+        ),
+    )]);
+    let out = burrow(
+        dir.path(),
+        &server,
+        Some(KEY),
+        &["--json", "run", "hi", "--model", "openai:gpt-test"],
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    let last: Value = serde_json::from_str(out.stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(last["type"], "run_ended");
+    assert_eq!(last["outcome"], "failed");
+    assert_eq!(last["reason"], "model_error");
+    assert!(!out.stdout.contains(KEY) && !out.stderr.contains(KEY));
+    assert_eq!(server.request_count(), 1, "a 401 is not retried");
+}

@@ -1,0 +1,13 @@
+//! The one integration-test binary of burrow-models: modules only, in `tests/all/`; every adapter against recorded wire fixtures served from 127.0.0.1.
+
+#[cfg(test)]
+mod all {
+    #[cfg(feature = "anthropic")]
+    mod anthropic;
+    mod http;
+    #[cfg(feature = "openai")]
+    mod openai_chat;
+    #[cfg(feature = "openai")]
+    mod openai_responses;
+    mod support;
+}
