@@ -152,7 +152,7 @@ impl Outcome {
 /// read-before-edit ledger, the config, the after-change hook).
 ///
 /// [`Toolset::tools`] gives the tools themselves, each an ordinary
-/// [`Tool`](crate::tool::Tool); [`Toolset::into_registry`] puts them in a
+/// [`Tool`]; [`Toolset::into_registry`] puts them in a
 /// [`ToolRegistry`], which the agent loop and the MCP server both read.
 pub struct Toolset {
     backend: Arc<dyn Backend>,
