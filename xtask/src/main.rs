@@ -12,6 +12,7 @@ mod deny;
 mod docker_images;
 mod manifest;
 mod parts;
+mod postgres;
 mod setup;
 mod tidy;
 

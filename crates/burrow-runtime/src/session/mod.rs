@@ -42,6 +42,8 @@ mod clock;
 pub mod conformance;
 mod error;
 mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
 pub(crate) mod rules;
 mod sqlite;
 mod types;
@@ -54,6 +56,8 @@ use serde_json::Value;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{StoreError, StoreErrorKind, StoreResult};
 pub use memory::MemoryStore;
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresOptions, PostgresStore};
 pub use sqlite::{SqliteOptions, SqliteStore};
 pub use types::{
     Answer, Checkpoint, Claim, ClaimAttempt, CommandKey, CommandRecord, Commit, Committed,

@@ -82,6 +82,8 @@ pub(crate) struct Changes {
     pub history: Vec<HistoryRow>,
     /// Runs after the commit (each touched run once; insert or replace).
     pub runs: Vec<RunRecord>,
+    /// The ids of the runs this commit started (inserted, never replacing).
+    pub new_runs: BTreeSet<String>,
     /// Tool calls after the commit (insert or replace).
     pub calls: Vec<ToolCallRecord>,
     pub events: Vec<Event>,
@@ -319,6 +321,7 @@ struct State<'a> {
     thread: ThreadInfo,
     runs: BTreeMap<String, RunRecord>,
     touched_runs: BTreeSet<String>,
+    new_runs: BTreeSet<String>,
     calls: BTreeMap<(String, String), ToolCallRecord>,
     touched_calls: BTreeSet<(String, String)>,
     messages: BTreeMap<String, String>,
@@ -435,6 +438,7 @@ pub(crate) fn apply(
         thread,
         runs: snap.runs,
         touched_runs: BTreeSet::new(),
+        new_runs: BTreeSet::new(),
         calls: snap.calls,
         touched_calls: BTreeSet::new(),
         messages: snap.messages,
@@ -513,6 +517,7 @@ pub(crate) fn apply(
         messages,
         history,
         runs,
+        new_runs: st.new_runs,
         calls,
         events,
         cursors,
@@ -641,6 +646,7 @@ fn apply_write(
                 },
             );
             st.touched_runs.insert(run_id.clone());
+            st.new_runs.insert(run_id.clone());
             st.set_status(Some((&run_id, ThreadStatus::Running)));
             EventKind::RunStarted {
                 run_id,
