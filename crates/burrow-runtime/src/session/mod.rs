@@ -109,7 +109,8 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
     /// - `RecordUsage`: the run is running or paused; the usage adds to the run's.
     /// - `SaveCheckpoint`: the id is unused in the thread (`IdInUse`).
     /// - A write naming a run of another thread is `NotFound`.
-    /// - Cursors: a move to a seq past the new head is `InvalidArgument`; with
+    /// - Cursors: `CursorMove::HEAD` means the head after the commit; a move to
+    ///   a seq past the new head is `InvalidArgument`; with
     ///   `expect`, the cursor must stand there (`Conflict`); a cursor moves to
     ///   the larger of where it stands and `to`.
     async fn commit(&self, thread: &ThreadKey, commit: Commit) -> StoreResult<Committed>;

@@ -476,10 +476,15 @@ pub(crate) fn apply(
             .rev()
             .find(|(n, _): &&(String, u64)| *n == mv.name)
             .map_or(current, |(_, v)| *v);
-        if mv.to > st.thread.head_seq {
+        let to = if mv.to == super::types::CursorMove::HEAD {
+            st.thread.head_seq
+        } else {
+            mv.to
+        };
+        if to > st.thread.head_seq {
             return Err(StoreError::invalid_argument(format!(
-                "cursor {} cannot move to seq {}: thread {}'s log ends at {}",
-                mv.name, mv.to, key.thread, st.thread.head_seq
+                "cursor {} cannot move to seq {to}: thread {}'s log ends at {}",
+                mv.name, key.thread, st.thread.head_seq
             )));
         }
         if let Some(expect) = mv.expect
@@ -494,7 +499,7 @@ pub(crate) fn apply(
             ));
         }
         cursors.retain(|(n, _)| *n != mv.name);
-        cursors.push((mv.name, current.max(mv.to)));
+        cursors.push((mv.name, current.max(to)));
     }
     st.thread.updated_at_ms = now;
     let runs = st
