@@ -13,6 +13,7 @@ mod deny;
 mod docker_images;
 mod manifest;
 mod parts;
+mod postgres;
 mod release;
 mod setup;
 mod tidy;

@@ -29,7 +29,7 @@ pub const PROVIDERS: &[(Part, &str)] = &[
     (Part::Ripgrep, "ripgrep (Debian's package)"),
     (
         Part::Postgres,
-        "none yet (no test needs PostgreSQL; a step will come with the first one)",
+        "PostgreSQL server on 127.0.0.1 (Debian's packages)",
     ),
 ];
 
@@ -198,7 +198,7 @@ mod tests {
         for part in Part::ALL {
             let step = provider(part);
             assert!(
-                part == Part::Postgres || steps.contains(&step),
+                steps.contains(&step),
                 "{part}: provider {step:?} is not a setup step"
             );
         }

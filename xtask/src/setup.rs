@@ -36,6 +36,10 @@ pub const STEPS: &[(&str, Step)] = &[
     ("ripgrep (Debian's package)", ripgrep),
     ("S3-compatible test server (moto) on 127.0.0.1", s3_server),
     (
+        "PostgreSQL server on 127.0.0.1 (Debian's packages)",
+        crate::postgres::postgres_server,
+    ),
+    (
         "Docker test image (busybox)",
         crate::docker_images::busybox_image,
     ),

@@ -30,6 +30,9 @@
 //! - `mcp`: [`mcp::serve_stdio`], an MCP server over stdio (the official
 //!   `rmcp` SDK) that offers a [`tool::ToolRegistry`] to any MCP client. Costs:
 //!   rmcp and tokio's `io-std`.
+//! - `postgres`: [`session::PostgresStore`], the session store in PostgreSQL
+//!   (tokio-postgres). Costs: tokio-postgres and tokio's `net`. The memory
+//!   and SQLite session stores need no feature.
 
 pub mod agent;
 pub mod hooks;

@@ -15,8 +15,8 @@ mod cancel;
 mod context;
 mod instructions;
 mod memory;
-mod style;
 mod observer;
+mod style;
 
 use std::sync::Arc;
 
@@ -36,8 +36,8 @@ pub use instructions::{FnProvider, InstructionProvider, Instructions};
 pub use memory::{
     DEFAULT_MEMORY_CHARS, DEFAULT_MEMORY_DIR, MEMORY_FILE_NAME, MemoryFile, MemoryFiles,
 };
-pub use style::{DEFAULT_STYLE_CHARS, DEFAULT_STYLE_DIR, OutputStyle, OutputStyleFile};
 pub use observer::{RunFailure, RunObserver};
+pub use style::{DEFAULT_STYLE_CHARS, DEFAULT_STYLE_DIR, OutputStyle, OutputStyleFile};
 
 /// Bounds on one run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -42,6 +42,8 @@ mod clock;
 pub mod conformance;
 mod error;
 mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
 pub(crate) mod rules;
 mod sqlite;
 mod types;
@@ -54,6 +56,8 @@ use serde_json::Value;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{StoreError, StoreErrorKind, StoreResult};
 pub use memory::MemoryStore;
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresOptions, PostgresStore};
 pub use sqlite::{SqliteOptions, SqliteStore};
 pub use types::{
     Answer, Checkpoint, Claim, ClaimAttempt, CommandKey, CommandRecord, Commit, Committed,
@@ -105,7 +109,8 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
     /// - `RecordUsage`: the run is running or paused; the usage adds to the run's.
     /// - `SaveCheckpoint`: the id is unused in the thread (`IdInUse`).
     /// - A write naming a run of another thread is `NotFound`.
-    /// - Cursors: a move to a seq past the new head is `InvalidArgument`; with
+    /// - Cursors: `CursorMove::HEAD` means the head after the commit; a move to
+    ///   a seq past the new head is `InvalidArgument`; with
     ///   `expect`, the cursor must stand there (`Conflict`); a cursor moves to
     ///   the larger of where it stands and `to`.
     async fn commit(&self, thread: &ThreadKey, commit: Commit) -> StoreResult<Committed>;

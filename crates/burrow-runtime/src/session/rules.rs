@@ -82,6 +82,8 @@ pub(crate) struct Changes {
     pub history: Vec<HistoryRow>,
     /// Runs after the commit (each touched run once; insert or replace).
     pub runs: Vec<RunRecord>,
+    /// The ids of the runs this commit started (inserted, never replacing).
+    pub new_runs: BTreeSet<String>,
     /// Tool calls after the commit (insert or replace).
     pub calls: Vec<ToolCallRecord>,
     pub events: Vec<Event>,
@@ -319,6 +321,7 @@ struct State<'a> {
     thread: ThreadInfo,
     runs: BTreeMap<String, RunRecord>,
     touched_runs: BTreeSet<String>,
+    new_runs: BTreeSet<String>,
     calls: BTreeMap<(String, String), ToolCallRecord>,
     touched_calls: BTreeSet<(String, String)>,
     messages: BTreeMap<String, String>,
@@ -435,6 +438,7 @@ pub(crate) fn apply(
         thread,
         runs: snap.runs,
         touched_runs: BTreeSet::new(),
+        new_runs: BTreeSet::new(),
         calls: snap.calls,
         touched_calls: BTreeSet::new(),
         messages: snap.messages,
@@ -472,10 +476,15 @@ pub(crate) fn apply(
             .rev()
             .find(|(n, _): &&(String, u64)| *n == mv.name)
             .map_or(current, |(_, v)| *v);
-        if mv.to > st.thread.head_seq {
+        let to = if mv.to == super::types::CursorMove::HEAD {
+            st.thread.head_seq
+        } else {
+            mv.to
+        };
+        if to > st.thread.head_seq {
             return Err(StoreError::invalid_argument(format!(
-                "cursor {} cannot move to seq {}: thread {}'s log ends at {}",
-                mv.name, mv.to, key.thread, st.thread.head_seq
+                "cursor {} cannot move to seq {to}: thread {}'s log ends at {}",
+                mv.name, key.thread, st.thread.head_seq
             )));
         }
         if let Some(expect) = mv.expect
@@ -490,7 +499,7 @@ pub(crate) fn apply(
             ));
         }
         cursors.retain(|(n, _)| *n != mv.name);
-        cursors.push((mv.name, current.max(mv.to)));
+        cursors.push((mv.name, current.max(to)));
     }
     st.thread.updated_at_ms = now;
     let runs = st
@@ -513,6 +522,7 @@ pub(crate) fn apply(
         messages,
         history,
         runs,
+        new_runs: st.new_runs,
         calls,
         events,
         cursors,
@@ -641,6 +651,7 @@ fn apply_write(
                 },
             );
             st.touched_runs.insert(run_id.clone());
+            st.new_runs.insert(run_id.clone());
             st.set_status(Some((&run_id, ThreadStatus::Running)));
             EventKind::RunStarted {
                 run_id,

@@ -629,10 +629,17 @@ pub enum Write {
 pub struct CursorMove {
     /// The cursor's name (`asked`, `taken`, ...).
     pub name: String,
-    /// The seq to move it to. A cursor never moves back: a lower value leaves it.
+    /// The seq to move it to, or [`CursorMove::HEAD`] for the thread's head
+    /// after this commit. A cursor never moves back: a lower value leaves it.
     pub to: u64,
     /// When set, the commit fails with `Conflict` unless the cursor stands here.
     pub expect: Option<u64>,
+}
+
+impl CursorMove {
+    /// As `to`: the thread's head seq after the commit (its own last event),
+    /// whatever other commits came first.
+    pub const HEAD: u64 = u64::MAX;
 }
 
 /// One transaction: an optional fence, writes, cursor moves and a command record, all or nothing.
@@ -671,6 +678,17 @@ impl Commit {
         self.cursors.push(CursorMove {
             name: name.into(),
             to,
+            expect: None,
+        });
+        self
+    }
+
+    /// Moves cursor `name` forward to the thread's head after this commit
+    /// (the seq of this commit's last event when it has writes).
+    pub fn cursor_to_head(mut self, name: impl Into<String>) -> Self {
+        self.cursors.push(CursorMove {
+            name: name.into(),
+            to: CursorMove::HEAD,
             expect: None,
         });
         self

@@ -68,3 +68,97 @@ mod sqlite {
 
     burrow_runtime::session_conformance_suite!(make, child = open_child);
 }
+
+#[cfg(feature = "postgres")]
+mod postgres {
+    //! Each test works in a fresh schema of the test database, dropped when its fixture is.
+    use super::*;
+    use burrow_runtime::session::{PostgresOptions, PostgresStore};
+    use burrow_testkit::{Part, require};
+
+    async fn open(locator: &str, clock: Arc<ManualClock>) -> StoreResult<Arc<dyn SessionStore>> {
+        let (url, schema) = locator.split_once(' ').unwrap_or((locator, "public"));
+        let options = PostgresOptions::default().with_schema(schema);
+        Ok(Arc::new(
+            PostgresStore::connect_with(url, clock, options).await?,
+        ))
+    }
+
+    /// Drops the test's schema (on a thread of its own: the test's runtime may be gone).
+    struct DropSchema {
+        url: String,
+        schema: String,
+    }
+
+    impl Drop for DropSchema {
+        fn drop(&mut self) {
+            let (url, schema) = (self.url.clone(), self.schema.clone());
+            let _ = std::thread::spawn(move || {
+                let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                else {
+                    return;
+                };
+                rt.block_on(async move {
+                    if let Ok((client, conn)) =
+                        tokio_postgres::connect(&url, tokio_postgres::NoTls).await
+                    {
+                        tokio::spawn(conn);
+                        // The test's own connections are tagged with the schema's
+                        // name; end them first (their runtime may be blocked here).
+                        let _ = client
+                            .execute(
+                                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                                 WHERE application_name = $1 AND pid <> pg_backend_pid()",
+                                &[&schema],
+                            )
+                            .await;
+                        let _ = client
+                            .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
+                            .await;
+                    }
+                });
+            })
+            .join();
+        }
+    }
+
+    #[allow(clippy::expect_used)] // a fixture that cannot be built fails its test
+    async fn make() -> Fixture {
+        let url = require(Part::Postgres);
+        let schema = format!("t_{}", uuid::Uuid::now_v7().simple());
+        let sep = if url.contains('?') { '&' } else { '?' };
+        let locator = format!("{url}{sep}application_name={schema} {schema}");
+        let clock = Arc::new(ManualClock::default());
+        let store = open(&locator, clock.clone())
+            .await
+            .expect("connect to the test PostgreSQL server");
+        let second = locator.clone();
+        let c2 = clock.clone();
+        let sibling: OpenFn = Arc::new(move || {
+            let (locator, clock) = (second.clone(), c2.clone());
+            Box::pin(async move { open(&locator, clock).await })
+        });
+        let third = locator.clone();
+        let c3 = clock.clone();
+        let reopen: OpenFn = Arc::new(move || {
+            let (locator, clock) = (third.clone(), c3.clone());
+            Box::pin(async move { open(&locator, clock).await })
+        });
+        Fixture::new(store, clock)
+            .with_reopen(reopen)
+            .with_sibling(sibling)
+            .with_child(locator)
+            .with_guard(DropSchema { url, schema })
+    }
+
+    async fn open_child(
+        locator: String,
+        clock: Arc<ManualClock>,
+    ) -> StoreResult<Arc<dyn SessionStore>> {
+        open(&locator, clock).await
+    }
+
+    burrow_runtime::session_conformance_suite!(make, child = open_child);
+}

@@ -155,3 +155,24 @@ pub async fn lagging_threads_are_listed(fx: &super::Fixture) -> Outcome {
     ensure(one.len() == 1, || format!("limit 1 gave {}", one.len()))?;
     Ok(Pass::Passed)
 }
+
+/// `cursor_to_head` moves the cursor to the commit's own last seq, whatever commits came before.
+pub async fn a_cursor_can_move_to_the_commits_head(fx: &super::Fixture) -> Outcome {
+    let s = fx.store();
+    let t = thread("t1");
+    s.commit(&t, Commit::new().write(post("m1", "a", "1")))
+        .await?;
+    let done = s
+        .commit(
+            &t,
+            Commit::new()
+                .write(post("m2", "b", "2"))
+                .cursor_to_head("asked"),
+        )
+        .await?;
+    ensure(done.seqs == vec![2], || format!("seqs {:?}", done.seqs))?;
+    ensure(s.cursor(&t, "asked").await? == 2, || {
+        "the cursor is not at the commit's seq".into()
+    })?;
+    Ok(Pass::Passed)
+}

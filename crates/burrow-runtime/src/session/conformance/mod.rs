@@ -276,6 +276,7 @@ macro_rules! __for_each_session_scenario {
             cursors::a_cursor_moves_with_its_write_or_not_at_all
             cursors::a_cursor_cannot_pass_the_head
             cursors::an_expected_cursor_is_compare_and_set
+            cursors::a_cursor_can_move_to_the_commits_head
             cursors::lagging_threads_are_listed
             commands::a_command_is_carried_out_once
             commands::command_keys_are_per_sender_and_workspace
