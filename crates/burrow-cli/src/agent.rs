@@ -111,7 +111,10 @@ fn open_model(spec: &str) -> Result<Arc<dyn Model>, String> {
 
 /// The adapter for `scheme:name`, with its key and endpoint from the
 /// conventional variables; a missing key is refused here, before any request.
-#[cfg_attr(not(feature = "openai"), allow(unused_variables))]
+#[cfg_attr(
+    not(any(feature = "openai", feature = "anthropic")),
+    allow(unused_variables)
+)]
 fn provider_model(scheme: &str, name: &str) -> Result<Arc<dyn Model>, String> {
     match scheme {
         #[cfg(feature = "openai")]
@@ -122,8 +125,10 @@ fn provider_model(scheme: &str, name: &str) -> Result<Arc<dyn Model>, String> {
         "openai-responses" => burrow_models::openai::OpenAiResponses::from_env(name)
             .map(|m| Arc::new(m) as Arc<dyn Model>)
             .map_err(|e| e.message),
-        // TODO(lead, at the anthropic merge): wire `anthropic` here behind the
-        // CLI's `anthropic` feature, as `openai` is.
+        #[cfg(feature = "anthropic")]
+        "anthropic" => burrow_models::anthropic::AnthropicModel::from_env(name)
+            .map(|m| Arc::new(m) as Arc<dyn Model>)
+            .map_err(|e| e.message),
         _ => Err(format!(
             "the {scheme} adapter is not built into this burrow (rebuild burrow-cli with its `{}` feature)",
             scheme.split('-').next().unwrap_or(scheme)
@@ -483,8 +488,11 @@ mod tests {
 
     #[test]
     fn model_specs_are_checked() {
-        let refused = open_model("anthropic:claude").err().unwrap();
-        assert!(refused.contains("not built into this burrow"), "{refused}");
+        #[cfg(not(feature = "anthropic"))]
+        {
+            let refused = open_model("anthropic:claude").err().unwrap();
+            assert!(refused.contains("not built into this burrow"), "{refused}");
+        }
         assert!(
             open_model("openai:")
                 .err()

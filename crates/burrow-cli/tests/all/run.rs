@@ -420,15 +420,11 @@ fn assert_bad_config(args: &[&str], expected: &str) {
 }
 
 #[test]
-fn provider_models_without_their_adapter_are_refused() {
-    // openai:NAME and openai-responses:NAME run (tests/all/run_openai.rs).
-    // TODO(lead, at the anthropic merge): anthropic:NAME runs too; drop this case.
-    assert_bad_config(
-        &["--model", "anthropic:claude-sonnet"],
-        "adapter is not built into this burrow",
-    );
-    assert_bad_config(&["--model", "openai:"], "names no model");
-    assert_bad_config(&["--model", "openai-responses:"], "names no model");
+fn provider_models_without_a_name_are_refused() {
+    // With a name they run (tests/all/run_providers.rs).
+    for scheme in ["openai", "openai-responses", "anthropic"] {
+        assert_bad_config(&["--model", &format!("{scheme}:")], "names no model");
+    }
 }
 
 #[test]
