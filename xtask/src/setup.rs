@@ -58,6 +58,8 @@ const PYTHON_PACKAGES: &[(&str, &str)] = &[
     ("mcp", "2.3.0"),
     // The official Anthropic SDK: the peer of burrow-models' anthropic_stream bench.
     ("anthropic", "2.10.0"),
+    // The official OpenAI SDK: the peer of burrow-models' openai_stream bench.
+    ("openai", "3.51.0"),
 ];
 
 /// The state the steps share and the result of setup.

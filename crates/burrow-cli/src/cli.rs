@@ -99,8 +99,8 @@ MODEL: scripted:FILE.jsonl, one answer per line: {\"text\": \"...\", \"tool_call
 \"name\": \"read_file\", \"arguments\": {\"file_path\": \"/a.txt\"}}]} (also \"thinking\" and \"usage\");
 running out of lines fails the run. openai:NAME (chat completions; any OpenAI-compatible server)
 and openai-responses:NAME take the key from OPENAI_API_KEY and the endpoint from OPENAI_BASE_URL
-(default https://api.openai.com/v1); a missing key is refused before any request. anthropic:NAME
-is recognised but not built into this burrow yet.
+(default https://api.openai.com/v1); anthropic:NAME takes ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL
+(default https://api.anthropic.com). A missing key is refused before any request.
 
 Human output: the answer's text on stdout; on stderr one line per tool call (`burrow: tool NAME
 ARGS: ok|refused`) and a closing line with the outcome, turns, tool calls and token usage.
@@ -230,8 +230,8 @@ pub enum Command {
     Run {
         /// What the user asks.
         prompt: String,
-        /// The model: scripted:FILE.jsonl, openai:NAME or openai-responses:NAME
-        /// (OPENAI_API_KEY, OPENAI_BASE_URL); anthropic:NAME is not built in yet.
+        /// The model: scripted:FILE.jsonl, openai:NAME, openai-responses:NAME
+        /// (OPENAI_API_KEY, OPENAI_BASE_URL) or anthropic:NAME (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL).
         #[arg(long, value_name = "MODEL")]
         model: String,
         /// Hooks in Claude Code's settings form ({"hooks": {"PreToolUse": [...]}}).

@@ -24,10 +24,8 @@ mod all {
     mod mcp;
     #[cfg(feature = "run")]
     mod run;
-    #[cfg(all(feature = "anthropic", feature = "fs"))]
-    mod run_anthropic;
-    #[cfg(all(feature = "openai", feature = "fs"))]
-    mod run_openai;
+    #[cfg(all(any(feature = "openai", feature = "anthropic"), feature = "fs"))]
+    mod run_providers;
     #[cfg(feature = "s3")]
     mod s3;
     mod spec_support;

@@ -1,4 +1,7 @@
-//! `burrow run --model openai:NAME|openai-responses:NAME` through the binary against a local server speaking each wire, over an fs backend: the agent writes, reads back and edits a file, then ends with text.
+//! `burrow run --model openai:NAME|openai-responses:NAME|anthropic:NAME` through the binary against a local server speaking each wire, over an fs backend: the agent writes, reads back and edits a file, then ends with text.
+
+// Each provider's answer builder is unused in a build without its feature.
+#![allow(dead_code)]
 
 use std::path::Path;
 use std::process::Command;
@@ -84,6 +87,50 @@ fn responses(text: Option<&str>, call: Option<(&str, &str, Value)>) -> Reply {
     Reply::sse(body)
 }
 
+/// One Anthropic messages answer: optional text block, optional tool_use block.
+fn anthropic(text: Option<&str>, call: Option<(&str, &str, Value)>) -> Reply {
+    let mut body = String::new();
+    let mut ev =
+        |v: Value| body += &format!("event: {}\ndata: {v}\n\n", v["type"].as_str().unwrap());
+    ev(
+        json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test", "content": [], "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+    );
+    let mut index = 0;
+    if let Some(text) = text {
+        ev(
+            json!({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}),
+        );
+        ev(json!({"type": "ping"}));
+        ev(
+            json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": text}}),
+        );
+        ev(json!({"type": "content_block_stop", "index": index}));
+        index += 1;
+    }
+    let stop = if let Some((id, name, args)) = &call {
+        let args = args.to_string();
+        let (a, b) = args.split_at(args.len() / 2);
+        ev(
+            json!({"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
+        );
+        ev(
+            json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": a}}),
+        );
+        ev(
+            json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": b}}),
+        );
+        ev(json!({"type": "content_block_stop", "index": index}));
+        "tool_use"
+    } else {
+        "end_turn"
+    };
+    ev(
+        json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 5}}),
+    );
+    ev(json!({"type": "message_stop"}));
+    Reply::sse(body)
+}
+
 /// The conversation: write, read back, edit, then text.
 fn script(answer: Answer) -> Vec<Reply> {
     vec![
@@ -121,9 +168,11 @@ fn burrow(dir: &Path, server: &ReplayServer, key: Option<&str>, args: &[&str]) -
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_burrow"));
     cmd.current_dir(dir)
         .env("OPENAI_BASE_URL", server.url())
-        .env_remove("OPENAI_API_KEY");
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY");
     if let Some(key) = key {
-        cmd.env("OPENAI_API_KEY", key);
+        cmd.env("OPENAI_API_KEY", key).env("ANTHROPIC_API_KEY", key);
     }
     let work = dir.join("work");
     let spec = format!("fs:{}", work.display());
@@ -171,12 +220,6 @@ fn human_run(model: &str, answer: Answer) -> ReplayServer {
         out.stderr
     );
     assert_eq!(server.request_count(), 4);
-    for r in server.requests() {
-        assert_eq!(
-            r.header("authorization"),
-            Some(format!("Bearer {KEY}").as_str())
-        );
-    }
     server
 }
 
@@ -246,9 +289,20 @@ fn assert_events(events: &[Value]) {
     );
 }
 
+fn assert_bearer(server: &ReplayServer) {
+    for r in server.requests() {
+        assert_eq!(
+            r.header("authorization"),
+            Some(format!("Bearer {KEY}").as_str())
+        );
+    }
+}
+
+#[cfg(feature = "openai")]
 #[test]
 fn openai_chat_writes_reads_and_edits_a_file() {
     let server = human_run("openai:gpt-test", chat);
+    assert_bearer(&server);
     // The tool results went back as `role: tool` messages answering their calls.
     let second = body(&server, 1);
     assert_eq!(second["model"], "gpt-test");
@@ -263,9 +317,11 @@ fn openai_chat_writes_reads_and_edits_a_file() {
     assert_events(&json_events("openai:gpt-test", chat));
 }
 
+#[cfg(feature = "openai")]
 #[test]
 fn openai_responses_writes_reads_and_edits_a_file() {
     let server = human_run("openai-responses:o4-test", responses);
+    assert_bearer(&server);
     assert_eq!(server.requests()[0].path, "/responses");
     let input = body(&server, 1)["input"].clone();
     let last = input.as_array().unwrap().last().unwrap().clone();
@@ -274,18 +330,40 @@ fn openai_responses_writes_reads_and_edits_a_file() {
     assert_events(&json_events("openai-responses:o4-test", responses));
 }
 
+#[cfg(feature = "anthropic")]
+#[test]
+fn anthropic_writes_reads_and_edits_a_file() {
+    let server = human_run("anthropic:claude-test", anthropic);
+    let sent = &server.requests()[1];
+    assert_eq!(sent.path, "/v1/messages");
+    assert_eq!(sent.header("x-api-key"), Some(KEY));
+    assert!(sent.header("anthropic-version").is_some());
+    let messages = body(&server, 1)["messages"].clone();
+    let last = messages.as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["role"], "user");
+    assert_eq!(last["content"][0]["type"], "tool_result");
+    assert_eq!(last["content"][0]["tool_use_id"], "call_w");
+    assert_events(&json_events("anthropic:claude-test", anthropic));
+}
+
+#[cfg(all(feature = "openai", feature = "anthropic"))]
 #[test]
 fn a_missing_key_is_one_sentence_before_any_request() {
     let dir = tempfile::tempdir().unwrap();
     let server = ReplayServer::start(script(chat));
-    for model in ["openai:gpt-test", "openai-responses:o4-test"] {
+    for (model, var) in [
+        ("openai:gpt-test", "OPENAI_API_KEY"),
+        ("openai-responses:o4-test", "OPENAI_API_KEY"),
+        ("anthropic:claude-test", "ANTHROPIC_API_KEY"),
+    ] {
         let out = burrow(dir.path(), &server, None, &["run", "hi", "--model", model]);
         assert_eq!(out.code, 2, "{}", out.stderr);
         assert_eq!(out.stdout, "");
         let lines: Vec<&str> = out.stderr.lines().collect();
         assert_eq!(lines.len(), 1, "{}", out.stderr);
+        assert!(lines[0].starts_with("burrow run: "), "{}", lines[0]);
         assert!(
-            lines[0].contains("OPENAI_API_KEY is not set"),
+            lines[0].contains(&format!("{var} is not set")),
             "{}",
             lines[0]
         );
@@ -294,6 +372,7 @@ fn a_missing_key_is_one_sentence_before_any_request() {
     assert!(!dir.path().join("work").exists(), "no backend opened");
 }
 
+#[cfg(feature = "openai")]
 #[test]
 fn a_model_failure_ends_the_run_with_exit_2_and_no_key() {
     let dir = tempfile::tempdir().unwrap();
