@@ -68,8 +68,13 @@
 //! - `runtime`: the agent runtime as [`runtime`]: the file tools an agent
 //!   calls (ls, read_file, write_file, edit_file, glob, grep, execute) with
 //!   JSON Schemas, model-facing rendering and the read-before-edit guard.
-//!   Costs: schemars, sha2, tokio (`sync`). The MCP server is the
-//!   runtime crate's own `mcp` feature.
+//!   Costs: schemars, sha2, tokio (`sync`).
+//! - `mcp`: the runtime's MCP server (`runtime::mcp::serve_stdio`) over the
+//!   same tool registry the agent loop reads. Implies `runtime`. Costs: rmcp,
+//!   tokio (`io-std`, `io-util`).
+//! - `postgres`: the session store on PostgreSQL
+//!   (`runtime::session::PostgresStore`), for runners on several machines.
+//!   Implies `runtime`. Costs: tokio-postgres, tokio (`net`).
 //! - `docker`: [`DockerSandbox`] (and [`DockerOptions`]), a container as a
 //!   backend *and* a [`Sandbox`]: files move through the Docker archive
 //!   (tar) API, `execute` runs `sh -c` with a timeout and an output cap,

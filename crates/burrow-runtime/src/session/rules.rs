@@ -83,6 +83,8 @@ pub(crate) struct Changes {
     /// Runs after the commit (each touched run once; insert or replace).
     pub runs: Vec<RunRecord>,
     /// The ids of the runs this commit started (inserted, never replacing).
+    /// Only the PostgreSQL store asks (it inserts new rows apart from updates).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     pub new_runs: BTreeSet<String>,
     /// Tool calls after the commit (insert or replace).
     pub calls: Vec<ToolCallRecord>,
