@@ -4,6 +4,8 @@
 mod all {
     #[cfg(feature = "anthropic")]
     mod anthropic;
+    #[cfg(any(feature = "openai", feature = "anthropic"))]
+    mod cancel;
     mod http;
     #[cfg(feature = "openai")]
     mod openai_chat;
