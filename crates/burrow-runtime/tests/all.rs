@@ -3,6 +3,7 @@
 #[cfg(test)]
 mod all {
     mod agent;
+    mod capability;
     mod golden;
     mod guard;
     mod hook_events;

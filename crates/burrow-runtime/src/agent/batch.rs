@@ -24,6 +24,7 @@ use futures::future::{Shared, join_all};
 use serde_json::Value;
 
 use super::cancel::CancelToken;
+use super::capability::{CallInfo, CallWork, Capability};
 use crate::hooks::{Decision, HookContext, Hooks};
 use crate::message::{ToolCall, ToolResult};
 use crate::tool::{CallContext, Tool, ToolOutput, ToolRegistry, WORKSPACE_LOCK};
@@ -48,6 +49,8 @@ pub(crate) struct BatchOutcome {
 /// Why a call ended as it did, before it becomes a result.
 enum Ended {
     Output(ToolOutput),
+    /// A capability refused the call before it ran (no post hooks: nothing ran).
+    NotRun(ToolOutput),
     Failed(String),
     Cancelled,
 }
@@ -124,6 +127,71 @@ fn with_context(mut text: String, context: &[String]) -> String {
     text
 }
 
+/// Runs one call that passed every check, inside the capabilities: each
+/// `before_call` may refuse it, each `around_call` wraps its work (the first
+/// capability outermost), and `after_call` / `on_call_error` see how it
+/// ended. A panic, in the tool or in a capability, is a failure of the call.
+async fn run_call(
+    capabilities: &[Arc<dyn Capability>],
+    tool: &Arc<dyn Tool>,
+    p: &Prepared<'_>,
+    run_id: &Arc<str>,
+) -> Ended {
+    let info = CallInfo {
+        run_id,
+        call_id: &p.call.id,
+        tool: &p.call.name,
+        arguments: &p.arguments,
+    };
+    for capability in capabilities {
+        if let Err(refusal) = capability.before_call(&info).await {
+            return Ended::NotRun(ToolOutput::refused(refusal));
+        }
+    }
+    let cx = CallContext {
+        run_id: run_id.clone(),
+        call_id: p.call.id.clone(),
+    };
+    let arguments = p.arguments.clone();
+    let mut work: CallWork<'_> = Box::pin(async move {
+        match AssertUnwindSafe(tool.call(&cx, arguments))
+            .catch_unwind()
+            .await
+        {
+            Ok(Ok(output)) => Ok(output),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(panic) => Err(format!(
+                "the tool panicked: {}",
+                panic_message(panic.as_ref())
+            )),
+        }
+    });
+    for capability in capabilities.iter().rev() {
+        work = capability.around_call(info, work);
+    }
+    let ended = match AssertUnwindSafe(work).catch_unwind().await {
+        Ok(ended) => ended,
+        Err(panic) => Err(format!(
+            "a capability panicked: {}",
+            panic_message(panic.as_ref())
+        )),
+    };
+    match ended {
+        Ok(mut output) => {
+            for capability in capabilities.iter().rev() {
+                capability.after_call(&info, &mut output).await;
+            }
+            Ended::Output(output)
+        }
+        Err(message) => {
+            for capability in capabilities.iter().rev() {
+                capability.on_call_error(&info, &message).await;
+            }
+            Ended::Failed(message)
+        }
+    }
+}
+
 /// For each call, the earlier calls it must wait for.
 fn predecessors(prepared: &[Prepared<'_>]) -> Vec<Vec<usize>> {
     let mut last: HashMap<&str, usize> = HashMap::new();
@@ -159,9 +227,11 @@ fn predecessors(prepared: &[Prepared<'_>]) -> Vec<Vec<usize>> {
 }
 
 /// Runs one batch. `calls` are the answer's tool calls, in order.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn run_batch(
     tools: &ToolRegistry,
     hooks: &Hooks,
+    capabilities: &[Arc<dyn Capability>],
     hook_cx: &HookContext,
     calls: &[ToolCall],
     run_id: &Arc<str>,
@@ -264,21 +334,7 @@ pub(crate) async fn run_batch(
                         for j in &preds {
                             let _ = done[*j].clone().await;
                         }
-                        let cx = CallContext {
-                            run_id: run_id.clone(),
-                            call_id: p.call.id.clone(),
-                        };
-                        match AssertUnwindSafe(tool.call(&cx, p.arguments.clone()))
-                            .catch_unwind()
-                            .await
-                        {
-                            Ok(Ok(output)) => Ended::Output(output),
-                            Ok(Err(e)) => Ended::Failed(e.to_string()),
-                            Err(panic) => Ended::Failed(format!(
-                                "the tool panicked: {}",
-                                panic_message(panic.as_ref())
-                            )),
-                        }
+                        run_call(capabilities, tool, p, run_id).await
                     };
                     tokio::select! {
                         biased;
@@ -318,7 +374,9 @@ pub(crate) async fn run_batch(
             }
         }
         let (content, is_error) = match ended {
-            Ended::Output(output) => (with_context(output.text, &context), output.is_error),
+            Ended::Output(output) | Ended::NotRun(output) => {
+                (with_context(output.text, &context), output.is_error)
+            }
             Ended::Failed(message) => {
                 let text = format!(
                     "The tool {} failed: {message}. The run ends here.",

@@ -12,6 +12,7 @@
 
 mod batch;
 mod cancel;
+mod capability;
 mod context;
 mod instructions;
 mod memory;
@@ -31,6 +32,7 @@ use crate::model::{Model, ModelRequest, ModelSettings, ResponseBuilder, StreamEv
 use crate::tool::ToolRegistry;
 
 pub use cancel::CancelToken;
+pub use capability::{CallInfo, CallWork, Capability, RunInfo};
 pub use context::{ContextFiles, DEFAULT_CONTEXT_CHARS, DEFAULT_CONTEXT_FILES};
 pub use instructions::{FnProvider, InstructionProvider, Instructions};
 pub use memory::{
@@ -248,6 +250,7 @@ pub struct Agent {
     hooks: Hooks,
     limits: Limits,
     settings: ModelSettings,
+    capabilities: Vec<Arc<dyn Capability>>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -271,7 +274,15 @@ impl Agent {
             hooks: Hooks::default(),
             limits: Limits::default(),
             settings: ModelSettings::default(),
+            capabilities: Vec::new(),
         }
+    }
+
+    /// The same agent with `capability` wrapping its runs and tool calls,
+    /// inside the capabilities added before it.
+    pub fn with_capability(mut self, capability: Arc<dyn Capability>) -> Self {
+        self.capabilities.push(capability);
+        self
     }
 
     /// The same agent with static instructions `text`.
@@ -368,9 +379,29 @@ impl Agent {
             usage: Usage::UNKNOWN,
             stop_hook_active: false,
         };
-        let outcome = self
-            .drive(history, prompt, &options, &mut state, on_event)
-            .await;
+        let run = RunInfo {
+            run_id: run_id.clone(),
+            thread_id: options.thread_id.clone(),
+        };
+        let mut asked = 0;
+        let mut refused = None;
+        for capability in &self.capabilities {
+            asked += 1;
+            if let Err(failure) = capability.before_run(&run).await {
+                refused = Some(failure.into_outcome());
+                break;
+            }
+        }
+        let outcome = match refused {
+            Some(outcome) => outcome,
+            None => {
+                self.drive(history, prompt, &options, &mut state, on_event)
+                    .await
+            }
+        };
+        for capability in self.capabilities[..asked].iter().rev() {
+            capability.after_run(&run, &outcome).await;
+        }
         on_event(AgentEvent::RunEnded {
             outcome: outcome.name().to_owned(),
             reason: outcome.reason().map(str::to_owned),
@@ -544,6 +575,7 @@ impl Agent {
                     batch::run_batch(
                         &self.tools,
                         &self.hooks,
+                        &self.capabilities,
                         &hook_cx,
                         &calls,
                         &state.run_id,
