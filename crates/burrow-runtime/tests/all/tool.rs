@@ -300,7 +300,10 @@ fn ls_glob_and_grep_take_no_lock_keys() {
     ] {
         let read = tools.get(tool).unwrap();
         assert!(read.validate(&args).is_ok(), "{tool} {args}");
-        assert_eq!(read.annotations(), ToolAnnotations::READ_ONLY, "{tool}");
+        // ls, glob and grep may spill a large result into the workspace
+        // (ADR 0135), so only read_file keeps the read-only hint; none of
+        // them changes what the model asked about.
+        assert!(!read.annotations().destructive, "{tool}");
         assert!(
             read.locks(&args).is_empty(),
             "{tool} {args} takes a lock key"
