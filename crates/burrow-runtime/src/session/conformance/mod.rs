@@ -429,7 +429,7 @@ where
         match (outcome, expect) {
             (Pass::Passed, Expect::Run) => Ok(()),
             (Pass::Skipped(why), Expect::Skip) => {
-                eprintln!("SKIP {name}: {why}");
+                eprintln!("{name} skipped as declared: {why}");
                 Ok(())
             }
             (Pass::Skipped(why), Expect::Run) => Err(ScenarioError(format!(
