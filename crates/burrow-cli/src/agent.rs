@@ -62,6 +62,33 @@ impl Config {
     }
 }
 
+impl Config {
+    /// Prints the configuration's notes on stderr.
+    pub fn print_notes(&self) -> io::Result<()> {
+        for note in &self.notes {
+            writeln!(io::stderr(), "burrow: note: {note}")?;
+        }
+        Ok(())
+    }
+
+    /// The agent: the model, the file tools over `opened` as `ctx`, the hooks.
+    pub fn agent(self, opened: &Opened, ctx: FileContext) -> Agent {
+        let mut tools = ToolRegistry::new();
+        for tool in file_tools(opened.backend.clone(), ctx, ToolConfig::default()) {
+            tools.add_arc(tool);
+        }
+        Agent::new(self.model)
+            .with_tools(tools)
+            .with_hooks(self.hooks)
+            .with_max_turns(self.max_turns)
+    }
+}
+
+/// An agent for commands that only ask runs to stop: its model answers nothing.
+pub fn idle_agent() -> Agent {
+    Agent::new(Arc::new(ScriptedModel::from_responses(Vec::new())))
+}
+
 /// The model `spec` names.
 fn open_model(spec: &str) -> Result<Arc<dyn Model>, String> {
     if spec.is_empty() {
@@ -181,14 +208,7 @@ pub async fn run(
     for note in &config.notes {
         writeln!(io::stderr(), "burrow: note: {note}")?;
     }
-    let mut tools = ToolRegistry::new();
-    for tool in file_tools(opened.backend.clone(), ctx, ToolConfig::default()) {
-        tools.add_arc(tool);
-    }
-    let agent = Agent::new(config.model)
-        .with_tools(tools)
-        .with_hooks(config.hooks)
-        .with_max_turns(config.max_turns);
+    let agent = config.agent(opened, ctx);
     let mut history = Vec::new();
     let mut printer = Printer::new(json);
     let options = RunOptions::default();
@@ -231,7 +251,7 @@ fn cancel_on_interrupt(cancel: CancelToken) -> Option<tokio::task::JoinHandle<()
 }
 
 /// 0 completed, 3 paused, 2 failed or stopped.
-fn exit_of(outcome: &Outcome) -> Exit {
+pub(crate) fn exit_of(outcome: &Outcome) -> Exit {
     match outcome {
         Outcome::Completed => Exit::Success,
         Outcome::Paused { .. } => Exit::Paused,
@@ -242,7 +262,7 @@ fn exit_of(outcome: &Outcome) -> Exit {
 /// Prints a run's events as they come. Write errors are kept (the first
 /// one) and end the printing, not the run: the run's changes are made
 /// whether or not anyone reads them.
-struct Printer {
+pub(crate) struct Printer {
     json: bool,
     /// The calls of the current batch, in call order, waiting for their results.
     pending: VecDeque<(String, Value)>,
@@ -252,7 +272,7 @@ struct Printer {
 }
 
 impl Printer {
-    fn new(json: bool) -> Self {
+    pub(crate) fn new(json: bool) -> Self {
         Self {
             json,
             pending: VecDeque::new(),
@@ -261,7 +281,7 @@ impl Printer {
         }
     }
 
-    fn event(&mut self, event: AgentEvent) {
+    pub(crate) fn event(&mut self, event: AgentEvent) {
         if self.error.is_some() {
             return;
         }
@@ -354,7 +374,7 @@ impl Printer {
     }
 
     /// Prints the end of the run: the closing line (`--json` printed `run_ended` already).
-    fn end(mut self, result: &RunResult) -> io::Result<()> {
+    pub(crate) fn end(mut self, result: &RunResult) -> io::Result<()> {
         if let Some(e) = self.error.take() {
             return Err(e);
         }

@@ -114,7 +114,18 @@ sh -c, in the current directory. A failing PreToolUse hook denies the call unles
 \"on_error\": \"allow\". A state:FILE.json workspace is saved after every change, before the
 tool result reaches the model.
 
-Exit codes: 0 the run completed; 3 it paused (a hook asked for approval); 2 it failed or
+--session SESSION --thread ID: the run goes through a session thread that every process
+opening the same SESSION shares (sqlite:FILE.db, postgres://URL; memory: lives and dies with this
+process). An idle thread starts a run here and streams it. A thread another process runs is
+steered: PROMPT goes into that run, burrow says so and waits until it is carried out; if that
+process's claim lapses first (it died), this one takes the thread over, records the run left
+behind as failed (abandoned) and carries out the thread's untaken messages itself. A paused
+thread takes PROMPT as the answer and the run resumes here. The agent also gets the ask_user
+tool, which pauses the run until `burrow thread answer`. --command-id ID: a repeated ID prints
+the remembered result and does nothing. --claim-ttl SECONDS (30): this process's claim lapses
+that long after its last renewal (renewed every third of it). See `burrow thread --help`.
+
+Exit codes: 0 the run completed; 3 it paused (a hook asked for approval, or ask_user); 2 it failed or
 stopped, or the configuration is wrong (an unknown model, an unreadable script or settings
 file, a hook matcher that is not a valid regex): then nothing runs.";
 
@@ -241,6 +252,82 @@ pub enum Command {
         #[arg(long, value_name = "N", default_value_t = 100,
               value_parser = clap::value_parser!(u32).range(1..))]
         max_turns: u32,
+        /// Run in a session thread: sqlite:FILE.db, postgres://... or memory: (per process).
+        #[arg(long, value_name = "SESSION", requires = "thread")]
+        session: Option<String>,
+        /// The session thread to post PROMPT to.
+        #[arg(long, value_name = "ID", requires = "session")]
+        thread: Option<String>,
+        /// Carry the message out once per ID: a repeat prints the remembered result and does nothing.
+        #[arg(long, value_name = "ID", requires = "session")]
+        command_id: Option<String>,
+        /// How long this process's claim on the thread lasts without renewal.
+        #[arg(long, value_name = "SECONDS", default_value_t = 30,
+              value_parser = clap::value_parser!(u64).range(1..=86400))]
+        claim_ttl: u64,
+    },
+    /// Session threads: list them, show one, answer a paused run, stop a run.
+    #[cfg(feature = "run")]
+    #[command(subcommand)]
+    Thread(ThreadCommand),
+}
+
+/// `burrow thread ...`: the threads of a session store (`--session`).
+#[cfg(feature = "run")]
+#[derive(Debug, Subcommand)]
+pub enum ThreadCommand {
+    /// List the session's threads: `ID STATUS ACTIVE_RUN` (with --json: {"threads": [...]}).
+    List {
+        /// The session: sqlite:FILE.db, postgres://... or memory: (per process).
+        #[arg(long, value_name = "SESSION")]
+        session: String,
+    },
+    /// Show a thread: its history, its runs with outcome and reason, its pending requests.
+    Show {
+        /// The thread.
+        id: String,
+        /// The session: sqlite:FILE.db, postgres://... or memory: (per process).
+        #[arg(long, value_name = "SESSION")]
+        session: String,
+    },
+    /// Answer a request of the thread's paused run; the run resumes here once all are answered.
+    Answer {
+        /// The thread.
+        id: String,
+        /// The request to answer (`burrow thread show` lists them).
+        #[arg(long, value_name = "R")]
+        request: String,
+        /// The answer.
+        #[arg(allow_hyphen_values = true)]
+        text: String,
+        /// For an approval request: approve the call (else it is declined, TEXT the reason).
+        #[arg(long)]
+        approve: bool,
+        /// The session: sqlite:FILE.db, postgres://... or memory: (per process).
+        #[arg(long, value_name = "SESSION")]
+        session: String,
+        /// The model the resumed run continues with (as for `burrow run`).
+        #[arg(long, value_name = "MODEL")]
+        model: String,
+        /// Hooks in Claude Code's settings form.
+        #[arg(long, value_name = "FILE")]
+        settings: Option<PathBuf>,
+        /// Most model requests in the resumed segment.
+        #[arg(long, value_name = "N", default_value_t = 100,
+              value_parser = clap::value_parser!(u32).range(1..))]
+        max_turns: u32,
+        /// How long this process's claim on the thread lasts without renewal.
+        #[arg(long, value_name = "SECONDS", default_value_t = 30,
+              value_parser = clap::value_parser!(u64).range(1..=86400))]
+        claim_ttl: u64,
+    },
+    /// Stop the thread's run, in whichever process runs it, and wait until it has ended.
+    Stop {
+        /// The thread.
+        id: String,
+        /// The session: sqlite:FILE.db, postgres://... or memory: (per process).
+        #[arg(long, value_name = "SESSION")]
+        session: String,
     },
 }
 

@@ -39,6 +39,8 @@ mod mcp;
 mod mounts;
 mod op;
 mod output;
+#[cfg(feature = "run")]
+mod session;
 mod spec;
 #[cfg(feature = "state")]
 mod state_file;
@@ -95,6 +97,11 @@ async fn run(cli: Cli) -> io::Result<Exit> {
     if let cli::Command::Docker(cli::DockerCommand::Gc) = cli.command {
         return docker::gc(json).await;
     }
+    // `burrow thread list|show|stop` open a session store, no backend.
+    #[cfg(feature = "run")]
+    if let Some(exit) = thread_command(&cli).await? {
+        return Ok(exit);
+    }
     // `burrow run` checks its configuration before any backend is opened:
     // a bad one runs nothing (no container is started, no file created).
     #[cfg(feature = "run")]
@@ -104,7 +111,13 @@ async fn run(cli: Cli) -> io::Result<Exit> {
             settings,
             max_turns,
             ..
-        } => match agent::Config::load(model, settings.as_deref(), *max_turns) {
+        }
+        | cli::Command::Thread(cli::ThreadCommand::Answer {
+            model,
+            settings,
+            max_turns,
+            ..
+        }) => match agent::Config::load(model, settings.as_deref(), *max_turns) {
             Ok(config) => Some(config),
             Err(message) => {
                 writeln!(io::stderr(), "burrow run: {message}")?;
@@ -119,15 +132,98 @@ async fn run(cli: Cli) -> io::Result<Exit> {
     };
     let closer = opened.closer();
     #[cfg(feature = "run")]
-    if let Some(config) = run_config
-        && let cli::Command::Run { prompt, .. } = cli.command
-    {
-        let ctx = FileContext::for_tenant(cli.tenant);
-        let outcome = agent::run(config, prompt, &opened, ctx, json).await;
+    if let Some(config) = run_config {
+        let outcome = run_agent(config, cli, &opened).await;
         return close(closer, outcome).await;
     }
     let outcome = run_on(cli, opened).await;
     close(closer, outcome).await
+}
+
+/// `burrow run` (with or without a session) and `burrow thread answer`.
+#[cfg(feature = "run")]
+async fn run_agent(config: agent::Config, cli: Cli, opened: &spec::Opened) -> io::Result<Exit> {
+    let json = cli.json;
+    let tenant = cli.tenant;
+    let ctx = FileContext::for_tenant(tenant.clone());
+    let outcome = match cli.command {
+        cli::Command::Run {
+            prompt,
+            session: Some(spec),
+            thread: Some(thread),
+            command_id,
+            claim_ttl,
+            ..
+        } => {
+            config.print_notes()?;
+            let args = session::SessionArgs {
+                spec,
+                tenant,
+                claim_ttl,
+            };
+            let agent = config.agent(opened, ctx);
+            session::run(agent, &args, &thread, &prompt, command_id.as_deref(), json).await
+        }
+        cli::Command::Run { prompt, .. } => {
+            return agent::run(config, prompt, opened, ctx, json).await;
+        }
+        cli::Command::Thread(cli::ThreadCommand::Answer {
+            id,
+            request,
+            text,
+            approve,
+            session: spec,
+            claim_ttl,
+            ..
+        }) => {
+            config.print_notes()?;
+            let args = session::SessionArgs {
+                spec,
+                tenant,
+                claim_ttl,
+            };
+            let agent = config.agent(opened, ctx);
+            session::answer(agent, &args, &id, &request, &text, approve, json).await
+        }
+        _ => return Ok(Exit::Failed),
+    };
+    let outcome = match outcome {
+        Ok(exit) => exit,
+        Err(refused) => refused.report(json)?,
+    };
+    // A run's changes are saved as they are made; this surfaces a save a part still owes.
+    if let Err(e) = opened.finish() {
+        writeln!(io::stderr(), "{}", error_text(&e))?;
+        return Ok(Exit::Failed);
+    }
+    Ok(outcome)
+}
+
+/// `burrow thread list|show|stop`; `None` for every other command.
+#[cfg(feature = "run")]
+async fn thread_command(cli: &Cli) -> io::Result<Option<Exit>> {
+    let cli::Command::Thread(command) = &cli.command else {
+        return Ok(None);
+    };
+    let args = |spec: &str| session::SessionArgs {
+        spec: spec.to_owned(),
+        tenant: cli.tenant.clone(),
+        claim_ttl: 30,
+    };
+    let outcome = match command {
+        cli::ThreadCommand::List { session } => session::list(&args(session), cli.json).await,
+        cli::ThreadCommand::Show { id, session } => {
+            session::show(&args(session), id, cli.json).await
+        }
+        cli::ThreadCommand::Stop { id, session } => {
+            session::stop(agent::idle_agent(), &args(session), id, cli.json).await
+        }
+        cli::ThreadCommand::Answer { .. } => return Ok(None),
+    };
+    Ok(Some(match outcome {
+        Ok(exit) => exit,
+        Err(refused) => refused.report(cli.json)?,
+    }))
 }
 
 /// Shuts down what the backends started, after the command's `outcome`.

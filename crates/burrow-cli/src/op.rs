@@ -154,6 +154,13 @@ impl Op {
                     "run runs an agent, not a file operation.",
                 ));
             }
+            // `burrow thread ...` is run by main before any operation is built.
+            #[cfg(feature = "run")]
+            Command::Thread(_) => {
+                return Err(Error::invalid_argument(
+                    "thread works on session threads, not a file operation.",
+                ));
+            }
         };
         Ok(Some(op))
     }

@@ -28,6 +28,8 @@ mod all {
     mod run_providers;
     #[cfg(feature = "s3")]
     mod s3;
+    #[cfg(feature = "run")]
+    mod session;
     mod spec_support;
     #[cfg(feature = "sqlite")]
     mod sqlite;

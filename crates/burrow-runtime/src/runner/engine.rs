@@ -242,6 +242,8 @@ struct State {
     holders: HashSet<String>,
     /// Threads with a look scheduled (their holder may have died).
     retakes: HashMap<ThreadKey, tokio::task::JoinHandle<()>>,
+    /// Threads a waiter of this process follows and takes over itself (ADR 0180).
+    followed: HashMap<ThreadKey, usize>,
 }
 
 struct Active {
@@ -393,6 +395,28 @@ impl Runner {
             }
         }
         Ok(started)
+    }
+
+    /// Claims `thread` unless a live claim holds it, and carries out what it
+    /// was asked (untaken messages, an answered pause), after recording a run
+    /// left behind as abandoned. Returns the run it started or resumed.
+    pub async fn take_thread(&self, thread: &ThreadKey) -> RunnerResult<Option<RunHandle>> {
+        self.inner.take(thread, None).await
+    }
+
+    /// Counts a waiter following `thread` (`on`) or done with it: a followed
+    /// thread is taken over by its waiter, not by the scheduled look.
+    pub(super) fn follow(&self, thread: &ThreadKey, on: bool) {
+        let mut state = self.inner.lock();
+        let count = state.followed.entry(thread.clone()).or_default();
+        if on {
+            *count += 1;
+        } else {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                state.followed.remove(thread);
+            }
+        }
     }
 
     /// Cancels this process's run `run_id`. Returns whether there was one to stop.
@@ -928,6 +952,9 @@ impl Inner {
         let task = tokio::spawn(async move {
             tokio::time::sleep(ttl).await;
             inner.lock().retakes.remove(&key);
+            if inner.lock().followed.contains_key(&key) {
+                return;
+            }
             let asked = inner.store.cursor(&key, ASKED).await.unwrap_or(0);
             let taken = inner.store.cursor(&key, TAKEN).await.unwrap_or(0);
             let paused = matches!(
@@ -1094,6 +1121,15 @@ impl Inner {
             };
             tokio::spawn(keep_claim(ttl, began, renew, done.clone(), lost.clone()))
         };
+        // A stop asked from another process (ADR 0180).
+        let stop_watch = tokio::spawn(super::remote::watch_stop(
+            self.store.clone(),
+            thread.clone(),
+            run_id.to_owned(),
+            super::remote::stop_poll(self.config.claim_ttl),
+            cancel.clone(),
+            done.clone(),
+        ));
         let cancel_on_loss = {
             let lost = lost.clone();
             let cancel = cancel.clone();
@@ -1108,6 +1144,7 @@ impl Inner {
         done.cancel();
         let _ = keeper.await;
         cancel_on_loss.abort();
+        stop_watch.abort();
         result
     }
 

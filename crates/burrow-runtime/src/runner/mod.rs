@@ -33,6 +33,7 @@ mod durable;
 mod engine;
 mod error;
 pub mod live;
+mod remote;
 mod turn;
 
 pub use ask::{ASK_USER, AskArgs, PendingRequest, RequestKind};
@@ -44,4 +45,5 @@ pub use live::{
     DEFAULT_LIVE_BUFFER, FanoutChannel, LiveChannel, LiveEvent, LiveFrame, NullChannel, emit_draft,
     with_live,
 };
+pub use remote::{StopRequest, Taken, stop_cursor};
 pub use turn::{EndedTurn, TurnContext, TurnEvaluator, TurnGuard, TurnInfo};

@@ -1,0 +1,655 @@
+//! `burrow run --session ... --thread ID` and `burrow thread ...`: runs in session threads through the runtime's `Runner`, shared by every process that opens the same session store (ADR 0180).
+//!
+//! An idle thread starts a run here and streams it. A thread another process
+//! runs is steered: the message goes into that run and this process waits
+//! until it is carried out, taking the thread over (and recording the run
+//! left behind as abandoned) when the holder's claim lapses. A paused thread
+//! takes the message as the answer and resumes here.
+
+use std::io::{self, Write};
+use std::sync::Arc;
+use std::time::Duration;
+
+use burrow_runtime::agent::{Agent, AgentEvent, Outcome, RunResult};
+use burrow_runtime::message::{AssistantPart, Message};
+use burrow_runtime::runner::{
+    Command, LiveEvent, RunHandle, Runner, RunnerConfig, StopRequest, Taken,
+};
+use burrow_runtime::session::{
+    Answer, CommandKey, MemoryStore, RequestKind, RunRecord, RunStatus, Scope, SessionStore,
+    SqliteStore, ThreadKey,
+};
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+use crate::agent::Printer;
+use crate::display;
+use crate::output::Exit;
+
+/// The author every message and answer of the command is recorded under.
+const AUTHOR: &str = "user";
+/// The workspace of the session store the command's threads live in.
+const WORKSPACE: &str = "default";
+/// How often a waiting process looks at the store.
+const POLL: Duration = Duration::from_millis(100);
+
+/// Where the session is kept and how its threads are claimed.
+pub struct SessionArgs {
+    /// `sqlite:FILE.db`, `postgres://...` or `memory:`.
+    pub spec: String,
+    /// The tenant (the workspace's owner).
+    pub tenant: String,
+    /// The claim TTL in seconds.
+    pub claim_ttl: u64,
+}
+
+/// A refusal or failure: its exit, its kind and one sentence.
+pub struct Refused {
+    exit: Exit,
+    kind: &'static str,
+    message: String,
+}
+
+impl Refused {
+    /// A bad `--session` value: exit 2, like other bad usage.
+    fn usage(message: impl Into<String>) -> Self {
+        Self {
+            exit: Exit::Failed,
+            kind: "invalid_argument",
+            message: message.into(),
+        }
+    }
+
+    /// The session store broke: exit 2.
+    fn failure(message: impl Into<String>) -> Self {
+        Self {
+            exit: Exit::Failed,
+            kind: "failure",
+            message: message.into(),
+        }
+    }
+
+    /// The session does not allow what was asked: exit 1.
+    fn refused(kind: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            exit: Exit::Refused,
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// Prints it (JSON on stdout, or a sentence on stderr) and returns its exit.
+    pub fn report(&self, json: bool) -> io::Result<Exit> {
+        if json {
+            print_json(&json!({"error": {"kind": self.kind, "message": self.message}}))?;
+        } else {
+            writeln!(io::stderr(), "burrow: {}", display::sentence(&self.message))?;
+        }
+        Ok(self.exit)
+    }
+}
+
+impl From<burrow_runtime::session::StoreError> for Refused {
+    fn from(e: burrow_runtime::session::StoreError) -> Self {
+        Refused::failure(format!("the session store failed: {e}"))
+    }
+}
+
+impl From<burrow_runtime::runner::RunnerError> for Refused {
+    fn from(e: burrow_runtime::runner::RunnerError) -> Self {
+        use burrow_runtime::runner::RunnerErrorKind as K;
+        match e.kind() {
+            K::Store => Refused::failure(format!("the session store failed: {}", e.message())),
+            other => Refused::refused(other.as_str(), e.message().to_owned()),
+        }
+    }
+}
+
+impl From<io::Error> for Refused {
+    fn from(e: io::Error) -> Self {
+        Refused::failure(format!("cannot write output: {e}"))
+    }
+}
+
+/// Opens the session store `spec` names.
+pub async fn open_store(spec: &str) -> Result<Arc<dyn SessionStore>, Refused> {
+    if spec == "memory:" {
+        return Ok(Arc::new(MemoryStore::new()));
+    }
+    if let Some(path) = spec.strip_prefix("sqlite:") {
+        if path.is_empty() {
+            return Err(Refused::usage(
+                "the session sqlite: names no file; give sqlite:FILE.db",
+            ));
+        }
+        return SqliteStore::open(path)
+            .map(|s| Arc::new(s) as Arc<dyn SessionStore>)
+            .map_err(|e| Refused::usage(format!("the session store cannot be opened: {e}")));
+    }
+    if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
+        return open_postgres(spec).await;
+    }
+    Err(Refused::usage(format!(
+        "{} is not a session burrow knows: give sqlite:FILE.db, postgres://... or memory:",
+        display::name(spec)
+    )))
+}
+
+#[cfg(feature = "postgres")]
+async fn open_postgres(url: &str) -> Result<Arc<dyn SessionStore>, Refused> {
+    burrow_runtime::session::PostgresStore::connect(url)
+        .await
+        .map(|s| Arc::new(s) as Arc<dyn SessionStore>)
+        .map_err(|e| Refused::usage(format!("the session store cannot be opened: {e}")))
+}
+
+#[cfg(not(feature = "postgres"))]
+async fn open_postgres(_url: &str) -> Result<Arc<dyn SessionStore>, Refused> {
+    Err(Refused::usage(
+        "PostgreSQL sessions are not built into this burrow (rebuild burrow-cli with its `postgres` feature)",
+    ))
+}
+
+fn scope(tenant: &str) -> Scope {
+    Scope::new(tenant, WORKSPACE)
+}
+
+fn runner(agent: Agent, store: Arc<dyn SessionStore>, args: &SessionArgs) -> Runner {
+    let config = RunnerConfig::default()
+        .with_claim_ttl(Duration::from_secs(args.claim_ttl))
+        .with_ask_user(true);
+    Runner::with_config(agent, store, config)
+}
+
+/// `burrow run PROMPT --session S --thread T [--command-id C]`.
+pub async fn run(
+    agent: Agent,
+    args: &SessionArgs,
+    thread: &str,
+    prompt: &str,
+    command_id: Option<&str>,
+    json: bool,
+) -> Result<Exit, Refused> {
+    let store = open_store(&args.spec).await?;
+    let scope = scope(&args.tenant);
+    let key = scope.thread(thread);
+    let runner = runner(agent, store.clone(), args);
+    let exit = post_and_follow(&runner, &key, prompt, command_id, json).await;
+    runner.drain().await;
+    runner.aclose().await;
+    exit
+}
+
+async fn post_and_follow(
+    runner: &Runner,
+    thread: &ThreadKey,
+    prompt: &str,
+    command_id: Option<&str>,
+    json: bool,
+) -> Result<Exit, Refused> {
+    let store = runner.store().clone();
+    let seq = match command_id {
+        None => {
+            let sent = runner.send(thread, AUTHOR, prompt, None).await?;
+            if let Some(handle) = sent.run {
+                return stream(runner, handle, json).await;
+            }
+            sent.seq
+        }
+        Some(id) => {
+            let command_key = CommandKey {
+                scope: thread.scope.clone(),
+                sender: AUTHOR.to_owned(),
+                command_id: id.to_owned(),
+            };
+            if let Some(remembered) = store.command_result(&command_key).await? {
+                return remembered_result(id, &remembered, json);
+            }
+            let command = Command::Send {
+                thread: thread.thread.clone(),
+                text: prompt.to_owned(),
+                message_id: None,
+            };
+            let result = runner.execute(&thread.scope, AUTHOR, command, id).await?;
+            // Nothing awaited since the run (if any) started: it is still open to watch.
+            if let Some(handle) = runner.running(thread) {
+                return stream(runner, handle, json).await;
+            }
+            if result["type"] == "rejected" {
+                let message = result["message"]
+                    .as_str()
+                    .unwrap_or("the command was refused");
+                let kind = match result["kind"].as_str() {
+                    Some("invalid_argument") => "invalid_argument",
+                    Some("not_found") => "not_found",
+                    _ => "invalid_state",
+                };
+                return Err(Refused::refused(kind, message.to_owned()));
+            }
+            let message_id = result["message_id"].as_str().unwrap_or_default();
+            match store.message(&thread.scope, message_id).await? {
+                Some(message) => message.seq,
+                None => return remembered_result(id, &result, json),
+            }
+        }
+    };
+    follow(runner, thread, seq, json).await
+}
+
+/// Prints what a repeated command id did the first time; does nothing else.
+fn remembered_result(id: &str, result: &Value, json: bool) -> Result<Exit, Refused> {
+    if json {
+        print_json(&json!({"type": "remembered", "command_id": id, "result": result}))?;
+    } else {
+        let line = format!(
+            "burrow: command {id} was carried out already (message {} posted to thread {}); nothing is done",
+            result["message_id"].as_str().unwrap_or("?"),
+            result["thread"].as_str().unwrap_or("?"),
+        );
+        writeln!(io::stderr(), "{}", display::sentence(&line))?;
+    }
+    Ok(Exit::Success)
+}
+
+/// The message at `seq` was posted while another process holds the thread:
+/// waits until it is carried out, or takes the thread over.
+async fn follow(
+    runner: &Runner,
+    thread: &ThreadKey,
+    seq: u64,
+    json: bool,
+) -> Result<Exit, Refused> {
+    let store = runner.store().clone();
+    let active = store.thread(thread).await?.and_then(|info| info.active_run);
+    note(
+        json,
+        json!({"type": "steering", "thread_id": thread.thread, "run_id": active}),
+        &format!(
+            "thread {} is running in another process{}; the message steers it, waiting until it is carried out",
+            thread.thread,
+            active
+                .as_deref()
+                .map(|r| format!(" (run {r})"))
+                .unwrap_or_default()
+        ),
+    )?;
+    match runner.wait_taken(thread, seq, POLL).await? {
+        Taken::Here(handle) => {
+            note(
+                json,
+                json!({"type": "taken_over", "thread_id": thread.thread, "run_id": handle.run_id()}),
+                "the other process's claim lapsed: this process took the thread over",
+            )?;
+            stream(runner, handle, json).await
+        }
+        Taken::Elsewhere(None) => Ok(Exit::Success),
+        Taken::Elsewhere(Some(run_id)) => {
+            let run = runner.wait_settled(thread, &run_id, POLL).await?;
+            print_record_end(&run, json)?;
+            Ok(exit_of_status(run.status))
+        }
+        _ => Ok(Exit::Success),
+    }
+}
+
+/// A note: a JSON line with `--json`, else a `burrow: ...` line on stderr.
+fn note(json: bool, value: Value, text: &str) -> io::Result<()> {
+    if json {
+        print_json(&value)
+    } else {
+        writeln!(io::stderr(), "burrow: {}", display::sentence(text))
+    }
+}
+
+/// Streams the run segment `handle` as `burrow run` prints a run, and its end.
+async fn stream(runner: &Runner, handle: RunHandle, json: bool) -> Result<Exit, Refused> {
+    let scope = handle.thread().scope.clone();
+    let thread_id = handle.thread().thread.clone();
+    let mut frames = runner.watch(&scope, handle.run_id());
+    let mut printer = Printer::new(json);
+    printer.event(AgentEvent::RunStarted {
+        run_id: handle.run_id().to_owned(),
+        thread_id: Some(thread_id),
+    });
+    while let Some(frame) = frames.next().await {
+        if let Some(event) = agent_event(frame.event) {
+            printer.event(event);
+        }
+    }
+    let result = handle.wait().await;
+    printer.event(run_ended(&result));
+    printer.end(&result)?;
+    if matches!(result.outcome, Outcome::Paused { .. }) {
+        print_pending(runner, &scope, handle.run_id(), json).await?;
+    }
+    Ok(crate::agent::exit_of(&result.outcome))
+}
+
+/// The agent event a live frame stands for (`None` for frames `burrow run` does not print).
+fn agent_event(event: LiveEvent) -> Option<AgentEvent> {
+    Some(match event {
+        LiveEvent::TextDelta { text } => AgentEvent::TextDelta { text },
+        LiveEvent::ThinkingDelta { text } => AgentEvent::ThinkingDelta { text },
+        LiveEvent::ToolCall {
+            id,
+            name,
+            arguments,
+        } => AgentEvent::ToolCall {
+            id,
+            name,
+            arguments,
+        },
+        LiveEvent::ToolResult {
+            id,
+            name,
+            content,
+            is_error,
+        } => AgentEvent::ToolResult {
+            id,
+            name,
+            content,
+            is_error,
+        },
+        LiveEvent::Usage { usage } => AgentEvent::Usage { usage },
+        _ => return None,
+    })
+}
+
+fn run_ended(result: &RunResult) -> AgentEvent {
+    AgentEvent::RunEnded {
+        outcome: result.outcome.name().to_owned(),
+        reason: result.outcome.reason().map(str::to_owned),
+        message: match &result.outcome {
+            Outcome::Failed { message, .. } => Some(message.clone()),
+            _ => None,
+        },
+        usage: result.usage,
+    }
+}
+
+/// After a pause: the open requests, so `burrow thread answer` can name one.
+async fn print_pending(
+    runner: &Runner,
+    scope: &Scope,
+    run_id: &str,
+    json: bool,
+) -> Result<(), Refused> {
+    let Some(run) = runner.store().run(scope, run_id).await? else {
+        return Ok(());
+    };
+    for request in run.requests.iter().filter(|r| r.answer.is_none()) {
+        let spec = &request.spec;
+        note(
+            json,
+            json!({"type": "request", "run_id": run_id, "request_id": spec.id,
+                   "kind": kind_name(spec.kind), "tool_name": spec.tool_name}),
+            &format!(
+                "run {run_id} waits for an answer to request {} ({} of {}); answer with `burrow thread answer THREAD --request {} TEXT`",
+                spec.id,
+                kind_name(spec.kind),
+                spec.tool_name,
+                spec.id
+            ),
+        )?;
+    }
+    Ok(())
+}
+
+fn kind_name(kind: RequestKind) -> &'static str {
+    match kind {
+        RequestKind::Question => "question",
+        RequestKind::Approval => "approval",
+    }
+}
+
+/// The end of a run carried out elsewhere, from its record.
+fn print_record_end(run: &RunRecord, json: bool) -> io::Result<()> {
+    if json {
+        return print_json(&json!({
+            "type": "run_ended",
+            "run_id": run.run_id,
+            "outcome": run.status.as_str(),
+            "reason": run.reason,
+            "usage": run.usage,
+        }));
+    }
+    let line = format!("burrow: run {}: {}", run.run_id, status_text(run));
+    writeln!(io::stderr(), "{}", display::sentence(&line))
+}
+
+fn status_text(run: &RunRecord) -> String {
+    match (&run.reason, &run.failure) {
+        (Some(reason), Some(failure)) => format!("{} ({reason}: {failure})", run.status.as_str()),
+        (Some(reason), None) => format!("{} ({reason})", run.status.as_str()),
+        _ => run.status.as_str().to_owned(),
+    }
+}
+
+fn exit_of_status(status: RunStatus) -> Exit {
+    match status {
+        RunStatus::Completed => Exit::Success,
+        RunStatus::Paused => Exit::Paused,
+        _ => Exit::Failed,
+    }
+}
+
+fn print_json(value: &Value) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    writeln!(out, "{value}")?;
+    out.flush()
+}
+
+/// `burrow thread list`.
+pub async fn list(args: &SessionArgs, json: bool) -> Result<Exit, Refused> {
+    let store = open_store(&args.spec).await?;
+    let scope = scope(&args.tenant);
+    let mut threads = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let page = store
+            .threads(&scope, after.as_deref(), burrow_runtime::session::MAX_PAGE)
+            .await?;
+        let Some(last) = page.last() else { break };
+        after = Some(last.thread.clone());
+        threads.extend(page);
+    }
+    if json {
+        print_json(&json!({"threads": threads}))?;
+        return Ok(Exit::Success);
+    }
+    let mut out = io::stdout().lock();
+    for t in &threads {
+        writeln!(
+            out,
+            "{} {} {}",
+            display::name(&t.thread),
+            serde_json::to_value(t.status)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            t.active_run.as_deref().unwrap_or("-")
+        )?;
+    }
+    Ok(Exit::Success)
+}
+
+/// `burrow thread show ID`: history, runs with outcome and reason, pending requests.
+pub async fn show(args: &SessionArgs, thread: &str, json: bool) -> Result<Exit, Refused> {
+    let store = open_store(&args.spec).await?;
+    let key = scope(&args.tenant).thread(thread);
+    let Some(info) = store.thread(&key).await? else {
+        return Err(Refused::refused(
+            "not_found",
+            format!("the session has no thread {}", display::name(thread)),
+        ));
+    };
+    let history = store.history(&key, 0).await?;
+    let runs = store.runs(&key).await?;
+    let pending: Vec<Value> = runs
+        .iter()
+        .filter(|r| r.status == RunStatus::Paused)
+        .flat_map(|r| {
+            r.requests.iter().filter(|q| q.answer.is_none()).map(|q| {
+                json!({"run_id": r.run_id, "request_id": q.spec.id,
+                       "kind": kind_name(q.spec.kind), "tool_name": q.spec.tool_name})
+            })
+        })
+        .collect();
+    if json {
+        let history: Vec<Value> = history
+            .iter()
+            .map(|e| json!({"pos": e.pos, "run_id": e.run_id, "message": e.message}))
+            .collect();
+        print_json(&json!({"thread": info, "history": history, "runs": runs, "pending": pending}))?;
+        return Ok(Exit::Success);
+    }
+    let mut out = io::stdout().lock();
+    writeln!(out, "thread {}", display::name(thread))?;
+    writeln!(out, "history:")?;
+    for entry in &history {
+        writeln!(
+            out,
+            "  {}",
+            display::sentence(&message_line(&entry.message))
+        )?;
+    }
+    writeln!(out, "runs:")?;
+    for run in &runs {
+        writeln!(
+            out,
+            "  {}",
+            display::sentence(&format!("{} {}", run.run_id, status_text(run)))
+        )?;
+    }
+    writeln!(out, "pending requests:")?;
+    for p in &pending {
+        let line = format!(
+            "{} {} of {} (run {})",
+            p["request_id"].as_str().unwrap_or_default(),
+            p["kind"].as_str().unwrap_or_default(),
+            p["tool_name"].as_str().unwrap_or_default(),
+            p["run_id"].as_str().unwrap_or_default()
+        );
+        writeln!(out, "  {}", display::sentence(&line))?;
+    }
+    Ok(Exit::Success)
+}
+
+/// One history message on one line.
+fn message_line(message: &Message) -> String {
+    match message {
+        Message::System { text } => format!("system: {text}"),
+        Message::User { text } => format!("user: {text}"),
+        Message::Assistant { parts } => {
+            let said: Vec<String> = parts
+                .iter()
+                .filter_map(|p| match p {
+                    AssistantPart::Text { text } => Some(text.clone()),
+                    AssistantPart::ToolCall(call) => Some(format!("[calls {}]", call.name)),
+                    _ => None,
+                })
+                .collect();
+            format!("assistant: {}", said.join(" "))
+        }
+        Message::ToolResult(r) => format!(
+            "tool {}{}: {}",
+            r.name,
+            if r.is_error { " (error)" } else { "" },
+            r.content.lines().next().unwrap_or("")
+        ),
+    }
+}
+
+/// `burrow thread answer ID --request R TEXT`: answers and resumes the run here.
+pub async fn answer(
+    agent: Agent,
+    args: &SessionArgs,
+    thread: &str,
+    request: &str,
+    text: &str,
+    approve: bool,
+    json: bool,
+) -> Result<Exit, Refused> {
+    let store = open_store(&args.spec).await?;
+    let key = scope(&args.tenant).thread(thread);
+    let paused = store.thread(&key).await?.and_then(|info| info.active_run);
+    let Some(run_id) = paused else {
+        return Err(Refused::refused(
+            "invalid_state",
+            format!(
+                "thread {} has no paused run to answer",
+                display::name(thread)
+            ),
+        ));
+    };
+    let Some(run) = store.run(&key.scope, &run_id).await? else {
+        return Err(Refused::refused(
+            "not_found",
+            "the thread's run is not in the session store",
+        ));
+    };
+    let Some(asked) = run.requests.iter().find(|r| r.spec.id == request) else {
+        return Err(Refused::refused(
+            "not_found",
+            format!("run {run_id} has no request {}", display::name(request)),
+        ));
+    };
+    let answer = Answer {
+        author: AUTHOR.to_owned(),
+        approved: (asked.spec.kind == RequestKind::Approval).then_some(approve),
+        text: Some(text.to_owned()),
+        message_id: None,
+    };
+    let runner = runner(agent, store, args);
+    let exit = match runner.answer(&key, &run_id, request, answer).await {
+        Ok(sent) => match sent.run {
+            Some(handle) => stream(&runner, handle, json).await,
+            None => {
+                note(
+                    json,
+                    json!({"type": "answered", "run_id": run_id, "request_id": request, "resumed": false}),
+                    "answered; the run resumes once every request is answered",
+                )?;
+                Ok(Exit::Success)
+            }
+        },
+        Err(e) => Err(e.into()),
+    };
+    runner.drain().await;
+    runner.aclose().await;
+    exit
+}
+
+/// `burrow thread stop ID`: stops the thread's run wherever it runs and waits until it ended.
+pub async fn stop(
+    agent: Agent,
+    args: &SessionArgs,
+    thread: &str,
+    json: bool,
+) -> Result<Exit, Refused> {
+    let store = open_store(&args.spec).await?;
+    let key = scope(&args.tenant).thread(thread);
+    let runner = runner(agent, store, args);
+    let run_id = match runner.request_stop(&key).await? {
+        StopRequest::Idle => {
+            note(
+                json,
+                json!({"type": "stopped", "thread_id": thread, "run_id": null, "stopped": false}),
+                &format!("thread {thread} has no running or paused run; nothing to stop"),
+            )?;
+            return Ok(Exit::Success);
+        }
+        StopRequest::Stopped { run_id } | StopRequest::Requested { run_id } => run_id,
+        _ => return Ok(Exit::Success),
+    };
+    let run = runner.wait_settled(&key, &run_id, POLL).await?;
+    runner.aclose().await;
+    note(
+        json,
+        json!({"type": "stopped", "thread_id": thread, "run_id": run_id,
+               "stopped": run.status == RunStatus::Stopped,
+               "outcome": run.status.as_str(), "reason": run.reason}),
+        &format!("run {run_id}: {}", status_text(&run)),
+    )?;
+    Ok(Exit::Success)
+}
