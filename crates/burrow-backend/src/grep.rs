@@ -58,7 +58,13 @@ pub struct CompiledGrep {
     /// True when `regex` run over a whole file finds every line that matches.
     whole_file: bool,
     include: Option<Glob>,
+    /// Strings one of which every matching line holds, when there is such a
+    /// small set (see [`CompiledGrep::required_literals`]).
+    literals: Option<Vec<String>>,
 }
+
+/// The most strings [`CompiledGrep::required_literals`] gives.
+const MAX_REQUIRED_LITERALS: usize = 64;
 
 impl CompiledGrep {
     /// Compiles `query`, refusing bad patterns with InvalidArgument and the compiler's reason.
@@ -91,11 +97,28 @@ impl CompiledGrep {
             .build()
             .map_err(|e| not_a_regex(&e.to_string()))?;
         let include = query.include.as_deref().map(Glob::new).transpose()?;
+        let literals = required_literals(&hir);
         Ok(CompiledGrep {
             regex,
             whole_file,
             include,
+            literals,
         })
+    }
+
+    /// Non-empty strings, at most 64, none holding a "\n" or a NUL, such that
+    /// every line this grep matches contains at least one of them as bytes;
+    /// `None` when the pattern has no such set (it can match the empty
+    /// string, or its prefixes are too many or unbounded).
+    ///
+    /// A store that can search where the files are, with a plain fixed-string
+    /// search (`grep -F`), can use them to pick the files worth reading: a
+    /// file holding none of them has no match. They are the pattern's prefix
+    /// literals (every match begins with one), case variants included when
+    /// the grep ignores case, so the choice is never narrower than the
+    /// matches; the exact matching is still this grep's.
+    pub fn required_literals(&self) -> Option<&[String]> {
+        self.literals.as_deref()
     }
 
     /// True when the file `under` itself, grepped as the search root, passes
@@ -114,6 +137,26 @@ impl CompiledGrep {
     pub fn is_match(&self, line: &str) -> bool {
         self.regex.is_match(line)
     }
+}
+
+/// The prefix literals of `hir` (see [`CompiledGrep::required_literals`]).
+fn required_literals(hir: &Hir) -> Option<Vec<String>> {
+    use regex_syntax::hir::literal::{ExtractKind, Extractor};
+    let seq = Extractor::new().kind(ExtractKind::Prefix).extract(hir);
+    let literals = seq.literals()?;
+    if literals.is_empty() || literals.len() > MAX_REQUIRED_LITERALS {
+        return None;
+    }
+    literals
+        .iter()
+        .map(|l| {
+            let bytes = l.as_bytes();
+            if bytes.is_empty() || bytes.iter().any(|b| matches!(b, b'\n' | 0)) {
+                return None;
+            }
+            String::from_utf8(bytes.to_vec()).ok()
+        })
+        .collect()
 }
 
 /// The compiler's reason on one line: it quotes the pattern, so whitespace
@@ -495,6 +538,53 @@ mod tests {
             collector.search(&grep, &VPath::root(), text.as_bytes());
             // The reference: every line matched one by one.
             proptest::prop_assert_eq!(collector.finish(), every_line(&grep, &text, limit));
+        }
+    }
+
+    #[test]
+    fn required_literals_are_the_prefixes_or_none() {
+        let literals = |q: GrepQuery| {
+            CompiledGrep::new(&q)
+                .unwrap()
+                .required_literals()
+                .map(<[String]>::to_vec)
+        };
+        assert_eq!(
+            literals(GrepQuery::fixed("a.b")),
+            Some(vec!["a.b".to_owned()])
+        );
+        assert_eq!(
+            literals(GrepQuery::regex("fn (handle|run)_")),
+            Some(vec!["fn handle_".to_owned(), "fn run_".to_owned()])
+        );
+        // Can match the empty string, unbounded, or a literal that can never match.
+        for pattern in ["a*", ".", "\\w+x", "a\nb"] {
+            assert_eq!(literals(GrepQuery::regex(pattern)), None, "{pattern}");
+        }
+        let mut folded = GrepQuery::fixed("ab");
+        folded.ignore_case = true;
+        let mut found = literals(folded).unwrap();
+        found.sort();
+        assert_eq!(found, ["AB", "Ab", "aB", "ab"]);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+
+        /// Every line a grep matches holds one of its required literals.
+        #[test]
+        fn every_matching_line_holds_a_required_literal(
+            line in "[abAB \r1x#]{0,30}",
+            pattern in 0..PATTERNS.len(),
+            fixed: bool,
+            ignore_case: bool,
+        ) {
+            let grep = CompiledGrep::new(&query(pattern, fixed, ignore_case)).unwrap();
+            if let Some(literals) = grep.required_literals()
+                && grep.is_match(&line)
+            {
+                proptest::prop_assert!(literals.iter().any(|l| line.contains(l.as_str())));
+            }
         }
     }
 

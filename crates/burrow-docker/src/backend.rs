@@ -286,8 +286,14 @@ impl Backend for DockerSandbox {
             Some((_, s)) if s.kind != Kind::Dir => return Ok(GrepResult::default()),
             Some((real, _)) => real,
         };
-        let visit = GrepVisit::new(grep, under.clone(), limit, max);
-        let mut visit = archive::walk(&self.docker, &self.id, &real, visit).await?;
+        let picked = search::grep_picked(&self.place(), &grep, under, &real, limit, max).await?;
+        let mut visit = match picked {
+            Some(visit) => visit,
+            None => {
+                let visit = GrepVisit::new(grep, under.clone(), limit, max);
+                archive::walk(&self.docker, &self.id, &real, visit).await?
+            }
+        };
         for path in std::mem::take(&mut visit.later) {
             // A link leading out, nowhere, or to something not a file is passed by.
             if visit.wants(&path)

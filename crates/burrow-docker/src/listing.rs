@@ -304,7 +304,7 @@ pub(crate) async fn glob_files(
 
 /// The path `record` printed by `find` for a start at `real`, relative to it
 /// (`None` when it is not valid UTF-8 or not beneath `real`).
-fn relative(real: &str, record: &[u8]) -> Option<String> {
+pub(crate) fn relative(real: &str, record: &[u8]) -> Option<String> {
     let path = std::str::from_utf8(record).ok()?;
     let rest = path.strip_prefix(real)?;
     let rel = if real.ends_with('/') {

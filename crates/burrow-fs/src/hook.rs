@@ -1,4 +1,4 @@
-//! Test-only hooks inside the blocking part of an edit and a grep, and a count of who holds or waits for a path's lock.
+//! Test-only hooks inside the blocking part of an edit, a grep and a walk, and a count of who holds or waits for a path's lock.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -9,6 +9,7 @@ type Hook = Arc<dyn Fn(&VPath) + Send + Sync>;
 
 static AFTER_EDIT_READ: Mutex<Vec<Hook>> = Mutex::new(Vec::new());
 static SEARCH_FILE: Mutex<Vec<Hook>> = Mutex::new(Vec::new());
+static ENTER_DIR: Mutex<Vec<Hook>> = Mutex::new(Vec::new());
 
 /// Adds `hook`, called by grep for every file it reads to search.
 pub(crate) fn on_search_file(hook: impl Fn(&VPath) + Send + Sync + 'static) {
@@ -20,6 +21,18 @@ pub(crate) fn on_search_file(hook: impl Fn(&VPath) + Send + Sync + 'static) {
 
 pub(crate) fn search_file(path: &VPath) {
     call(&SEARCH_FILE, path);
+}
+
+/// Adds `hook`, called by every walk for each directory it enters beneath its start.
+pub(crate) fn on_enter_dir(hook: impl Fn(&VPath) + Send + Sync + 'static) {
+    ENTER_DIR
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(Arc::new(hook));
+}
+
+pub(crate) fn enter_dir(path: &VPath) {
+    call(&ENTER_DIR, path);
 }
 
 /// Adds `hook`, called (on the blocking thread) by every edit after it read

@@ -39,7 +39,9 @@
 //!   root while a handle to it is held, or changing files under the backend
 //!   without burrow (burrow processes serialise their edits with an advisory
 //!   lock on the directory; other programs do not take it).
-//! - Resource use: a very large tree is walked in full by glob and grep.
+//! - Resource use: glob and grep walk in path order and stop once `limit`
+//!   results and one more are certain, but a search with fewer matches than
+//!   that walks the whole tree (in time, not memory).
 //!
 //! Everything else that decides what an operation *means* (lines, CRLF edits,
 //! glob dialect, grep over a buffer) comes from `burrow-backend`, so a folder

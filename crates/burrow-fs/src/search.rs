@@ -1,12 +1,14 @@
-//! glob and grep over the walk: filter, sort by path, then (for grep) read and search files in parallel.
+//! glob and grep over the walk in path order: filter, then (for grep) read and search files in parallel batches.
 //!
 //! Matching is the contract's own: `Glob` for paths, `CompiledGrep` and
 //! `GrepCollector` for lines, so binary files, the line split, the include
-//! filter and truncation are exactly those of every other backend. Files are
-//! searched in path-ordered batches on the shared blocking pool; matches go
-//! into one bounded collector of the limit + 1 first by (path, line), so a
-//! small `limit` stops the search early and memory follows the limit.
+//! filter and truncation are exactly those of every other backend. The walk
+//! hands files over in path order; they are searched in batches on the shared
+//! blocking pool; matches go into one bounded collector of the limit + 1 first
+//! by (path, line), so a small `limit` stops the walk and the search early and
+//! memory follows the limit (plus one batch of paths), not the tree.
 
+use std::ops::ControlFlow;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use burrow_backend::{
@@ -18,6 +20,7 @@ use cap_std::fs::Dir;
 use crate::errors::{self, from_io};
 use crate::pool;
 use crate::root::{Root, file_info, rel};
+use crate::walk::Found;
 
 /// The first batch of files searched holds this many files per thread; each
 /// next batch is twice as large, up to `MAX_BATCH`.
@@ -74,11 +77,17 @@ impl Root {
         };
         // The limit + 1 first matches by path: held while walking, so a glob
         // costs memory in proportion to its limit, not to the folder.
+        // The walk is in path order, so once they are held no later file can
+        // enter and the walk stops.
         let mut top = Smallest::new(limit.saturating_add(1));
         self.walk(under, dir, |f| {
+            if !top.would_keep(&f.path, 0) {
+                return ControlFlow::Break(());
+            }
             if glob.is_match(f.relative()) {
                 top.push(f.path);
             }
+            ControlFlow::Continue(())
         })?;
         let (held, more) = top.finish();
         let mut result = GlobResult::default();
@@ -123,89 +132,9 @@ impl Root {
             }
             Start::Dir(dir) => dir,
         };
-        let mut files: Vec<VPath> = Vec::new();
-        self.walk(under, dir, |f| {
-            if grep.includes(f.relative())
-                && let Ok(path) = VPath::parse(&f.path)
-            {
-                files.push(path);
-            }
-        })?;
-        files.sort_unstable();
-        self.search_files(grep, files, limit)
-    }
-
-    /// Searches `files` (in path order) in batches on the shared blocking pool.
-    ///
-    /// The matches are held in one bounded collector of the limit + 1 first
-    /// by (path, line), whatever the number of files or matches per file; a
-    /// file that can no longer contribute (the collector is full of matches
-    /// from files before it) is not read, and once a batch fills the collector
-    /// no later batch is searched.
-    fn search_files(
-        self: &Arc<Self>,
-        grep: CompiledGrep,
-        files: Vec<VPath>,
-        limit: usize,
-    ) -> Result<GrepResult, Error> {
-        let threads = self.options.threads.max(1);
-        let keep = limit.saturating_add(1);
-        let files = Arc::new(files);
-        let grep = Arc::new(grep);
-        let top = Arc::new(Mutex::new(Smallest::<GrepMatch>::new(limit)));
-        // The first failure, by file index.
-        let failed: Arc<Mutex<Option<(usize, Error)>>> = Arc::default();
-        let mut batch = FIRST_BATCH_PER_THREAD * threads;
-        let mut start = 0;
-        while start < files.len() {
-            let end = start.saturating_add(batch).min(files.len());
-            let work = {
-                let (root, grep, files) = (Arc::clone(self), Arc::clone(&grep), Arc::clone(&files));
-                let (top, failed) = (Arc::clone(&top), Arc::clone(&failed));
-                Arc::new(move |j: usize| {
-                    let file = start + j;
-                    if cannot_enter(&top, &files[file]) {
-                        return;
-                    }
-                    match root.search_file(&grep, &files[file], keep) {
-                        Ok(found) => {
-                            top.lock()
-                                .unwrap_or_else(PoisonError::into_inner)
-                                .extend(found);
-                        }
-                        Err(e) => {
-                            let mut failed = failed.lock().unwrap_or_else(PoisonError::into_inner);
-                            if failed.as_ref().is_none_or(|(i, _)| file < *i) {
-                                *failed = Some((file, e));
-                            }
-                        }
-                    }
-                })
-            };
-            pool::for_each_index(end - start, threads, work);
-            let top = top.lock().unwrap_or_else(PoisonError::into_inner);
-            let mut failed = failed.lock().unwrap_or_else(PoisonError::into_inner);
-            // A failure counts unless the result was complete before that file.
-            if let Some((file, e)) = failed.take()
-                && top.would_keep(files[file].as_str(), 0)
-            {
-                return Err(e);
-            }
-            // No match of a later file could enter: they all sort after this one.
-            if files
-                .get(end)
-                .is_some_and(|next| !top.would_keep(next.as_str(), 0))
-            {
-                break;
-            }
-            start = end;
-            batch = (batch * 2).min(MAX_BATCH);
-        }
-        let top = std::mem::replace(
-            &mut *top.lock().unwrap_or_else(PoisonError::into_inner),
-            Smallest::new(0),
-        );
-        Ok(top.into_grep_result())
+        let mut search = Batches::new(Arc::clone(self), grep, limit);
+        self.walk(under, dir, |f| search.offer(&f))?;
+        search.finish()
     }
 
     /// The bytes of the file at `path` to search, or `None` when it is not a
@@ -247,6 +176,124 @@ impl Root {
     }
 }
 
+/// A grep's search as the walk hands it files in path order: files are
+/// gathered into batches, each searched in parallel on the shared blocking
+/// pool, so only one batch of paths is held.
+///
+/// The matches are held in one bounded collector of the limit + 1 first by
+/// (path, line), whatever the number of files or matches per file; a file
+/// that can no longer contribute (the collector is full of matches from files
+/// before it) is not read, and once a batch fills the collector the walk stops:
+/// every later file sorts after the matches held.
+struct Batches {
+    root: Arc<Root>,
+    grep: Arc<CompiledGrep>,
+    top: Arc<Mutex<Smallest<GrepMatch>>>,
+    /// Matches kept per file: no more than the whole result can use.
+    keep: usize,
+    threads: usize,
+    /// Files waiting to be searched, in path order.
+    batch: Vec<VPath>,
+    /// How many files the next batch holds.
+    batch_size: usize,
+    /// The failure that ends the search.
+    failed: Option<Error>,
+}
+
+impl Batches {
+    fn new(root: Arc<Root>, grep: CompiledGrep, limit: usize) -> Self {
+        let threads = root.options.threads.max(1);
+        Self {
+            root,
+            grep: Arc::new(grep),
+            top: Arc::new(Mutex::new(Smallest::new(limit))),
+            keep: limit.saturating_add(1),
+            threads,
+            batch: Vec::new(),
+            batch_size: FIRST_BATCH_PER_THREAD * threads,
+            failed: None,
+        }
+    }
+
+    /// Takes the file the walk found, if the grep includes it; breaks when
+    /// no file from here on can place, or the search failed.
+    fn offer(&mut self, found: &Found) -> ControlFlow<()> {
+        if !self.grep.includes(found.relative()) {
+            return ControlFlow::Continue(());
+        }
+        let Ok(path) = VPath::parse(&found.path) else {
+            return ControlFlow::Continue(());
+        };
+        if cannot_enter(&self.top, &path) {
+            return ControlFlow::Break(());
+        }
+        self.batch.push(path);
+        if self.batch.len() < self.batch_size {
+            return ControlFlow::Continue(());
+        }
+        self.batch_size = (self.batch_size * 2).min(MAX_BATCH);
+        self.search_batch()
+    }
+
+    /// Searches the batch held; breaks when a failure counts.
+    fn search_batch(&mut self) -> ControlFlow<()> {
+        let files = Arc::new(std::mem::take(&mut self.batch));
+        // The first failure, by file index.
+        let failed: Arc<Mutex<Option<(usize, Error)>>> = Arc::default();
+        let work = {
+            let (root, grep, top) = (
+                Arc::clone(&self.root),
+                Arc::clone(&self.grep),
+                Arc::clone(&self.top),
+            );
+            let (files, failed, keep) = (Arc::clone(&files), Arc::clone(&failed), self.keep);
+            Arc::new(move |file: usize| {
+                if cannot_enter(&top, &files[file]) {
+                    return;
+                }
+                match root.search_file(&grep, &files[file], keep) {
+                    Ok(found) => {
+                        top.lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .extend(found);
+                    }
+                    Err(e) => {
+                        let mut failed = failed.lock().unwrap_or_else(PoisonError::into_inner);
+                        if failed.as_ref().is_none_or(|(i, _)| file < *i) {
+                            *failed = Some((file, e));
+                        }
+                    }
+                }
+            })
+        };
+        pool::for_each_index(files.len(), self.threads, work);
+        let failed = failed.lock().unwrap_or_else(PoisonError::into_inner).take();
+        // A failure counts unless the result was complete before that file.
+        if let Some((file, e)) = failed
+            && !cannot_enter(&self.top, &files[file])
+        {
+            self.failed = Some(e);
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// Searches what is left and returns the result, or the failure.
+    fn finish(mut self) -> Result<GrepResult, Error> {
+        if self.failed.is_none() && !self.batch.is_empty() {
+            let _ = self.search_batch();
+        }
+        if let Some(e) = self.failed {
+            return Err(e);
+        }
+        let top = std::mem::replace(
+            &mut *self.top.lock().unwrap_or_else(PoisonError::into_inner),
+            Smallest::new(0),
+        );
+        Ok(top.into_grep_result())
+    }
+}
+
 /// True when no match of the file at `path` could enter the collector any
 /// more: it is full of matches from files before it.
 fn cannot_enter(top: &Mutex<Smallest<GrepMatch>>, path: &VPath) -> bool {
@@ -262,7 +309,7 @@ mod tests {
 
     use burrow_backend::{Backend, FileContext, GrepQuery, VPath};
 
-    use crate::hook::on_search_file;
+    use crate::hook::{on_enter_dir, on_search_file};
     use crate::{FsBackend, FsOptions};
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -307,6 +354,51 @@ mod tests {
         assert!(
             n <= 4,
             "{n} files were read for a grep the first file answers"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_small_grep_stops_walking_once_the_first_folders_answer() {
+        let dir = tempfile::tempdir().unwrap();
+        let top = dir.path().join("streamed-grep");
+        for d in 0..100 {
+            let folder = top.join(format!("d{d:03}"));
+            std::fs::create_dir_all(&folder).unwrap();
+            for f in 0..5 {
+                std::fs::write(folder.join(format!("f{f}.txt")), "needle\n").unwrap();
+            }
+        }
+        let entered = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&entered);
+        on_enter_dir(move |p| {
+            if p.as_str().starts_with("/streamed-grep/") {
+                counter.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+        let backend =
+            FsBackend::open_with(dir.path(), FsOptions::default().with_threads(2)).unwrap();
+        let found = backend
+            .grep(
+                &FileContext::default(),
+                &GrepQuery::fixed("needle"),
+                &VPath::parse("/streamed-grep").unwrap(),
+                10,
+            )
+            .await
+            .unwrap();
+        assert!(found.truncated);
+        let paths: Vec<&str> = found.matches.iter().map(|m| m.path.as_str()).collect();
+        let want: Vec<String> = (0..10)
+            .map(|i| format!("/streamed-grep/d{:03}/f{}.txt", i / 5, i % 5))
+            .collect();
+        assert_eq!(paths, want);
+        // The first batch (64 files per thread: 128 files, 26 folders) fills
+        // the result; the walk stops at the next file instead of entering
+        // all 100 folders.
+        let n = entered.load(Ordering::Relaxed);
+        assert!(
+            n <= 27,
+            "the walk entered {n} of 100 folders for a grep the first answers"
         );
     }
 }

@@ -1,4 +1,4 @@
-//! The directory walk behind glob and grep: through cap-std handles, never host paths.
+//! The directory walk behind glob and grep: in path order, through cap-std handles, never host paths.
 //!
 //! Each directory is opened beneath the root with `O_NOFOLLOW | O_DIRECTORY`
 //! on its last component, so the walk never enters a symlinked directory (no
@@ -10,6 +10,7 @@
 //! files are skipped.
 
 use std::io::Read;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
@@ -109,86 +110,155 @@ fn child(parent: &str, name: &str) -> String {
     }
 }
 
+/// One entry of a directory the walk will visit: a regular file, or a
+/// directory to descend into.
+struct Child {
+    /// The virtual path, with "/" appended for a directory, so that sorting
+    /// the keys of one directory sorts every path beneath it (see [`Level`]).
+    key: String,
+    is_dir: bool,
+}
+
+impl Child {
+    /// The virtual path (the key without a directory's trailing "/").
+    fn path(&self) -> &str {
+        if self.is_dir {
+            &self.key[..self.key.len() - 1]
+        } else {
+            &self.key
+        }
+    }
+}
+
+/// The children of one directory not yet visited, in path order, and the
+/// `.gitignore` rules in force beneath it.
+///
+/// A file name has no "/", so comparing a file's name with a directory's name
+/// plus "/" decides the same way as comparing it with any path beneath that
+/// directory: visiting each directory's children sorted so, depth first,
+/// yields every file's full path in byte order, the order of results.
+struct Level {
+    children: std::vec::IntoIter<Child>,
+    layer: Option<Rc<Layer>>,
+}
+
 impl Root {
-    /// Hands every regular file beneath the directory `under` to `visit`
-    /// (unsorted), keeping none of them.
+    /// Hands every regular file beneath the directory `under` to `visit`, in
+    /// path order (byte order of the full path), until `visit` breaks.
     ///
-    /// `start` is the handle of `under`. Directories that vanish or cannot be
+    /// `start` is the handle of `under`. Memory is one directory's names per
+    /// level being walked, not the tree. Directories that vanish or cannot be
     /// opened mid-walk are skipped; an error listing `under` itself is returned.
     pub(crate) fn walk(
         &self,
         under: &VPath,
         start: Dir,
-        mut visit: impl FnMut(Found),
+        mut visit: impl FnMut(Found) -> ControlFlow<()>,
     ) -> Result<(), Error> {
-        let respect = self.options.respect_ignore_files;
         let base = under.as_str();
         let rel_start = if under.is_root() { 1 } else { base.len() + 1 };
-        let top_layer = if respect {
+        let top_layer = if self.options.respect_ignore_files {
             self.ancestor_rules(under, &start)
         } else {
             None
         };
-        let mut pending: Vec<(Option<Dir>, String, Option<Rc<Layer>>)> =
-            vec![(Some(start), base.to_owned(), top_layer)];
-        while let Some((handle, dir_path, layer)) = pending.pop() {
-            let is_start = handle.is_some();
-            let dir = match handle {
-                Some(dir) => dir,
-                None => match self.dir.open_with(&dir_path[1..], &dir_nofollow_options()) {
-                    Ok(file) => Dir::from_std_file(file.into_std()),
-                    Err(_) => continue,
-                },
+        let first = self
+            .read_level(&start, base, top_layer)
+            .map_err(|e| from_io(e, under, "list"))?;
+        let mut stack = vec![first];
+        while let Some(level) = stack.last_mut() {
+            let Some(child) = level.children.next() else {
+                stack.pop();
+                continue;
             };
-            let layer = if respect && !is_start {
-                with_ignore_file(&dir, &dir_path, layer)
-            } else {
-                layer
-            };
-            let entries = match dir.entries() {
-                Ok(entries) => entries,
-                Err(e) if is_start => return Err(from_io(e, under, "list")),
-                Err(_) => continue,
-            };
-            for entry in entries {
-                let Ok(entry) = entry else { continue };
-                let Ok(name) = entry.file_name().into_string() else {
-                    continue;
+            if !child.is_dir {
+                let found = Found {
+                    path: child.key,
+                    rel_start,
                 };
-                if name == "." || name == ".." || is_hidden_temp(&name) {
-                    continue;
+                if visit(found).is_break() {
+                    return Ok(());
                 }
-                if respect && name.starts_with('.') {
-                    continue;
-                }
-                let path = child(&dir_path, &name);
-                if path.len() > MAX_PATH_BYTES {
-                    continue;
-                }
-                let Ok(mut file_type) = entry.file_type() else {
-                    continue;
-                };
-                if !file_type.is_dir() && !file_type.is_file() && !file_type.is_symlink() {
-                    // Unknown from readdir: ask the entry itself (without following it).
-                    match entry.metadata() {
-                        Ok(meta) => file_type = meta.file_type(),
-                        Err(_) => continue,
-                    }
-                }
-                let is_dir = file_type.is_dir();
-                let is_file = file_type.is_file()
-                    || (file_type.is_symlink() && self.is_file_beneath_root(&path));
-                if !(is_dir || is_file) || (respect && is_ignored(layer.as_ref(), &path, is_dir)) {
-                    continue;
-                }
-                if is_dir {
-                    pending.push((None, path, layer.clone()));
-                } else {
-                    visit(Found { path, rel_start });
-                }
+                continue;
+            }
+            let parent_layer = level.layer.clone();
+            if let Some(next) = self.enter(child.path(), parent_layer) {
+                stack.push(next);
             }
         }
         Ok(())
+    }
+
+    /// The level of the directory at the virtual `path`, opened without
+    /// following a link; `None` when it vanished or cannot be read.
+    fn enter(&self, path: &str, parent_layer: Option<Rc<Layer>>) -> Option<Level> {
+        #[cfg(test)]
+        if let Ok(path) = VPath::parse(path) {
+            crate::hook::enter_dir(&path);
+        }
+        let file = self
+            .dir
+            .open_with(&path[1..], &dir_nofollow_options())
+            .ok()?;
+        let dir = Dir::from_std_file(file.into_std());
+        let layer = if self.options.respect_ignore_files {
+            with_ignore_file(&dir, path, parent_layer)
+        } else {
+            parent_layer
+        };
+        self.read_level(&dir, path, layer).ok()
+    }
+
+    /// The regular files and directories in `dir` (at the virtual `dir_path`)
+    /// that a walk visits, sorted (see [`Level`]); `layer` holds the rules in
+    /// force in `dir`.
+    fn read_level(
+        &self,
+        dir: &Dir,
+        dir_path: &str,
+        layer: Option<Rc<Layer>>,
+    ) -> std::io::Result<Level> {
+        let respect = self.options.respect_ignore_files;
+        let mut children = Vec::new();
+        for entry in dir.entries()? {
+            let Ok(entry) = entry else { continue };
+            let Ok(name) = entry.file_name().into_string() else {
+                continue;
+            };
+            if name == "." || name == ".." || is_hidden_temp(&name) {
+                continue;
+            }
+            if respect && name.starts_with('.') {
+                continue;
+            }
+            let path = child(dir_path, &name);
+            if path.len() > MAX_PATH_BYTES {
+                continue;
+            }
+            let Ok(mut file_type) = entry.file_type() else {
+                continue;
+            };
+            if !file_type.is_dir() && !file_type.is_file() && !file_type.is_symlink() {
+                // Unknown from readdir: ask the entry itself (without following it).
+                match entry.metadata() {
+                    Ok(meta) => file_type = meta.file_type(),
+                    Err(_) => continue,
+                }
+            }
+            let is_dir = file_type.is_dir();
+            let is_file =
+                file_type.is_file() || (file_type.is_symlink() && self.is_file_beneath_root(&path));
+            if !(is_dir || is_file) || (respect && is_ignored(layer.as_ref(), &path, is_dir)) {
+                continue;
+            }
+            let key = if is_dir { path + "/" } else { path };
+            children.push(Child { key, is_dir });
+        }
+        children.sort_unstable_by(|a, b| a.key.cmp(&b.key));
+        Ok(Level {
+            children: children.into_iter(),
+            layer,
+        })
     }
 
     /// True when the link at the virtual `path` resolves, beneath the root, to a regular file.
@@ -205,5 +275,73 @@ impl Root {
             }
         }
         with_ignore_file(start, under.as_str(), layer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ops::ControlFlow;
+
+    use burrow_backend::VPath;
+    use cap_std::ambient_authority;
+    use cap_std::fs::Dir;
+
+    use crate::FsOptions;
+    use crate::root::Root;
+
+    /// Names where a directory walk in readdir or plain name order would
+    /// not give byte order of full paths ("a-b" < "a/x" < "a0", "B" < "a").
+    const TREE: &[&str] = &[
+        "a/x.txt",
+        "a-b",
+        "a.txt",
+        "a0/y",
+        "a/b/c",
+        "a/b-c",
+        "a/b0",
+        "B/z",
+        "ab",
+        "a/b/d/e",
+        "\u{e9}t\u{e9}",
+        "z",
+        "a/~",
+        "a/ b",
+    ];
+
+    #[test]
+    fn the_walk_yields_full_paths_in_byte_order_and_stops_when_told() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in TREE {
+            let host = dir.path().join(name);
+            std::fs::create_dir_all(host.parent().unwrap()).unwrap();
+            std::fs::write(host, "x").unwrap();
+        }
+        let root = Root {
+            dir: Dir::open_ambient_dir(dir.path(), ambient_authority()).unwrap(),
+            options: FsOptions::default(),
+        };
+        let mut want: Vec<String> = TREE.iter().map(|n| format!("/{n}")).collect();
+        want.sort();
+        let mut seen = Vec::new();
+        let start = root.dir.try_clone().unwrap();
+        root.walk(&VPath::root(), start, |f| {
+            seen.push(f.path);
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        assert_eq!(seen, want);
+
+        let mut first = Vec::new();
+        let start = root.dir.try_clone().unwrap();
+        root.walk(&VPath::root(), start, |f| {
+            first.push(f.path);
+            if first.len() == 3 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .unwrap();
+        assert_eq!(first, want[..3]);
     }
 }

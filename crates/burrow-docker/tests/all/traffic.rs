@@ -1,9 +1,9 @@
-//! What glob and ls ask of the engine, through a byte-counting proxy in front of its socket: glob names only, never content; ls stats only the entries it returns.
+//! What glob, ls and grep ask of the engine, through a byte-counting proxy in front of its socket: glob names only, never content; ls stats only the entries it returns; grep reads only files that hold the pattern.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use burrow_backend::{Backend, FileContext, Sandbox, VPath};
+use burrow_backend::{Backend, FileContext, GrepQuery, Sandbox, VPath};
 use burrow_docker::{Docker, DockerSandbox};
 use burrow_testkit::{Part, require};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -154,5 +154,86 @@ async fn ls_stats_only_the_entries_it_returns() {
     assert!(
         many < few + (LINKS as u64) * 100,
         "ls with limit 1 received {many} bytes for {LINKS} links, {few} bytes for 2: it followed links it did not return"
+    );
+}
+
+/// Files of 64 KiB beneath the grep test's folder, of which three hold the word.
+const HAYSTACKS: usize = 40;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grep_reads_only_the_files_that_hold_the_pattern() {
+    require(Part::Docker);
+    let (addr, from_engine) = counting_proxy().await;
+    let docker = Docker::connect_with_http(&addr, 60, bollard::API_DEFAULT_VERSION).unwrap();
+    let docker = burrow_docker::negotiate(docker, &support::options("traffic-grep"))
+        .await
+        .unwrap();
+    let sandbox = DockerSandbox::start_on(docker, IMAGE, support::options("traffic-grep"))
+        .await
+        .unwrap();
+    let _removal = Removal(sandbox.id().to_owned());
+    let cx = FileContext::default();
+    // 64 KiB of "hay" lines per file; the word in files 07, 20 and 33.
+    let script = format!(
+        "mkdir -p hay/sub && i=0 && while [ $i -lt 16384 ]; do echo hay; i=$((i+1)); done > hay.txt \
+         && i=0 && while [ $i -lt {HAYSTACKS} ]; do n=$(printf %02d $i); cp hay.txt hay/sub/f$n.txt; \
+         case $n in 07|20|33) echo 'a zyzzogeton here' >> hay/sub/f$n.txt ;; esac; i=$((i+1)); done \
+         && rm hay.txt"
+    );
+    let made = sandbox.execute(&cx, &script, None).await.unwrap();
+    assert_eq!(made.exit_code, Some(0), "{}", made.output);
+
+    let before = from_engine.load(Ordering::SeqCst);
+    let found = sandbox
+        .grep(
+            &cx,
+            &GrepQuery::regex("zyzz(o|a)geton"),
+            &VPath::parse("/hay").unwrap(),
+            100,
+        )
+        .await
+        .unwrap();
+    let sent = from_engine.load(Ordering::SeqCst) - before;
+    let hits: Vec<(&str, u64)> = found
+        .matches
+        .iter()
+        .map(|m| (m.path.as_str(), m.line_number))
+        .collect();
+    assert_eq!(
+        hits,
+        [
+            ("/hay/sub/f07.txt", 16385),
+            ("/hay/sub/f20.txt", 16385),
+            ("/hay/sub/f33.txt", 16385)
+        ]
+    );
+    assert!(!found.truncated);
+    // The three files that hold it are read (3 x 64 KiB); the subtree is
+    // {HAYSTACKS} x 64 KiB, which an archive of it would send whole.
+    let subtree = (HAYSTACKS as u64) * (64 << 10);
+    assert!(
+        sent < subtree / 4,
+        "grep received {sent} bytes from the engine for 3 matching files of 64 KiB in a {subtree}-byte subtree"
+    );
+    // A pattern with no small set of required literals is answered by the
+    // archive of the subtree: the same matches, every byte sent.
+    let before = from_engine.load(Ordering::SeqCst);
+    let walked = sandbox
+        .grep(
+            &cx,
+            &GrepQuery::regex("[a-z]+zogeton"),
+            &VPath::parse("/hay").unwrap(),
+            100,
+        )
+        .await
+        .unwrap();
+    let archived = from_engine.load(Ordering::SeqCst) - before;
+    assert_eq!(walked, found);
+    assert!(
+        archived > subtree,
+        "the archive walk received {archived} bytes"
+    );
+    println!(
+        "grep over {HAYSTACKS} files of 64 KiB, 3 matching: {sent} bytes from the engine (archive walk: {archived})"
     );
 }
