@@ -70,7 +70,7 @@ impl Refused {
     }
 
     /// The session does not allow what was asked: exit 1.
-    fn refused(kind: &'static str, message: impl Into<String>) -> Self {
+    fn not_allowed(kind: &'static str, message: impl Into<String>) -> Self {
         Self {
             exit: Exit::Refused,
             kind,
@@ -100,7 +100,7 @@ impl From<burrow_runtime::runner::RunnerError> for Refused {
         use burrow_runtime::runner::RunnerErrorKind as K;
         match e.kind() {
             K::Store => Refused::failure(format!("the session store failed: {}", e.message())),
-            other => Refused::refused(other.as_str(), e.message().to_owned()),
+            other => Refused::not_allowed(other.as_str(), e.message().to_owned()),
         }
     }
 }
@@ -224,7 +224,7 @@ async fn post_and_follow(
                     Some("not_found") => "not_found",
                     _ => "invalid_state",
                 };
-                return Err(Refused::refused(kind, message.to_owned()));
+                return Err(Refused::not_allowed(kind, message.to_owned()));
             }
             let message_id = result["message_id"].as_str().unwrap_or_default();
             match store.message(&thread.scope, message_id).await? {
@@ -478,7 +478,7 @@ pub async fn show(args: &SessionArgs, thread: &str, json: bool) -> Result<Exit, 
     let store = open_store(&args.spec).await?;
     let key = scope(&args.tenant).thread(thread);
     let Some(info) = store.thread(&key).await? else {
-        return Err(Refused::refused(
+        return Err(Refused::not_allowed(
             "not_found",
             format!("the session has no thread {}", display::name(thread)),
         ));
@@ -574,7 +574,7 @@ pub async fn answer(
     let key = scope(&args.tenant).thread(thread);
     let paused = store.thread(&key).await?.and_then(|info| info.active_run);
     let Some(run_id) = paused else {
-        return Err(Refused::refused(
+        return Err(Refused::not_allowed(
             "invalid_state",
             format!(
                 "thread {} has no paused run to answer",
@@ -583,13 +583,13 @@ pub async fn answer(
         ));
     };
     let Some(run) = store.run(&key.scope, &run_id).await? else {
-        return Err(Refused::refused(
+        return Err(Refused::not_allowed(
             "not_found",
             "the thread's run is not in the session store",
         ));
     };
     let Some(asked) = run.requests.iter().find(|r| r.spec.id == request) else {
-        return Err(Refused::refused(
+        return Err(Refused::not_allowed(
             "not_found",
             format!("run {run_id} has no request {}", display::name(request)),
         ));
