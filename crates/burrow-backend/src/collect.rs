@@ -157,6 +157,45 @@ impl<T: ResultOrder> Smallest<T> {
 }
 
 impl Smallest<FileInfo> {
+    /// Offers one `ls` entry, at most one per path: when an entry of the
+    /// same path is already kept, the directory of the two is kept (a name
+    /// that is both a file and a directory, which only a store of implicit
+    /// directories can hold, lists once, as the directory `ls` of it
+    /// lists). A path already dropped or never kept is dropped again, so
+    /// only the kept entries are searched and memory stays `limit + 1`.
+    pub fn push_entry(&mut self, entry: FileInfo) {
+        if !self.wants_entry(&entry.path) {
+            return;
+        }
+        let Some(kept_is_dir) = self
+            .heap
+            .iter()
+            .find(|kept| kept.0.path == entry.path)
+            .map(|kept| kept.0.is_dir)
+        else {
+            self.push(entry);
+            return;
+        };
+        if entry.is_dir && !kept_is_dir {
+            // Same path, so the same place in the order: the heap stays a heap.
+            let mut kept = std::mem::take(&mut self.heap).into_vec();
+            if let Some(slot) = kept.iter_mut().find(|kept| kept.0.path == entry.path) {
+                *slot = Ordered(entry);
+            }
+            self.heap = BinaryHeap::from(kept);
+        }
+    }
+
+    /// False when [`Smallest::push_entry`] would drop an entry at `path`
+    /// unseen: a backend can skip building it.
+    pub fn wants_entry(&self, path: &str) -> bool {
+        self.would_keep(path, 0)
+            || self
+                .heap
+                .peek()
+                .is_some_and(|largest| largest.0.path == path)
+    }
+
     /// The result as a [`Listing`].
     pub fn into_listing(self) -> Listing {
         let (entries, truncated) = self.finish();
@@ -223,6 +262,53 @@ mod tests {
         let (first, truncated) = smallest.finish();
         assert_eq!(first, ["/00000", "/00001", "/00002"]);
         assert!(truncated);
+    }
+
+    fn entry(path: &str, is_dir: bool) -> FileInfo {
+        FileInfo {
+            name: path.trim_start_matches('/').to_owned(),
+            path: path.to_owned(),
+            is_dir,
+            size: (!is_dir).then_some(1),
+            modified_at: None,
+        }
+    }
+
+    /// A name offered as a file and as a directory, in either order, lists
+    /// once as the directory, and takes one place of the limit.
+    #[test]
+    fn an_entry_offered_twice_is_kept_once_as_the_directory() {
+        for file_first in [true, false] {
+            let mut kept = Smallest::new(3);
+            let both = [entry("/a", !file_first), entry("/a", file_first)];
+            for offered in [entry("/a-b", false), both[0].clone(), entry("/c", false)] {
+                kept.push_entry(offered);
+            }
+            kept.push_entry(both[1].clone());
+            kept.push_entry(entry("/d", false));
+            let listing = kept.into_listing();
+            let got: Vec<(&str, bool)> = listing
+                .entries
+                .iter()
+                .map(|e| (e.path.as_str(), e.is_dir))
+                .collect();
+            assert_eq!(got, [("/a", true), ("/a-b", false), ("/c", false)]);
+            assert!(listing.truncated, "/d was offered past the limit");
+        }
+        // The clash as the largest kept entry, and a clash past the limit.
+        let mut kept = Smallest::new(1);
+        kept.push_entry(entry("/b", false));
+        kept.push_entry(entry("/a", false));
+        kept.push_entry(entry("/b", true));
+        kept.push_entry(entry("/c", false));
+        kept.push_entry(entry("/c", true));
+        let got: Vec<(String, bool)> = kept
+            .into_listing()
+            .entries
+            .into_iter()
+            .map(|e| (e.path, e.is_dir))
+            .collect();
+        assert_eq!(got, [("/a".to_owned(), false)]);
     }
 
     #[test]

@@ -10,6 +10,10 @@
 //! paged listing (S3, and any store given with
 //! `ObjectStoreBackend::with_paged_listing`), else as object_store hands the
 //! level over, whole; only the collector's entries are turned into answers.
+//! A name that is both a file and a directory (two processes racing, see
+//! [`crate::mutate`]) lists once, as the directory: the collector merges
+//! entries of one path (`Smallest::push_entry`), since a paged listing can
+//! return the object and the prefix pages apart (`a`, then `a-b`, then `a/`).
 //! glob and grep stream the listing beneath `under`.
 
 use std::borrow::Cow;
@@ -72,8 +76,8 @@ impl ObjectStoreBackend {
                     && path.parent().as_ref() == Some(dir)
                 {
                     any = true;
-                    if entries.would_keep(path.as_str(), 0) {
-                        entries.push(file_info(&path, meta));
+                    if entries.wants_entry(path.as_str()) {
+                        entries.push_entry(file_info(&path, meta));
                     }
                 }
             }
@@ -82,7 +86,7 @@ impl ObjectStoreBackend {
                     && path.parent().as_ref() == Some(dir)
                 {
                     any = true;
-                    entries.push(FileInfo {
+                    entries.push_entry(FileInfo {
                         name: path.name().to_owned(),
                         path: path.as_str().to_owned(),
                         is_dir: true,

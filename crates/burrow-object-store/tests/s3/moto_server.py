@@ -19,8 +19,8 @@ from werkzeug.serving import run_simple
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
 
-def main() -> None:
-    host, port = sys.argv[1], int(sys.argv[2])
+def serve(host: str, port: int) -> None:
+    """Serves moto's backends (whatever they already hold) on HOST:PORT, one request at a time."""
     app = DomainDispatcherApplication(create_backend_app)
     lock = threading.Lock()
 
@@ -30,6 +30,10 @@ def main() -> None:
             return list(app(environ, start_response))
 
     run_simple(host, port, serialised, threaded=True)
+
+
+def main() -> None:
+    serve(sys.argv[1], int(sys.argv[2]))
 
 
 if __name__ == "__main__":
