@@ -33,6 +33,20 @@
 //! - `postgres`: [`session::PostgresStore`], the session store in PostgreSQL
 //!   (tokio-postgres). Costs: tokio-postgres and tokio's `net`. The memory
 //!   and SQLite session stores need no feature.
+//! - `otel`: `otel::layer`, a `tracing_subscriber` layer exporting the
+//!   runtime's spans to an OpenTelemetry tracer provider, each turn its own
+//!   trace. Costs: opentelemetry, opentelemetry_sdk, tracing-opentelemetry and
+//!   tracing-subscriber's registry; no exporter.
+//!
+//! # Tracing
+//!
+//! The agent loop emits `tracing` spans whatever the features: `run` >
+//! `turn` (one model request and its tool calls) > `model request` and
+//! `tool call`, with OpenTelemetry GenAI field names (`gen_ai.request.model`,
+//! `gen_ai.usage.input_tokens`, `gen_ai.tool.name`, `gen_ai.tool.call.id`
+//! ...) and no prompt, answer, argument or result text. Install any
+//! subscriber to see them (`tracing_subscriber::fmt`, or `otel::layer`
+//! with the `otel` feature); with none installed they cost a callsite check.
 
 pub mod agent;
 pub mod hooks;
@@ -45,5 +59,7 @@ pub mod tools;
 
 #[cfg(feature = "mcp")]
 pub mod mcp;
+#[cfg(feature = "otel")]
+pub mod otel;
 
 pub use tools::{AfterChange, ToolConfig, ToolOutput, ToolSession, Toolset};

@@ -16,6 +16,7 @@ mod all {
     mod runner;
     mod schema;
     mod session;
+    mod spans;
     mod spill;
     mod support;
     mod tool;

@@ -75,6 +75,12 @@
 //! - `postgres`: the session store on PostgreSQL
 //!   (`runtime::session::PostgresStore`), for runners on several machines.
 //!   Implies `runtime`. Costs: tokio-postgres, tokio (`net`).
+//! - `otel`: `runtime::otel::layer`, a `tracing_subscriber` layer exporting
+//!   the runtime's spans (run, turn, model request, tool call; GenAI
+//!   attribute names, no content) to an OpenTelemetry tracer provider, each
+//!   turn its own trace. Implies `runtime`. Costs: opentelemetry,
+//!   opentelemetry_sdk, tracing-opentelemetry, tracing-subscriber
+//!   (`registry`); no exporter.
 //! - `docker`: [`DockerSandbox`] (and [`DockerOptions`]), a container as a
 //!   backend *and* a [`Sandbox`]: files move through the Docker archive
 //!   (tar) API, `execute` runs `sh -c` with a timeout and an output cap,

@@ -23,8 +23,11 @@ use futures::FutureExt;
 use futures::future::{Shared, join_all};
 use serde_json::Value;
 
+use tracing::Instrument;
+
 use super::cancel::CancelToken;
 use super::capability::{CallInfo, CallWork, Capability};
+use super::telemetry::{self, CallOutcome};
 use crate::hooks::{Decision, HookContext, Hooks};
 use crate::message::{ToolCall, ToolResult};
 use crate::tool::{CallContext, Tool, ToolOutput, ToolRegistry, WORKSPACE_LOCK};
@@ -325,40 +328,50 @@ pub(crate) async fn run_batch(
         .iter()
         .zip(preds)
         .zip(senders)
-        .map(|((p, preds), tx)| async move {
-            let ended = match (&p.early, p.tool) {
-                (Some(early), _) => Ended::Output(early.clone()),
-                (None, None) => Ended::Cancelled,
-                (None, Some(tool)) => {
-                    let work = async {
-                        for j in &preds {
-                            let _ = done[*j].clone().await;
+        .map(|((p, preds), tx)| {
+            // Each call's span is entered only while its own future is polled,
+            // so concurrent calls nest under the turn, not under each other.
+            let span = telemetry::tool_span(p.call);
+            let recorder = span.clone();
+            async move {
+                let ended = match (&p.early, p.tool) {
+                    (Some(early), _) => Ended::Output(early.clone()),
+                    (None, None) => Ended::Cancelled,
+                    (None, Some(tool)) => {
+                        let work = async {
+                            for j in &preds {
+                                let _ = done[*j].clone().await;
+                            }
+                            run_call(capabilities, tool, p, run_id).await
+                        };
+                        tokio::select! {
+                            biased;
+                            () = cancel.cancelled() => Ended::Cancelled,
+                            ended = work => ended,
                         }
-                        run_call(capabilities, tool, p, run_id).await
-                    };
-                    tokio::select! {
-                        biased;
-                        () = cancel.cancelled() => Ended::Cancelled,
-                        ended = work => ended,
                     }
-                }
-            };
-            // Calls waiting on this one may start; its post hooks only observe.
-            drop(tx);
-            let post = match &ended {
-                Ended::Output(output) if p.early.is_none() && hooks.has_post_tool_use() => Some(
-                    hooks
-                        .post_tool_use(hook_cx, p.call, &p.arguments, output)
-                        .await,
-                ),
-                Ended::Failed(message) if hooks.has_post_tool_use_failure() => Some(
-                    hooks
-                        .post_tool_use_failure(hook_cx, p.call, &p.arguments, message)
-                        .await,
-                ),
-                _ => None,
-            };
-            (ended, post)
+                };
+                // Calls waiting on this one may start; its post hooks only observe.
+                drop(tx);
+                telemetry::record_call(&recorder, call_outcome(&ended));
+                let post = match &ended {
+                    Ended::Output(output) if p.early.is_none() && hooks.has_post_tool_use() => {
+                        Some(
+                            hooks
+                                .post_tool_use(hook_cx, p.call, &p.arguments, output)
+                                .await,
+                        )
+                    }
+                    Ended::Failed(message) if hooks.has_post_tool_use_failure() => Some(
+                        hooks
+                            .post_tool_use_failure(hook_cx, p.call, &p.arguments, message)
+                            .await,
+                    ),
+                    _ => None,
+                };
+                (ended, post)
+            }
+            .instrument(span)
         });
     let ended = join_all(runs).await;
 
@@ -398,6 +411,16 @@ pub(crate) async fn run_batch(
         });
     }
     out
+}
+
+/// How a call ended, for its span: a refusal the model can act on, or not.
+fn call_outcome(ended: &Ended) -> CallOutcome {
+    match ended {
+        Ended::Output(output) if !output.is_error => CallOutcome::Ok,
+        Ended::Output(_) | Ended::NotRun(_) => CallOutcome::Refused,
+        Ended::Failed(_) => CallOutcome::Failed,
+        Ended::Cancelled => CallOutcome::Cancelled,
+    }
 }
 
 fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {

@@ -18,6 +18,7 @@ mod instructions;
 mod memory;
 mod observer;
 mod style;
+mod telemetry;
 
 use std::sync::Arc;
 
@@ -25,6 +26,7 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tracing::Instrument;
 
 use crate::hooks::{HookContext, HookEvent, Hooks};
 use crate::message::{Message, ToolCall, Usage};
@@ -368,6 +370,24 @@ impl Agent {
         on_event: &mut (dyn FnMut(AgentEvent) + Send),
     ) -> RunResult {
         let run_id = options.run_id.clone().unwrap_or_else(new_run_id);
+        let span = telemetry::run_span(&run_id, options.thread_id.as_deref());
+        let result = self
+            .run_in_span(history, prompt, options, run_id, on_event)
+            .instrument(span.clone())
+            .await;
+        telemetry::record_run_end(&span, result.outcome.name());
+        result
+    }
+
+    /// The run itself, inside its span.
+    async fn run_in_span(
+        &self,
+        history: &mut Vec<Message>,
+        prompt: Option<String>,
+        options: RunOptions,
+        run_id: String,
+        on_event: &mut (dyn FnMut(AgentEvent) + Send),
+    ) -> RunResult {
         on_event(AgentEvent::RunStarted {
             run_id: run_id.clone(),
             thread_id: options.thread_id.clone(),
@@ -470,163 +490,192 @@ impl Agent {
                     ),
                 };
             }
-            if let Some(Observer(observer)) = &options.observer {
-                match observer.before_request(history).await {
-                    Ok(steering) => history.extend(steering),
-                    Err(failure) => return failure.into_outcome(),
-                }
-            }
-            let system = match self.instructions.render(history).await {
-                Ok(system) => system,
-                Err(e) => {
-                    return Outcome::Failed {
-                        reason: FailureReason::InstructionsFailed,
-                        message: e.to_string(),
-                    };
-                }
-            };
-            let request = ModelRequest {
-                system: &system,
-                messages: history,
-                tools: self.tools.definitions(),
-                settings: &self.settings,
-            };
-            state.turns += 1;
-            let answer = tokio::select! {
-                biased;
-                () = cancel.cancelled() => return stopped_by_cancel(),
-                answer = self.answer(request, on_event) => answer,
-            };
-            let response = match answer {
-                Ok(response) => response,
-                Err(e) => {
-                    return Outcome::Failed {
-                        reason: FailureReason::ModelError,
-                        message: format!("{} ({})", e.message, e.kind.as_str()),
-                    };
-                }
-            };
-            drop(system);
-            state.usage.add(&response.usage);
-            on_event(AgentEvent::Usage {
-                usage: response.usage,
-            });
-            let message = response.into_message();
-            let calls: Vec<ToolCall> = message.tool_calls().cloned().collect();
-            history.push(message);
-            if let Some(Observer(observer)) = &options.observer
-                && let Err(failure) = observer.answered(history).await
-            {
-                return failure.into_outcome();
-            }
-            if calls.is_empty() {
-                if !self.hooks.has_event(HookEvent::Stop) {
-                    return Outcome::Completed;
-                }
-                let said = tokio::select! {
-                    biased;
-                    () = cancel.cancelled() => return stopped_by_cancel(),
-                    said = self.hooks.stop(&hook_cx, state.stop_hook_active) => said,
-                };
-                if let Some(message) = said.run_failure {
-                    return hook_failed(message);
-                }
-                if let Some(reason) = said.stop {
-                    return Outcome::Stopped { reason };
-                }
-                match said.block {
-                    // A Stop hook keeps the run going: its reason is the
-                    // model's next message.
-                    Some(reason) => {
-                        state.stop_hook_active = true;
-                        history.push(Message::user(reason));
-                        continue;
-                    }
-                    None => return Outcome::Completed,
-                }
-            }
-            for call in &calls {
-                on_event(AgentEvent::ToolCall {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    arguments: call.arguments.clone(),
-                });
-            }
-            let over_limit = self
-                .limits
-                .max_tool_calls
-                .filter(|max| state.tool_calls + calls.len() > *max);
-            let batch = match over_limit {
-                Some(max) => batch::BatchOutcome {
-                    results: calls
-                        .iter()
-                        .map(|c| crate::message::ToolResult {
-                            call_id: c.id.clone(),
-                            name: c.name.clone(),
-                            content: format!(
-                                "The call was not run: the run reached its limit of {max} tool calls."
-                            ),
-                            is_error: true,
-                        })
-                        .collect(),
-                    ..Default::default()
-                },
-                None => {
-                    batch::run_batch(
-                        &self.tools,
-                        &self.hooks,
-                        &self.capabilities,
-                        &hook_cx,
-                        &calls,
-                        &state.run_id,
-                        cancel,
-                    )
-                    .await
-                }
-            };
-            state.tool_calls += batch.results.len();
-            history.reserve(batch.results.len());
-            for result in batch.results {
-                on_event(AgentEvent::ToolResult {
-                    id: result.call_id.clone(),
-                    name: result.name.clone(),
-                    content: result.content.clone(),
-                    is_error: result.is_error,
-                });
-                history.push(Message::ToolResult(result));
-            }
-            let observed_pause = match &options.observer {
-                Some(Observer(observer)) => match observer.batch_ended(history).await {
-                    Ok(pause) => pause,
-                    Err(failure) => return failure.into_outcome(),
-                },
-                None => None,
-            };
-            if let Some(max) = over_limit {
-                return Outcome::Failed {
-                    reason: FailureReason::MaxToolCalls,
-                    message: format!("the run reached its limit of {max} tool calls"),
-                };
-            }
-            if batch.cancelled {
-                return stopped_by_cancel();
-            }
-            if let Some(message) = batch.failure {
-                return Outcome::Failed {
-                    reason: FailureReason::ToolFailure,
-                    message,
-                };
-            }
-            if let Some(message) = batch.hook_failure {
-                return hook_failed(message);
-            }
-            if let Some(reason) = batch.stop {
-                return Outcome::Stopped { reason };
-            }
-            if let Some(reason) = batch.paused.or(observed_pause) {
-                return Outcome::Paused { reason };
+            let span =
+                telemetry::turn_span(&state.run_id, options.thread_id.as_deref(), state.turns + 1);
+            let step = self
+                .turn(history, options, state, &hook_cx, on_event)
+                .instrument(span)
+                .await;
+            if let Some(outcome) = step {
+                return outcome;
             }
         }
+    }
+
+    /// One turn: a model request and the tool calls of its answer. `None`
+    /// when the run goes on to another turn.
+    async fn turn(
+        &self,
+        history: &mut Vec<Message>,
+        options: &RunOptions,
+        state: &mut RunState,
+        hook_cx: &HookContext,
+        on_event: &mut (dyn FnMut(AgentEvent) + Send),
+    ) -> Option<Outcome> {
+        let cancel = &options.cancel;
+        if let Some(Observer(observer)) = &options.observer {
+            match observer.before_request(history).await {
+                Ok(steering) => history.extend(steering),
+                Err(failure) => return Some(failure.into_outcome()),
+            }
+        }
+        let system = match self.instructions.render(history).await {
+            Ok(system) => system,
+            Err(e) => {
+                return Some(Outcome::Failed {
+                    reason: FailureReason::InstructionsFailed,
+                    message: e.to_string(),
+                });
+            }
+        };
+        let request = ModelRequest {
+            system: &system,
+            messages: history,
+            tools: self.tools.definitions(),
+            settings: &self.settings,
+        };
+        state.turns += 1;
+        let span = telemetry::model_span(self.model.name());
+        let answer = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Some(stopped_by_cancel()),
+            answer = self.answer(request, &span, on_event).instrument(span.clone()) => answer,
+        };
+        let response = match answer {
+            Ok(response) => {
+                telemetry::record_response(&span, &response.usage, &response.finish);
+                response
+            }
+            Err(e) => {
+                telemetry::record_model_error(&span, &e);
+                return Some(Outcome::Failed {
+                    reason: FailureReason::ModelError,
+                    message: format!("{} ({})", e.message, e.kind.as_str()),
+                });
+            }
+        };
+        drop(system);
+        state.usage.add(&response.usage);
+        on_event(AgentEvent::Usage {
+            usage: response.usage,
+        });
+        let message = response.into_message();
+        let calls: Vec<ToolCall> = message.tool_calls().cloned().collect();
+        history.push(message);
+        if let Some(Observer(observer)) = &options.observer
+            && let Err(failure) = observer.answered(history).await
+        {
+            return Some(failure.into_outcome());
+        }
+        if calls.is_empty() {
+            if !self.hooks.has_event(HookEvent::Stop) {
+                return Some(Outcome::Completed);
+            }
+            let said = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Some(stopped_by_cancel()),
+                said = self.hooks.stop(hook_cx, state.stop_hook_active) => said,
+            };
+            if let Some(message) = said.run_failure {
+                return Some(hook_failed(message));
+            }
+            if let Some(reason) = said.stop {
+                return Some(Outcome::Stopped { reason });
+            }
+            match said.block {
+                // A Stop hook keeps the run going: its reason is the
+                // model's next message.
+                Some(reason) => {
+                    state.stop_hook_active = true;
+                    history.push(Message::user(reason));
+                    return None;
+                }
+                None => return Some(Outcome::Completed),
+            }
+        }
+        for call in &calls {
+            on_event(AgentEvent::ToolCall {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+            });
+        }
+        let over_limit = self
+            .limits
+            .max_tool_calls
+            .filter(|max| state.tool_calls + calls.len() > *max);
+        let batch = match over_limit {
+            Some(max) => batch::BatchOutcome {
+                results: calls
+                    .iter()
+                    .map(|c| crate::message::ToolResult {
+                        call_id: c.id.clone(),
+                        name: c.name.clone(),
+                        content: format!(
+                            "The call was not run: the run reached its limit of {max} tool calls."
+                        ),
+                        is_error: true,
+                    })
+                    .collect(),
+                ..Default::default()
+            },
+            None => {
+                batch::run_batch(
+                    &self.tools,
+                    &self.hooks,
+                    &self.capabilities,
+                    hook_cx,
+                    &calls,
+                    &state.run_id,
+                    cancel,
+                )
+                .await
+            }
+        };
+        state.tool_calls += batch.results.len();
+        tracing::Span::current().record("tool_calls", batch.results.len());
+        history.reserve(batch.results.len());
+        for result in batch.results {
+            on_event(AgentEvent::ToolResult {
+                id: result.call_id.clone(),
+                name: result.name.clone(),
+                content: result.content.clone(),
+                is_error: result.is_error,
+            });
+            history.push(Message::ToolResult(result));
+        }
+        let observed_pause = match &options.observer {
+            Some(Observer(observer)) => match observer.batch_ended(history).await {
+                Ok(pause) => pause,
+                Err(failure) => return Some(failure.into_outcome()),
+            },
+            None => None,
+        };
+        if let Some(max) = over_limit {
+            return Some(Outcome::Failed {
+                reason: FailureReason::MaxToolCalls,
+                message: format!("the run reached its limit of {max} tool calls"),
+            });
+        }
+        if batch.cancelled {
+            return Some(stopped_by_cancel());
+        }
+        if let Some(message) = batch.failure {
+            return Some(Outcome::Failed {
+                reason: FailureReason::ToolFailure,
+                message,
+            });
+        }
+        if let Some(message) = batch.hook_failure {
+            return Some(hook_failed(message));
+        }
+        if let Some(reason) = batch.stop {
+            return Some(Outcome::Stopped { reason });
+        }
+        if let Some(reason) = batch.paused.or(observed_pause) {
+            return Some(Outcome::Paused { reason });
+        }
+        None
     }
 
     /// Starts the run: the `SessionStart` hooks when the history is empty
@@ -691,16 +740,20 @@ impl Agent {
         None
     }
 
-    /// Streams one answer, forwarding text and thinking deltas as they come.
+    /// Streams one answer, forwarding text and thinking deltas as they come
+    /// and timing the first streamed event on `span`.
     async fn answer(
         &self,
         request: ModelRequest<'_>,
+        span: &tracing::Span,
         on_event: &mut (dyn FnMut(AgentEvent) + Send),
     ) -> Result<crate::model::ModelResponse, crate::model::ModelError> {
+        let mut first = telemetry::FirstPart::start(span);
         let mut stream = self.model.stream(request).await?;
         let mut builder = ResponseBuilder::new();
         while let Some(event) = stream.next().await {
             let event = event?;
+            first.part(span);
             match &event {
                 StreamEvent::TextDelta { text, .. } => {
                     on_event(AgentEvent::TextDelta { text: text.clone() })

@@ -1014,7 +1014,13 @@ impl Inner {
         );
         let inner = self.clone();
         let busy = BusyGuard::new(self);
-        let span = tracing::info_span!("run", run_id = %run_id, thread = %thread.thread);
+        let span = tracing::info_span!(
+            "run",
+            run_id = %run_id,
+            thread = %thread.thread,
+            gen_ai.operation.name = "invoke_agent",
+            gen_ai.conversation.id = %thread.thread,
+        );
         tokio::spawn(
             async move {
                 let _busy = busy;

@@ -34,7 +34,8 @@ pub struct EndedTurn {
 /// What a [`TurnContext`] keeps alive for the length of a turn (dropped when it ends).
 pub type TurnGuard = Box<dyn Any + Send>;
 
-/// Entered around each turn, inside the turn's span: a port, so a backend that
+/// Entered around each turn, inside the turn's span (the segment's `run` span,
+/// ADR 0190): a port, so a backend that
 /// attributes turns its own way (propagated trace attributes, a log context)
 /// plugs in without the runner knowing it.
 pub trait TurnContext: Send + Sync {
@@ -53,7 +54,8 @@ pub trait TurnEvaluator: Send + Sync {
     ///
     /// # Behavior
     /// The runner calls it as the turn ends and does not wait for the judgment.
-    /// An `Err` (or a panic) is recorded on the turn's span as a warning and
-    /// never reaches the turn or the other evaluators.
+    /// An `Err` (or a panic) is recorded on the turn's span (the segment's
+    /// `run` span) as a `warn` event and never reaches the turn or the other
+    /// evaluators.
     fn submit(&self, turn: &EndedTurn) -> Result<(), String>;
 }
