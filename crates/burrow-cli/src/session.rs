@@ -311,18 +311,40 @@ async fn stream(runner: &Runner, handle: RunHandle, json: bool) -> Result<Exit, 
         run_id: handle.run_id().to_owned(),
         thread_id: Some(thread_id),
     });
+    let interrupts = stop_on_interrupt(runner, handle.run_id());
     while let Some(frame) = frames.next().await {
         if let Some(event) = agent_event(frame.event) {
             printer.event(event);
         }
     }
     let result = handle.wait().await;
+    if let Some(interrupts) = interrupts {
+        interrupts.abort();
+    }
     printer.event(run_ended(&result));
     printer.end(&result)?;
     if matches!(result.outcome, Outcome::Paused { .. }) {
         print_pending(runner, &scope, handle.run_id(), json).await?;
     }
     Ok(crate::agent::exit_of(&result.outcome))
+}
+
+/// Ctrl-C (SIGINT) stops the run as `burrow run` does without a session: it
+/// ends `stopped`, recorded so; a second Ctrl-C ends burrow at once (exit 130).
+fn stop_on_interrupt(runner: &Runner, run_id: &str) -> Option<tokio::task::JoinHandle<()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt()).ok()?;
+    let runner = runner.clone();
+    let run_id = run_id.to_owned();
+    Some(tokio::spawn(async move {
+        if interrupt.recv().await.is_some() {
+            runner.stop(&run_id);
+        }
+        if interrupt.recv().await.is_some() {
+            let _ = writeln!(io::stderr(), "burrow: interrupted again; stopping now");
+            std::process::exit(130);
+        }
+    }))
 }
 
 /// The agent event a live frame stands for (`None` for frames `burrow run` does not print).

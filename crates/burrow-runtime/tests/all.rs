@@ -14,6 +14,7 @@ mod all {
     mod mcp;
     mod model;
     mod runner;
+    mod runner_remote;
     mod schema;
     mod session;
     mod spans;

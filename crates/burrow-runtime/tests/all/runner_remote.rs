@@ -1,0 +1,204 @@
+//! Runs driven from another runner over the same store (ADR 0180): a stop requested through the store stops the holder's run, a paused run is stopped under the stopper's own claim, and a waiter takes over a thread whose holder's claim lapsed. Every scenario runs on the memory and the SQLite store.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use burrow_runtime::agent::{Agent, Outcome};
+use burrow_runtime::model::{ScriptedModel, ScriptedResponse};
+use burrow_runtime::runner::{Runner, RunnerConfig, StopRequest, Taken};
+use burrow_runtime::session::{
+    ManualClock, MemoryStore, RunStatus, Scope, SessionStore, SqliteOptions, SqliteStore,
+};
+use burrow_runtime::tool::{ToolOutput, ToolRegistry};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+use tokio::sync::oneshot;
+
+const POLL: Duration = Duration::from_millis(5);
+
+struct Fixture {
+    store: Arc<dyn SessionStore>,
+    clock: Arc<ManualClock>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+fn memory() -> Fixture {
+    let clock = Arc::new(ManualClock::default());
+    Fixture {
+        store: Arc::new(MemoryStore::with_clock(clock.clone())),
+        clock,
+        _dir: None,
+    }
+}
+
+fn sqlite() -> Fixture {
+    let clock = Arc::new(ManualClock::default());
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open_with(
+        dir.path().join("sessions.db"),
+        clock.clone(),
+        SqliteOptions::default(),
+    )
+    .unwrap();
+    Fixture {
+        store: Arc::new(store),
+        clock,
+        _dir: Some(dir),
+    }
+}
+
+macro_rules! on_every_store {
+    ($($name:ident),* $(,)?) => {
+        $(mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn memory() {
+                super::$name(super::memory()).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                super::$name(super::sqlite()).await;
+            }
+        })*
+    };
+}
+
+on_every_store!(
+    a_stop_requested_by_another_runner_stops_the_holders_run,
+    a_paused_run_is_stopped_by_another_runner_under_its_own_claim,
+    a_waiter_takes_over_a_thread_whose_holders_claim_lapsed,
+);
+
+#[derive(Deserialize, JsonSchema)]
+struct Nothing {}
+
+/// An agent whose first answer calls `hang`, which says it started and never returns.
+fn hanging_agent() -> (Agent, oneshot::Receiver<()>) {
+    let (started_tx, started_rx) = oneshot::channel::<()>();
+    let started_tx = Arc::new(Mutex::new(Some(started_tx)));
+    let mut tools = ToolRegistry::new();
+    tools.add_typed("hang", "Never returns.", move |_: Nothing, _| {
+        let tx = started_tx.lock().unwrap().take();
+        async move {
+            if let Some(tx) = tx {
+                let _ = tx.send(());
+            }
+            std::future::pending::<()>().await;
+            Ok(ToolOutput::ok("never"))
+        }
+    });
+    let agent = Agent::new(Arc::new(ScriptedModel::from_responses(vec![
+        ScriptedResponse::calls().call("h1", "hang", json!({})),
+    ])))
+    .with_tools(tools);
+    (agent, started_rx)
+}
+
+fn text_agent(reply: &'static str) -> Agent {
+    Agent::new(Arc::new(ScriptedModel::new(move |_| {
+        Ok(ScriptedResponse::text(reply))
+    })))
+}
+
+async fn a_stop_requested_by_another_runner_stops_the_holders_run(fx: Fixture) {
+    let t = Scope::new("acme", "ws").thread("t1");
+    let (agent, started) = hanging_agent();
+    let holder = Runner::new(agent, fx.store.clone());
+    let stopper = Runner::new(text_agent("unused"), fx.store.clone());
+    assert_eq!(stopper.request_stop(&t).await.unwrap(), StopRequest::Idle);
+    let run = holder
+        .send(&t, "alice", "hang", None)
+        .await
+        .unwrap()
+        .run
+        .unwrap();
+    started.await.unwrap();
+    let asked = stopper.request_stop(&t).await.unwrap();
+    assert_eq!(
+        asked,
+        StopRequest::Requested {
+            run_id: run.run_id().to_owned()
+        }
+    );
+    assert!(matches!(run.wait().await.outcome, Outcome::Stopped { .. }));
+    let record = stopper.wait_settled(&t, run.run_id(), POLL).await.unwrap();
+    assert_eq!(record.status, RunStatus::Stopped);
+    holder.drain().await;
+    // A later run of the thread is not stopped by the old request.
+    let next = Runner::new(text_agent("fine"), fx.store.clone());
+    let later = next
+        .send(&t, "alice", "again", None)
+        .await
+        .unwrap()
+        .run
+        .unwrap();
+    assert_eq!(later.wait().await.outcome, Outcome::Completed);
+}
+
+async fn a_paused_run_is_stopped_by_another_runner_under_its_own_claim(fx: Fixture) {
+    let t = Scope::new("acme", "ws").thread("t1");
+    let asking = Agent::new(Arc::new(ScriptedModel::from_responses(vec![
+        ScriptedResponse::calls().call("q1", "ask_user", json!({"question": "Which?"})),
+    ])));
+    let config = RunnerConfig::default().with_ask_user(true);
+    let holder = Runner::with_config(asking, fx.store.clone(), config);
+    let run = holder
+        .send(&t, "alice", "ask", None)
+        .await
+        .unwrap()
+        .run
+        .unwrap();
+    assert!(matches!(run.wait().await.outcome, Outcome::Paused { .. }));
+    holder.drain().await;
+    let stopper = Runner::new(text_agent("unused"), fx.store.clone());
+    let stopped = stopper.request_stop(&t).await.unwrap();
+    assert_eq!(
+        stopped,
+        StopRequest::Stopped {
+            run_id: run.run_id().to_owned()
+        }
+    );
+    let record = fx.store.run(&t.scope, run.run_id()).await.unwrap().unwrap();
+    assert_eq!(record.status, RunStatus::Stopped);
+    assert_eq!(record.reason.as_deref(), Some("stopped"));
+    assert!(
+        fx.store.claim(&t).await.unwrap().is_none(),
+        "the stopper released its claim"
+    );
+}
+
+async fn a_waiter_takes_over_a_thread_whose_holders_claim_lapsed(fx: Fixture) {
+    let t = Scope::new("acme", "ws").thread("t1");
+    let (agent, started) = hanging_agent();
+    let holder = Runner::new(agent, fx.store.clone());
+    let left = holder
+        .send(&t, "alice", "hang", None)
+        .await
+        .unwrap()
+        .run
+        .unwrap();
+    started.await.unwrap();
+    let waiter = Runner::new(text_agent("taken over"), fx.store.clone());
+    let sent = waiter.send(&t, "alice", "second", None).await.unwrap();
+    assert!(
+        sent.run.is_none(),
+        "the holder's live claim keeps the thread"
+    );
+    // The holder stops renewing as far as the store can tell: its claim lapses.
+    fx.clock.advance(Duration::from_secs(31));
+    let taken = waiter.wait_taken(&t, sent.seq, POLL).await.unwrap();
+    let Taken::Here(run) = taken else {
+        panic!("the waiter did not take the thread over: {taken:?}");
+    };
+    assert_eq!(run.wait().await.outcome, Outcome::Completed);
+    let abandoned = fx
+        .store
+        .run(&t.scope, left.run_id())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(abandoned.status, RunStatus::Failed);
+    assert_eq!(abandoned.reason.as_deref(), Some("abandoned"));
+    holder.aclose().await;
+    waiter.drain().await;
+}
