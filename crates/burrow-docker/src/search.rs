@@ -156,6 +156,11 @@ pub(crate) async fn grep_picked(
         .buffered(STAT_CONCURRENCY);
     futures::pin_mut!(contents);
     while let Some((path, read)) = contents.next().await {
+        if !visit.wants(&path) {
+            // The result is certain: this file and every later one sort
+            // after the matches held (downloads in flight are dropped).
+            break;
+        }
         match read {
             Ok(bytes) => visit.offer(&path, &bytes),
             // Grown past the limit or gone since it was picked: passed by,
