@@ -172,7 +172,7 @@ fn run_1000_turns_postgres(bencher: divan::Bencher) {
 fn first_frame(
     rt: &tokio::runtime::Runtime,
     runner: &Runner,
-    gate: &tokio::sync::Notify,
+    gate: &tokio::sync::Semaphore,
     n: &std::sync::atomic::AtomicUsize,
 ) {
     let i = n.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -185,15 +185,16 @@ fn first_frame(
         assert!(!frame.event.is_end(), "the run was live when watched");
         divan::black_box(frame);
     });
-    gate.notify_one();
+    // One permit per run: a run that reaches its request later still finds it.
+    gate.add_permits(1);
 }
 
 /// An agent whose one model request waits for `gate` (so the run is live while watched), then answers text.
-fn gated_agent(gate: Arc<tokio::sync::Notify>) -> Agent {
+fn gated_agent(gate: Arc<tokio::sync::Semaphore>) -> Agent {
     Agent::new(Arc::new(ScriptedModel::new_async(move |_| {
         let gate = gate.clone();
         async move {
-            gate.notified().await;
+            gate.acquire().await.unwrap().forget();
             Ok(ScriptedResponse::text("done"))
         }
     })))
@@ -201,7 +202,7 @@ fn gated_agent(gate: Arc<tokio::sync::Notify>) -> Agent {
 
 fn bench_first_frame(bencher: divan::Bencher, store: Arc<dyn SessionStore>) {
     let rt = runtime();
-    let gate = Arc::new(tokio::sync::Notify::new());
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
     let runner = Runner::new(gated_agent(gate.clone()), store);
     let n = std::sync::atomic::AtomicUsize::new(0);
     bencher.bench_local(|| first_frame(&rt, &runner, &gate, &n));
