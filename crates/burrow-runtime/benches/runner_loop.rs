@@ -1,10 +1,14 @@
-//! Durable loop overhead per turn: the agent-loop benchmark's scripted model and `read_file` turn, run through the Runner over a SQLite session store (every turn committed) or the memory store.
+//! Durable loop overhead per turn: the agent-loop benchmark's scripted model and `read_file` turn, run through the Runner over the memory, SQLite or PostgreSQL session store (every turn committed); and a watcher's send-to-first-frame latency.
 //!
-//! `cargo bench -p burrow-runtime --bench runner_loop`. `run_1000_turns` is
-//! one whole run of 1,000 turns started by a message (divide by 1,000 for
-//! µs/turn); compare with `agent_loop`'s bare loop for the overhead. Each
-//! turn commits the answer, the call started, the call finished and the
-//! results, and reads the thread's new messages (steering) once.
+//! `cargo bench -p burrow-runtime --bench runner_loop` (add `--features
+//! postgres` with `BURROW_POSTGRES_URL` set, after `cargo xtask setup`, for the
+//! PostgreSQL rows). `run_1000_turns` is one whole run of 1,000 turns started
+//! by a message (divide by 1,000 for µs/turn); compare with `agent_loop`'s bare
+//! loop for the overhead. Each turn makes two fenced commits (the answer with
+//! its call recorded started; the call's finish with the results, ADR 0185)
+//! and reads the thread's new messages only when something else was committed
+//! to it. `send_to_first_frame` is one `send` to an idle thread until a
+//! `Runner::watch` subscriber of the run it started holds its first live frame.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -17,6 +21,7 @@ use burrow_runtime::runner::Runner;
 use burrow_runtime::session::{MemoryStore, Scope, SessionStore, SqliteStore};
 use burrow_runtime::tool::ToolRegistry;
 use burrow_state::StateBackend;
+use futures::StreamExt;
 use serde_json::json;
 
 fn main() {
@@ -105,4 +110,124 @@ fn run_1000_turns_memory(bencher: divan::Bencher) {
             )
         })
         .bench_local_values(|(store, agent)| run(&rt, store, agent));
+}
+
+/// A PostgreSQL store in a fresh schema (dropped by `drop_schema`), or `None` when `BURROW_POSTGRES_URL` is not set.
+#[cfg(feature = "postgres")]
+fn postgres(rt: &tokio::runtime::Runtime) -> Option<(Arc<dyn SessionStore>, String)> {
+    use burrow_runtime::session::{PostgresOptions, PostgresStore, SystemClock};
+    let Ok(url) = std::env::var("BURROW_POSTGRES_URL") else {
+        eprintln!("BURROW_POSTGRES_URL is not set (run `cargo xtask setup`); not measured");
+        return None;
+    };
+    let schema = format!("bench_{}", uuid::Uuid::now_v7().simple());
+    let store = rt
+        .block_on(PostgresStore::connect_with(
+            &url,
+            Arc::new(SystemClock),
+            PostgresOptions::default().with_schema(&schema),
+        ))
+        .unwrap();
+    Some((Arc::new(store), schema))
+}
+
+#[cfg(feature = "postgres")]
+fn drop_schema(rt: &tokio::runtime::Runtime, schema: &str) {
+    let url = std::env::var("BURROW_POSTGRES_URL").unwrap();
+    rt.block_on(async {
+        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        client
+            .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
+            .await
+            .unwrap();
+    });
+}
+
+#[cfg(feature = "postgres")]
+#[divan::bench(sample_count = 5, sample_size = 1)]
+fn run_1000_turns_postgres(bencher: divan::Bencher) {
+    let rt = runtime();
+    if std::env::var("BURROW_POSTGRES_URL").is_err() {
+        eprintln!("run_1000_turns_postgres: BURROW_POSTGRES_URL is not set; not measured");
+        return;
+    }
+    let schemas = std::sync::Mutex::new(Vec::new());
+    bencher
+        .with_inputs(|| {
+            let (store, schema) = postgres(&rt).unwrap();
+            schemas.lock().unwrap().push(schema);
+            (store, agent(&rt, TURNS))
+        })
+        .bench_local_values(|(store, agent)| run(&rt, store, agent));
+    for schema in schemas.into_inner().unwrap() {
+        drop_schema(&rt, &schema);
+    }
+}
+
+/// One `send` to a fresh idle thread until a watcher of the run it started
+/// holds its first frame; then the run's model request is let through.
+fn first_frame(
+    rt: &tokio::runtime::Runtime,
+    runner: &Runner,
+    gate: &tokio::sync::Semaphore,
+    n: &std::sync::atomic::AtomicUsize,
+) {
+    let i = n.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let scope = Scope::new("bench", "ws");
+    let thread = scope.thread(format!("w{i}"));
+    rt.block_on(async {
+        let sent = runner.send(&thread, "user", "go", None).await.unwrap();
+        let run = sent.run.unwrap();
+        let frame = runner.watch(&scope, run.run_id()).next().await.unwrap();
+        assert!(!frame.event.is_end(), "the run was live when watched");
+        divan::black_box(frame);
+    });
+    // One permit per run: a run that reaches its request later still finds it.
+    gate.add_permits(1);
+}
+
+/// An agent whose one model request waits for `gate` (so the run is live while watched), then answers text.
+fn gated_agent(gate: Arc<tokio::sync::Semaphore>) -> Agent {
+    Agent::new(Arc::new(ScriptedModel::new_async(move |_| {
+        let gate = gate.clone();
+        async move {
+            gate.acquire().await.unwrap().forget();
+            Ok(ScriptedResponse::text("done"))
+        }
+    })))
+}
+
+fn bench_first_frame(bencher: divan::Bencher, store: Arc<dyn SessionStore>) {
+    let rt = runtime();
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let runner = Runner::new(gated_agent(gate.clone()), store);
+    let n = std::sync::atomic::AtomicUsize::new(0);
+    bencher.bench_local(|| first_frame(&rt, &runner, &gate, &n));
+    rt.block_on(runner.drain());
+}
+
+#[divan::bench(sample_count = 20, sample_size = 10)]
+fn send_to_first_frame_memory(bencher: divan::Bencher) {
+    bench_first_frame(bencher, Arc::new(MemoryStore::new()));
+}
+
+#[divan::bench(sample_count = 20, sample_size = 10)]
+fn send_to_first_frame_sqlite(bencher: divan::Bencher) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("sessions.db")).unwrap();
+    bench_first_frame(bencher, Arc::new(store));
+}
+
+#[cfg(feature = "postgres")]
+#[divan::bench(sample_count = 20, sample_size = 10)]
+fn send_to_first_frame_postgres(bencher: divan::Bencher) {
+    let rt = runtime();
+    let Some((store, schema)) = postgres(&rt) else {
+        return;
+    };
+    bench_first_frame(bencher, store);
+    drop_schema(&rt, &schema);
 }

@@ -15,7 +15,7 @@ use tracing::Instrument;
 
 use super::ask::{AskUser, Asked, PendingRequest, RequestKind as AskKind};
 use super::claim::{DEFAULT_CLAIM_TTL, RenewError, keep_claim};
-use super::durable::{CallLog, CallState, Durable, repair};
+use super::durable::{CallLog, CallState, Durable, call_key, repair};
 use super::error::{RunnerError, RunnerErrorKind, RunnerResult};
 use super::live::{FanoutChannel, LiveChannel, LiveEvent, LiveFrame, with_live};
 use super::turn::{EndedTurn, TurnContext, TurnEvaluator, TurnInfo};
@@ -25,9 +25,10 @@ use crate::agent::{
 };
 use crate::message::{Message, ToolResult, Usage};
 use crate::session::{
-    Answer, Claim, ClaimAttempt, CommandKey, Commit, Fence, HistoryItem, MAX_PAGE, MessageKind,
-    PostedMessage, RequestKind, RequestSpec, RunEnd, RunRecord, Scope, SessionStore, StoreError,
-    StoreErrorKind, ThreadKey, ThreadStatus, ToolCallStatus, Trigger, Write, load_history,
+    Answer, Claim, ClaimAttempt, CommandKey, Commit, Committed, Fence, HistoryItem, MAX_PAGE,
+    MessageKind, PostedMessage, RequestKind, RequestSpec, RunEnd, RunRecord, Scope, SessionStore,
+    StoreError, StoreErrorKind, ThreadKey, ThreadStatus, ToolCallStatus, Trigger, Write,
+    load_history,
 };
 use crate::tool::{CallContext, ToolRegistry};
 use crate::tools::ToolOutput;
@@ -889,9 +890,7 @@ impl Inner {
             .collect();
         let recorded = Arc::new(Mutex::new(HashMap::new()));
         let log: Arc<dyn CallLog> = Arc::new(StoreLog {
-            store: self.store.clone(),
-            thread: thread.clone(),
-            fence: fence.clone(),
+            commits: SegmentCommits::new(self.store.clone(), thread.clone(), fence.clone()),
             recorded,
         });
         let tools = self.tools_for_repair();
@@ -1178,16 +1177,23 @@ impl Inner {
             Ok(h) => h,
             Err(e) => {
                 let result = fail("store_failed", format!("loading the history failed: {e}"));
-                self.record_end(thread, &fence, run_id, &result, Vec::new(), None)
-                    .await;
+                self.record_end(
+                    thread,
+                    &fence,
+                    run_id,
+                    &result,
+                    Vec::new(),
+                    Vec::new(),
+                    None,
+                )
+                .await;
                 return result;
             }
         };
         let recorded = Arc::new(Mutex::new(HashMap::new()));
+        let commits = SegmentCommits::new(self.store.clone(), thread.clone(), fence.clone());
         let log: Arc<dyn CallLog> = Arc::new(StoreLog {
-            store: self.store.clone(),
-            thread: thread.clone(),
-            fence: fence.clone(),
+            commits: commits.clone(),
             recorded: recorded.clone(),
         });
         let asked = Arc::new(Asked::default());
@@ -1201,11 +1207,20 @@ impl Inner {
                 self.store.cursor(thread, TAKEN).await.unwrap_or(0),
             ),
         };
+        let mut recorded_tools: HashSet<String> = self
+            .agent
+            .tools()
+            .tools()
+            .iter()
+            .map(|t| t.name().to_owned())
+            .collect();
+        if self.config.ask_user {
+            recorded_tools.insert(super::ask::ASK_USER.to_owned());
+        }
         let durable = Arc::new(DurableRun {
-            store: self.store.clone(),
-            thread: thread.clone(),
+            commits,
             run_id: run_id.to_owned(),
-            fence: fence.clone(),
+            recorded_tools,
             requested_by,
             state: Mutex::new(RunBook {
                 persisted: history.len(),
@@ -1267,11 +1282,13 @@ impl Inner {
         }
         let items = durable.items(&history);
         let delivered = durable.book().delivered;
+        let held = durable.commits.take_held();
         self.record_end(
             thread,
             &fence,
             run_id,
             &result,
+            held,
             items,
             Some((requests, delivered)),
         )
@@ -1352,20 +1369,25 @@ impl Inner {
         }
     }
 
-    /// Records a segment's end: the history left to save, the usage, and the
-    /// end (or pause) with the taken cursor, in one fenced commit. A record
-    /// refused because the claim was lost is dropped: the next claimant
-    /// records the run as abandoned.
+    /// Records a segment's end: a held call finish, the history left to save,
+    /// the usage, and the end (or pause) with the taken cursor, in one fenced
+    /// commit. A record refused because the claim was lost is dropped: the
+    /// next claimant records the run as abandoned.
+    #[allow(clippy::too_many_arguments)] // the one commit that ends a segment
     async fn record_end(
         &self,
         thread: &ThreadKey,
         fence: &Fence,
         run_id: &str,
         result: &RunResult,
+        held: Vec<Write>,
         items: Vec<HistoryItem>,
         pause: Option<(Vec<PendingRequest>, u64)>,
     ) {
         let mut commit = Commit::new().fenced(fence.clone());
+        for write in held {
+            commit = commit.write(write);
+        }
         if !items.is_empty() {
             commit = commit.write(Write::AppendHistory {
                 run_id: Some(run_id.to_owned()),
@@ -1450,11 +1472,88 @@ fn approvals(history: &[Message]) -> Vec<PendingRequest> {
         .collect()
 }
 
-/// A run's tool calls recorded in the store, under the run's claim.
-struct StoreLog {
+/// What a segment's commits share (ADR 0185): the calls its answer's commit
+/// recorded started, the held finish of a batch's last call, and the thread's
+/// head as the segment's own commits saw it.
+struct Ledger {
+    /// Calls recorded started with their answer whose wrapper has not run them yet.
+    announced: HashSet<String>,
+    /// Calls recorded started with their answer whose finish is not committed yet.
+    unfinished: HashSet<String>,
+    /// The finish of the batch's last call, held for the commit that saves the results.
+    held: Vec<Write>,
+    /// The thread's head after the segment's latest commit (`None` before its first).
+    head: Option<u64>,
+    /// Whether something else may have been committed to the thread since the
+    /// last steering read (a post by anyone: the only unfenced write).
+    moved: bool,
+}
+
+impl Ledger {
+    /// Notes a commit of this segment: the head moved by other writers when
+    /// the commit's first event does not follow the head the segment last saw.
+    fn saw(&mut self, done: &Committed) {
+        let ours = u64::try_from(done.seqs.len()).unwrap_or(u64::MAX);
+        let before = done.head_seq.saturating_sub(ours);
+        if self.head != Some(before) {
+            self.moved = true;
+        }
+        self.head = Some(self.head.map_or(done.head_seq, |h| h.max(done.head_seq)));
+    }
+}
+
+/// A segment's commits to its thread, fenced by its claim.
+#[derive(Clone)]
+struct SegmentCommits {
     store: Arc<dyn SessionStore>,
     thread: ThreadKey,
     fence: Fence,
+    ledger: Arc<Mutex<Ledger>>,
+}
+
+impl SegmentCommits {
+    fn new(store: Arc<dyn SessionStore>, thread: ThreadKey, fence: Fence) -> Self {
+        Self {
+            store,
+            thread,
+            fence,
+            ledger: Arc::new(Mutex::new(Ledger {
+                announced: HashSet::new(),
+                unfinished: HashSet::new(),
+                held: Vec::new(),
+                head: None,
+                moved: true,
+            })),
+        }
+    }
+
+    fn ledger(&self) -> MutexGuard<'_, Ledger> {
+        self.ledger.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Commits `writes` (and the taken cursor when `delivered` is past 0) under the claim.
+    async fn commit(&self, writes: Vec<Write>, delivered: u64) -> Result<Committed, StoreError> {
+        let mut commit = Commit::new().fenced(self.fence.clone());
+        for write in writes {
+            commit = commit.write(write);
+        }
+        if delivered > 0 {
+            commit = commit.cursor(TAKEN, delivered);
+        }
+        let done = self.store.commit(&self.thread, commit).await?;
+        self.ledger().saw(&done);
+        Ok(done)
+    }
+
+    /// The held finish, if any, to lead the next commit.
+    fn take_held(&self) -> Vec<Write> {
+        std::mem::take(&mut self.ledger().held)
+    }
+}
+
+/// A run's tool calls recorded in the store, under the run's claim.
+struct StoreLog {
+    commits: SegmentCommits,
     /// The results recorded, so the history refers to them instead of copying them.
     recorded: Arc<Mutex<HashMap<String, ToolResult>>>,
 }
@@ -1468,18 +1567,18 @@ impl CallLog for StoreLog {
         tool: &str,
         effect_key: &str,
     ) -> Result<(), String> {
-        self.store
-            .commit(
-                &self.thread,
-                Commit::new()
-                    .fenced(self.fence.clone())
-                    .write(Write::ToolStarted {
-                        run_id: run_id.to_owned(),
-                        call_id: call_id.to_owned(),
-                        name: tool.to_owned(),
-                        effect_key: Some(effect_key.to_owned()),
-                    }),
-            )
+        if self.commits.ledger().announced.remove(call_id) {
+            // Recorded started in the commit that saved its answer.
+            return Ok(());
+        }
+        let write = Write::ToolStarted {
+            run_id: run_id.to_owned(),
+            call_id: call_id.to_owned(),
+            name: tool.to_owned(),
+            effect_key: Some(effect_key.to_owned()),
+        };
+        self.commits
+            .commit(vec![write], 0)
             .await
             .map(|_| ())
             .map_err(|e| e.to_string())
@@ -1498,19 +1597,29 @@ impl CallLog for StoreLog {
             content: output.text.clone(),
             is_error: output.is_error,
         };
-        self.store
-            .commit(
-                &self.thread,
-                Commit::new()
-                    .fenced(self.fence.clone())
-                    .write(Write::ToolFinished {
-                        run_id: run_id.to_owned(),
-                        call_id: call_id.to_owned(),
-                        result: result.clone(),
-                    }),
-            )
-            .await
-            .map_err(|e| e.to_string())?;
+        let write = Write::ToolFinished {
+            run_id: run_id.to_owned(),
+            call_id: call_id.to_owned(),
+            result: result.clone(),
+        };
+        let held = {
+            let mut ledger = self.commits.ledger();
+            // The batch's last call: nothing else runs before the results are
+            // saved, so its finish rides in that commit (ADR 0185).
+            let last = ledger.unfinished.remove(call_id)
+                && ledger.unfinished.is_empty()
+                && ledger.announced.is_empty();
+            if last {
+                ledger.held.push(write.clone());
+            }
+            last
+        };
+        if !held {
+            self.commits
+                .commit(vec![write], 0)
+                .await
+                .map_err(|e| e.to_string())?;
+        }
         self.recorded
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -1532,10 +1641,10 @@ struct RunBook {
 /// The runner's observer inside one segment: steering, saving the history
 /// as it grows, and pausing on questions.
 struct DurableRun {
-    store: Arc<dyn SessionStore>,
-    thread: ThreadKey,
+    commits: SegmentCommits,
     run_id: String,
-    fence: Fence,
+    /// The tools whose calls are recorded (the wrapped ones).
+    recorded_tools: HashSet<String>,
     requested_by: Option<String>,
     state: Mutex<RunBook>,
     recorded: Arc<Mutex<HashMap<String, ToolResult>>>,
@@ -1575,27 +1684,48 @@ impl DurableRun {
         items
     }
 
-    /// Saves what the history gained, with the taken cursor, under the claim.
-    async fn save(&self, history: &[Message]) -> Result<(), RunFailure> {
+    /// Saves what the history gained (after a held call finish, before
+    /// `started`), with the taken cursor, under the claim.
+    async fn save(&self, history: &[Message], started: Vec<Write>) -> Result<(), RunFailure> {
         let items = self.items(history);
-        if items.is_empty() {
+        let mut writes = self.commits.take_held();
+        if items.is_empty() && writes.is_empty() && started.is_empty() {
             return Ok(());
         }
-        let delivered = self.book().delivered;
-        let mut commit = Commit::new()
-            .fenced(self.fence.clone())
-            .write(Write::AppendHistory {
+        if !items.is_empty() {
+            writes.push(Write::AppendHistory {
                 run_id: Some(self.run_id.clone()),
                 items,
             });
-        if delivered > 0 {
-            commit = commit.cursor(TAKEN, delivered);
         }
-        self.store
-            .commit(&self.thread, commit)
+        writes.extend(started);
+        let delivered = self.book().delivered;
+        self.commits
+            .commit(writes, delivered)
             .await
             .map(|_| ())
             .map_err(store_failure)
+    }
+
+    /// The `ToolStarted` records of the last answer's recorded calls.
+    fn announce(&self, history: &[Message]) -> (Vec<String>, Vec<Write>) {
+        let Some(answer) = history.last() else {
+            return (Vec::new(), Vec::new());
+        };
+        answer
+            .tool_calls()
+            .filter(|c| self.recorded_tools.contains(&c.name))
+            .map(|c| {
+                let key = call_key(&self.run_id, &c.id, &c.name);
+                let write = Write::ToolStarted {
+                    run_id: self.run_id.clone(),
+                    call_id: c.id.clone(),
+                    name: c.name.clone(),
+                    effect_key: Some(key),
+                };
+                (c.id.clone(), write)
+            })
+            .unzip()
     }
 }
 
@@ -1613,10 +1743,16 @@ fn store_failure(e: StoreError) -> RunFailure {
 #[async_trait]
 impl RunObserver for DurableRun {
     async fn before_request(&self, history: &[Message]) -> Result<Vec<Message>, RunFailure> {
+        if !std::mem::take(&mut self.commits.ledger().moved) {
+            // Nothing was posted since the last read: the segment's own
+            // commits account for every event since (ADR 0185).
+            return Ok(Vec::new());
+        }
         let delivered = self.book().delivered;
         let posted = self
+            .commits
             .store
-            .messages(&self.thread, delivered, MAX_PAGE)
+            .messages(&self.commits.thread, delivered, MAX_PAGE)
             .await
             .map_err(store_failure)?;
         let mut steering = Vec::new();
@@ -1638,11 +1774,16 @@ impl RunObserver for DurableRun {
     }
 
     async fn answered(&self, history: &[Message]) -> Result<(), RunFailure> {
-        self.save(history).await
+        let (calls, started) = self.announce(history);
+        self.save(history, started).await?;
+        let mut ledger = self.commits.ledger();
+        ledger.announced = calls.iter().cloned().collect();
+        ledger.unfinished = calls.into_iter().collect();
+        Ok(())
     }
 
     async fn batch_ended(&self, history: &[Message]) -> Result<Option<String>, RunFailure> {
-        self.save(history).await?;
+        self.save(history, Vec::new()).await?;
         Ok((!self.asked.is_empty()).then(|| "waiting for an answer".to_owned()))
     }
 }

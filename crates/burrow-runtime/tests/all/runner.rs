@@ -1,4 +1,4 @@
-//! The Runner over session stores: runs from messages, steering, pauses answered from another runner, exactly-once consumption, abandoned runs repaired from their tool-call records, stops, deduplicated commands, live watching, and interleavings forced with a gate on the store. Every scenario runs on the memory and the SQLite store.
+//! The Runner over session stores: runs from messages, steering, pauses answered from another runner, exactly-once consumption, abandoned runs repaired from their tool-call records, stops, deduplicated commands, live watching, and interleavings forced with a gate on the store. Every scenario runs on the memory, the SQLite and (feature `postgres`) the PostgreSQL store.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -32,6 +32,9 @@ struct Fixture {
     store: Arc<dyn SessionStore>,
     clock: Arc<ManualClock>,
     _dir: Option<tempfile::TempDir>,
+    /// Drops the PostgreSQL fixture's schema.
+    #[cfg(feature = "postgres")]
+    _schema: Option<super::session::postgres::DropSchema>,
 }
 
 fn memory() -> Fixture {
@@ -40,6 +43,8 @@ fn memory() -> Fixture {
         store: Arc::new(MemoryStore::with_clock(clock.clone())),
         clock,
         _dir: None,
+        #[cfg(feature = "postgres")]
+        _schema: None,
     }
 }
 
@@ -56,6 +61,22 @@ fn sqlite() -> Fixture {
         store: Arc::new(store),
         clock,
         _dir: Some(dir),
+        #[cfg(feature = "postgres")]
+        _schema: None,
+    }
+}
+
+/// A PostgreSQL store in a fresh schema of the test database (`BURROW_POSTGRES_URL`;
+/// under `CI=true` a missing server fails the test, naming it).
+#[cfg(feature = "postgres")]
+async fn postgres() -> Fixture {
+    let clock = Arc::new(ManualClock::default());
+    let (store, schema) = super::session::postgres::fresh_store(clock.clone()).await;
+    Fixture {
+        store,
+        clock,
+        _dir: None,
+        _schema: Some(schema),
     }
 }
 
@@ -72,6 +93,14 @@ macro_rules! on_every_store {
                 super::$name(super::sqlite()).await;
             }
         })*
+        /// The scenarios on PostgreSQL (a module of that name, so a missing server is skipped or, under CI, fails).
+        #[cfg(feature = "postgres")]
+        mod postgres {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                super::$name(super::postgres().await).await;
+            })*
+        }
     };
 }
 

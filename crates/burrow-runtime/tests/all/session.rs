@@ -70,7 +70,7 @@ mod sqlite {
 }
 
 #[cfg(feature = "postgres")]
-mod postgres {
+pub(crate) mod postgres {
     //! Each test works in a fresh schema of the test database, dropped when its fixture is.
     use super::*;
     use burrow_runtime::session::{PostgresOptions, PostgresStore};
@@ -85,7 +85,7 @@ mod postgres {
     }
 
     /// Drops the test's schema (on a thread of its own: the test's runtime may be gone).
-    struct DropSchema {
+    pub(crate) struct DropSchema {
         url: String,
         schema: String,
     }
@@ -124,12 +124,31 @@ mod postgres {
         }
     }
 
-    #[allow(clippy::expect_used)] // a fixture that cannot be built fails its test
-    async fn make() -> Fixture {
+    /// A fresh schema of the test database: the locator `open` takes (the URL
+    /// tagged with the schema's name, then the schema) and what drops it.
+    pub(crate) fn fresh_schema() -> (String, DropSchema) {
         let url = require(Part::Postgres);
         let schema = format!("t_{}", uuid::Uuid::now_v7().simple());
         let sep = if url.contains('?') { '&' } else { '?' };
         let locator = format!("{url}{sep}application_name={schema} {schema}");
+        (locator, DropSchema { url, schema })
+    }
+
+    /// A store in a fresh schema on `clock`, and what drops the schema.
+    #[allow(clippy::expect_used)] // a fixture that cannot be built fails its test
+    pub(crate) async fn fresh_store(
+        clock: Arc<ManualClock>,
+    ) -> (Arc<dyn SessionStore>, DropSchema) {
+        let (locator, guard) = fresh_schema();
+        let store = open(&locator, clock)
+            .await
+            .expect("connect to the test PostgreSQL server");
+        (store, guard)
+    }
+
+    #[allow(clippy::expect_used)] // a fixture that cannot be built fails its test
+    async fn make() -> Fixture {
+        let (locator, guard) = fresh_schema();
         let clock = Arc::new(ManualClock::default());
         let store = open(&locator, clock.clone())
             .await
@@ -150,7 +169,7 @@ mod postgres {
             .with_reopen(reopen)
             .with_sibling(sibling)
             .with_child(locator)
-            .with_guard(DropSchema { url, schema })
+            .with_guard(guard)
     }
 
     async fn open_child(
