@@ -142,7 +142,9 @@ pub(crate) fn record_response(span: &Span, usage: &Usage, finish: &FinishReason)
     ];
     for (field, count) in counts {
         if let Some(count) = count {
-            span.record(field, count);
+            // OpenTelemetry's integers are i64, and tracing-opentelemetry exports a
+            // u64 field as text; the counts never come near i64::MAX.
+            span.record(field, i64::try_from(count).unwrap_or(i64::MAX));
         }
     }
     span.record("gen_ai.response.finish_reasons", finish_reason(finish));
