@@ -28,16 +28,16 @@ use tokio::sync::oneshot;
 // ---------------------------------------------------------------- fixtures
 
 /// A store to run a scenario on, and what keeps it alive.
-struct Fixture {
-    store: Arc<dyn SessionStore>,
-    clock: Arc<ManualClock>,
+pub(super) struct Fixture {
+    pub(super) store: Arc<dyn SessionStore>,
+    pub(super) clock: Arc<ManualClock>,
     _dir: Option<tempfile::TempDir>,
     /// Drops the PostgreSQL fixture's schema.
     #[cfg(feature = "postgres")]
     _schema: Option<super::session::postgres::DropSchema>,
 }
 
-fn memory() -> Fixture {
+pub(super) fn memory() -> Fixture {
     let clock = Arc::new(ManualClock::default());
     Fixture {
         store: Arc::new(MemoryStore::with_clock(clock.clone())),
@@ -48,7 +48,7 @@ fn memory() -> Fixture {
     }
 }
 
-fn sqlite() -> Fixture {
+pub(super) fn sqlite() -> Fixture {
     let clock = Arc::new(ManualClock::default());
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open_with(
@@ -69,7 +69,7 @@ fn sqlite() -> Fixture {
 /// A PostgreSQL store in a fresh schema of the test database (`BURROW_POSTGRES_URL`;
 /// under `CI=true` a missing server fails the test, naming it).
 #[cfg(feature = "postgres")]
-async fn postgres() -> Fixture {
+pub(super) async fn postgres() -> Fixture {
     let clock = Arc::new(ManualClock::default());
     let (store, schema) = super::session::postgres::fresh_store(clock.clone()).await;
     Fixture {
@@ -103,6 +103,8 @@ macro_rules! on_every_store {
         }
     };
 }
+
+pub(super) use on_every_store;
 
 on_every_store!(
     a_message_in_an_idle_thread_starts_a_run_whose_history_refers_to_the_message,

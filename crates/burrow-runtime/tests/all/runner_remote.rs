@@ -1,4 +1,4 @@
-//! Runs driven from another runner over the same store (ADR 0180): a stop requested through the store stops the holder's run, a paused run is stopped under the stopper's own claim, and a waiter takes over a thread whose holder's claim lapsed. Every scenario runs on the memory and the SQLite store.
+//! Runs driven from another runner over the same store (ADR 0180): a stop requested through the store stops the holder's run, a paused run is stopped under the stopper's own claim, and a waiter takes over a thread whose holder's claim lapsed. Every scenario runs on every store of the runner tests (memory, SQLite and, with feature `postgres`, PostgreSQL).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -6,62 +6,18 @@ use std::time::Duration;
 use burrow_runtime::agent::{Agent, Outcome};
 use burrow_runtime::model::{ScriptedModel, ScriptedResponse};
 use burrow_runtime::runner::{Runner, RunnerConfig, StopRequest, Taken};
-use burrow_runtime::session::{
-    ManualClock, MemoryStore, RunStatus, Scope, SessionStore, SqliteOptions, SqliteStore,
-};
+use burrow_runtime::session::{RunStatus, Scope};
 use burrow_runtime::tool::{ToolOutput, ToolRegistry};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use tokio::sync::oneshot;
 
+#[cfg(feature = "postgres")]
+use super::runner::postgres;
+use super::runner::{Fixture, memory, on_every_store, sqlite};
+
 const POLL: Duration = Duration::from_millis(5);
-
-struct Fixture {
-    store: Arc<dyn SessionStore>,
-    clock: Arc<ManualClock>,
-    _dir: Option<tempfile::TempDir>,
-}
-
-fn memory() -> Fixture {
-    let clock = Arc::new(ManualClock::default());
-    Fixture {
-        store: Arc::new(MemoryStore::with_clock(clock.clone())),
-        clock,
-        _dir: None,
-    }
-}
-
-fn sqlite() -> Fixture {
-    let clock = Arc::new(ManualClock::default());
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open_with(
-        dir.path().join("sessions.db"),
-        clock.clone(),
-        SqliteOptions::default(),
-    )
-    .unwrap();
-    Fixture {
-        store: Arc::new(store),
-        clock,
-        _dir: Some(dir),
-    }
-}
-
-macro_rules! on_every_store {
-    ($($name:ident),* $(,)?) => {
-        $(mod $name {
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn memory() {
-                super::$name(super::memory()).await;
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn sqlite() {
-                super::$name(super::sqlite()).await;
-            }
-        })*
-    };
-}
 
 on_every_store!(
     a_stop_requested_by_another_runner_stops_the_holders_run,
