@@ -89,6 +89,32 @@ impl Session {
             .unwrap()
     }
 
+    /// Starts `burrow --json run MESSAGE` on thread `t` whose first tool call is held
+    /// by the blocking hook until [`Session::release`] (its second answer is `text`),
+    /// with `extra` flags, and waits until the hook holds it.
+    fn spawn_holder(&self, message: &str, text: &str, extra: &[&str]) -> Child {
+        let settings = self.blocking_settings();
+        let held = self.held_script("held.jsonl", text);
+        let spec = self.spec();
+        let mut args = vec![
+            "--json",
+            "run",
+            message,
+            "--model",
+            &held,
+            "--settings",
+            &settings,
+            "--session",
+            &spec,
+            "--thread",
+            "t",
+        ];
+        args.extend_from_slice(extra);
+        let child = self.spawn(&args);
+        self.wait_for("started");
+        child
+    }
+
     /// Waits until the file `name` exists.
     fn wait_for(&self, name: &str) {
         let path = self.path(name);
@@ -259,23 +285,8 @@ fn an_idle_thread_run_streams_and_is_recorded() {
 fn a_second_run_steers_the_run_another_process_holds_and_waits_until_carried_out() {
     let s = Session::new();
     let spec = s.spec();
-    let settings = s.blocking_settings();
-    let held = s.held_script("held.jsonl", "done with both");
-    let mut holder = s.spawn(&[
-        "--json",
-        "run",
-        "first",
-        "--model",
-        &held,
-        "--settings",
-        &settings,
-        "--session",
-        &spec,
-        "--thread",
-        "t",
-    ]);
+    let mut holder = s.spawn_holder("first", "done with both", &[]);
     let holder_lines = lines(holder.stdout.take().unwrap());
-    s.wait_for("started");
 
     let unused = s.script(
         "unused.jsonl",
@@ -325,24 +336,7 @@ fn a_second_run_steers_the_run_another_process_holds_and_waits_until_carried_out
 fn a_killed_holder_is_taken_over_and_its_run_recorded_abandoned() {
     let s = Session::new();
     let spec = s.spec();
-    let settings = s.blocking_settings();
-    let held = s.held_script("held.jsonl", "never said");
-    let mut holder = s.spawn(&[
-        "--json",
-        "run",
-        "first",
-        "--model",
-        &held,
-        "--settings",
-        &settings,
-        "--session",
-        &spec,
-        "--thread",
-        "t",
-        "--claim-ttl",
-        "1",
-    ]);
-    s.wait_for("started");
+    let mut holder = s.spawn_holder("first", "never said", &["--claim-ttl", "1"]);
     let taker_model = s.script("taker.jsonl", &[json!({"text": "taken over"})]);
     let mut taker = s.spawn(&[
         "--json",
@@ -447,22 +441,7 @@ fn a_paused_thread_is_answered_from_another_process_and_resumes() {
 fn thread_stop_from_another_process_stops_the_running_run() {
     let s = Session::new();
     let spec = s.spec();
-    let settings = s.blocking_settings();
-    let held = s.held_script("held.jsonl", "never said");
-    let holder = s.spawn(&[
-        "--json",
-        "run",
-        "work",
-        "--model",
-        &held,
-        "--settings",
-        &settings,
-        "--session",
-        &spec,
-        "--thread",
-        "t",
-    ]);
-    s.wait_for("started");
+    let holder = s.spawn_holder("work", "never said", &[]);
     let stopped = s.burrow(&["--json", "thread", "stop", "t", "--session", &spec]);
     stopped.assert_code(0);
     let line = stopped.json();
