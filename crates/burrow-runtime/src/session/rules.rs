@@ -332,21 +332,30 @@ struct State<'a> {
 }
 
 impl State<'_> {
-    fn run(&mut self, run_id: &str) -> StoreResult<&mut RunRecord> {
-        match self.runs.get_mut(run_id) {
-            Some(run) if run.thread == self.key.thread => {
-                self.touched_runs.insert(run_id.to_string());
-                Ok(run)
-            }
-            _ => Err(StoreError::not_found(format!(
-                "thread {} has no run {run_id}",
-                self.key.thread
-            ))),
-        }
+    /// The thread's run `run_id`, unchanged.
+    fn run_ref(&self, run_id: &str) -> StoreResult<&RunRecord> {
+        self.runs
+            .get(run_id)
+            .filter(|run| run.thread == self.key.thread)
+            .ok_or_else(|| {
+                StoreError::not_found(format!("thread {} has no run {run_id}", self.key.thread))
+            })
     }
 
-    fn run_in(&mut self, run_id: &str, allowed: &[RunStatus], doing: &str) -> StoreResult<()> {
-        let run = self.run(run_id)?;
+    /// The thread's run `run_id`, marked changed (its row is saved).
+    fn run(&mut self, run_id: &str) -> StoreResult<&mut RunRecord> {
+        self.run_ref(run_id)?;
+        self.touched_runs.insert(run_id.to_string());
+        self.runs
+            .get_mut(run_id)
+            .ok_or_else(|| StoreError::not_found(format!("no run {run_id}")))
+    }
+
+    /// Checks that the thread's run `run_id` is in one of `allowed` without
+    /// marking it changed: a write that only needs the run live (history,
+    /// tool calls) leaves the run's row alone, so a turn does not rewrite it.
+    fn run_in(&self, run_id: &str, allowed: &[RunStatus], doing: &str) -> StoreResult<()> {
+        let run = self.run_ref(run_id)?;
         if allowed.contains(&run.status) {
             Ok(())
         } else {
@@ -503,6 +512,9 @@ pub(crate) fn apply(
         cursors.retain(|(n, _)| *n != mv.name);
         cursors.push((mv.name, current.max(to)));
     }
+    // A cursor that did not move is not rewritten (a runner names its taken
+    // cursor in every commit of a turn; it moves only when a message is taken).
+    cursors.retain(|(name, value)| snap.cursors.get(name).copied().unwrap_or(0) != *value);
     st.thread.updated_at_ms = now;
     let runs = st
         .touched_runs
@@ -988,5 +1000,96 @@ pub(crate) fn release(row: Option<&ClaimRow>, claim: &Claim) -> Option<ClaimRow>
         })
     } else {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::types::{Fence, MessageKind, RunEnd, Scope, Trigger};
+
+    fn fenced() -> Commit {
+        Commit::new().fenced(Fence {
+            holder: "runner".into(),
+            token: 1,
+        })
+    }
+
+    /// The rows a store holds after a commit that left `thread`, as the next commit's snapshot.
+    fn snapshot(thread: ThreadInfo, run: Option<&RunRecord>, taken: Option<u64>) -> Snapshot {
+        Snapshot {
+            thread: Some(thread),
+            claim: Some(ClaimRow {
+                holder: Some("runner".into()),
+                token: 1,
+                expires_at_ms: i64::MAX,
+            }),
+            runs: run
+                .map(|r| (r.run_id.clone(), r.clone()))
+                .into_iter()
+                .collect(),
+            messages: [("m1".to_string(), "th".to_string())].into(),
+            cursors: taken
+                .map(|v| ("taken".to_string(), v))
+                .into_iter()
+                .collect(),
+            ..Snapshot::default()
+        }
+    }
+
+    #[test]
+    fn only_writes_that_change_a_run_or_move_a_cursor_rewrite_it() {
+        let key = Scope::new("t", "w").thread("th");
+        let post = Commit::new().write(Write::PostMessage {
+            id: "m1".into(),
+            author: "alice".into(),
+            kind: MessageKind::Message,
+            text: "go".into(),
+        });
+        let posted = apply(&key, Snapshot::default(), post, 1).unwrap();
+        let start = fenced()
+            .write(Write::StartRun {
+                run_id: "r1".into(),
+                trigger: Trigger::Message,
+                requested_by: Some("alice".into()),
+                message_ids: vec!["m1".into()],
+            })
+            .cursor("taken", 1);
+        let started = apply(&key, snapshot(posted.thread, None, None), start, 2).unwrap();
+        assert_eq!(started.runs.len(), 1, "a start writes its run");
+        assert_eq!(started.cursors, vec![("taken".to_string(), 1)]);
+        let run = started.runs[0].clone();
+
+        let append = fenced()
+            .write(Write::AppendHistory {
+                run_id: Some("r1".into()),
+                items: vec![HistoryItem::Message {
+                    message: Message::user("hello"),
+                }],
+            })
+            .cursor("taken", 1);
+        let snap = snapshot(started.thread, Some(&run), Some(1));
+        let appended = apply(&key, snap, append, 3).unwrap();
+        assert_eq!(appended.history.len(), 1);
+        assert!(
+            appended.runs.is_empty(),
+            "a history append leaves its run's row alone"
+        );
+        assert!(
+            appended.cursors.is_empty(),
+            "a cursor that did not move is not written"
+        );
+
+        let end = fenced()
+            .write(Write::EndRun {
+                run_id: "r1".into(),
+                end: RunEnd::Completed,
+            })
+            .cursor("taken", 2);
+        let snap = snapshot(appended.thread, Some(&run), Some(1));
+        let ended = apply(&key, snap, end, 4).unwrap();
+        assert_eq!(ended.runs.len(), 1, "an end writes its run");
+        assert_eq!(ended.runs[0].status, RunStatus::Completed);
+        assert_eq!(ended.cursors, vec![("taken".to_string(), 2)]);
     }
 }

@@ -1,4 +1,4 @@
-//! `SqliteStore`: the session store in one SQLite file (WAL), one `BEGIN IMMEDIATE` transaction per commit, blocking work on tokio's blocking pool.
+//! `SqliteStore`: the session store in one SQLite file (WAL), one `BEGIN IMMEDIATE` transaction per commit, its blocking calls lent a worker thread or run on tokio's blocking pool.
 //!
 //! # Semantics
 //! - **One file, many processes.** Every process opens the same file; SQLite's
@@ -10,8 +10,11 @@
 //!   survives the process dying at any point; a power loss may drop the last
 //!   commits (not corrupt the file). [`SqliteStore::open_with`] with
 //!   `durable_fsync` syncs every commit (`synchronous=FULL`). ADR 0171.
-//! - **Blocking.** Each call runs on `tokio::task::spawn_blocking`; a busy
-//!   file is waited for up to 5 s (SQLite's busy handler), then a `Storage` error.
+//! - **Blocking.** On a multi-threaded tokio runtime each call runs in
+//!   `tokio::task::block_in_place` (the worker lends its other tasks to
+//!   another thread while it blocks); on a current-thread runtime it runs on
+//!   `tokio::task::spawn_blocking` (ADR 0195). A busy file is waited for up to
+//!   5 s (SQLite's busy handler), then a `Storage` error.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -66,10 +69,13 @@ CREATE TABLE IF NOT EXISTS session_runs (
     PRIMARY KEY (tenant, workspace, run_id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS session_runs_by_thread
     ON session_runs (tenant, workspace, thread, started_seq);
+-- A rowid table: its rows carry whole tool results, too big for a WITHOUT ROWID
+-- b-tree (SQLite advises those for rows under a twentieth of a page), whose
+-- inserts rebalance neighbouring pages; a finish updates the row in place (ADR 0195).
 CREATE TABLE IF NOT EXISTS session_tool_calls (
     tenant TEXT NOT NULL, workspace TEXT NOT NULL, run_id TEXT NOT NULL, call_id TEXT NOT NULL,
     started_seq INTEGER NOT NULL, doc TEXT NOT NULL,
-    PRIMARY KEY (tenant, workspace, run_id, call_id)) WITHOUT ROWID;
+    UNIQUE (tenant, workspace, run_id, call_id));
 CREATE TABLE IF NOT EXISTS session_cursors (
     tenant TEXT NOT NULL, workspace TEXT NOT NULL, thread TEXT NOT NULL, name TEXT NOT NULL,
     value INTEGER NOT NULL,
@@ -228,13 +234,24 @@ impl SqliteStore {
         F: FnOnce(&mut Connection, i64) -> StoreResult<T> + Send + 'static,
     {
         let inner = Arc::clone(&self.inner);
-        tokio::task::spawn_blocking(move || {
+        let call = move || {
             let now = inner.clock.now_ms();
             let mut conn = inner.conn.lock().unwrap_or_else(|e| e.into_inner());
             f(&mut conn, now)
-        })
-        .await
-        .map_err(|e| StoreError::storage("a SQLite session task stopped before it finished", e))?
+        };
+        // On a multi-threaded runtime the call runs on this thread, which
+        // hands its other tasks to another worker while it blocks: no hop to
+        // the blocking pool and back (two thread wake-ups per call), about a
+        // fifth of a durable turn (ADR 0195). A current-thread runtime cannot
+        // lend its only thread, so there the call goes to the blocking pool.
+        let multi_thread = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        if multi_thread {
+            return tokio::task::block_in_place(call);
+        }
+        tokio::task::spawn_blocking(call).await.map_err(|e| {
+            StoreError::storage("a SQLite session task stopped before it finished", e)
+        })?
     }
 
     async fn write<T, F>(&self, f: F) -> StoreResult<T>
@@ -484,11 +501,20 @@ fn save(conn: &Connection, key: &ThreadKey, ch: &Changes) -> StoreResult<()> {
     }
     for c in &ch.calls {
         conn.prepare_cached(
-            "INSERT OR REPLACE INTO session_tool_calls (tenant, workspace, run_id, call_id, started_seq, doc)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT INTO session_tool_calls (tenant, workspace, run_id, call_id, started_seq, doc)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+             ON CONFLICT (tenant, workspace, run_id, call_id)
+             DO UPDATE SET started_seq = excluded.started_seq, doc = excluded.doc",
         )
         .map_err(sql)?
-        .execute(params![t, w, c.run_id, c.call_id, int(c.started_seq), to_json(c)?])
+        .execute(params![
+            t,
+            w,
+            c.run_id,
+            c.call_id,
+            int(c.started_seq),
+            to_json(c)?
+        ])
         .map_err(sql)?;
     }
     for e in &ch.events {
