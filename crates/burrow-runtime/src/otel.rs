@@ -31,10 +31,10 @@
 //!   `gen_ai.tool.call.id`, `outcome` (`ok`, `refused`, `failed`,
 //!   `cancelled`).
 //!
-//! Metrics (ADR 0191): [`metrics`] makes the runtime's instruments from a
+//! Metrics (ADR 0191): [`metrics()`] makes the runtime's instruments from a
 //! meter provider, and an agent given them (`Agent::with_metrics`) records
 //! `gen_ai.client.token.usage`, `gen_ai.client.operation.duration`,
-//! `burrow.tool.calls` and `burrow.runs` (the [`metrics` module](self::metrics)
+//! `burrow.tool.calls` and `burrow.runs` (the [`metrics` module](mod@self::metrics)
 //! lists their attributes):
 //!
 //! ```

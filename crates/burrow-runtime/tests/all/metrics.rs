@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use burrow_runtime::agent::{Agent, FailureReason, Outcome, RunOptions};
+use burrow_runtime::agent::{Agent, CancelToken, FailureReason, Outcome, RunOptions};
 use burrow_runtime::message::{Message, Usage};
 use burrow_runtime::model::{ModelError, ModelErrorKind, ScriptedModel, ScriptedResponse};
 use burrow_runtime::runner::Runner;
@@ -339,6 +339,39 @@ async fn a_failing_model_request_records_its_error_type_and_a_failed_run() {
     );
     assert_eq!(runs.value, Value::Count(1));
     assert_no_ids_or_text(&points, &["CANARY", &result.run_id]);
+}
+
+#[tokio::test]
+async fn a_request_the_run_cancels_records_error_type_cancelled_and_a_stopped_run() {
+    let exported = Exported::new();
+    let cancel = CancelToken::new();
+    let asked = cancel.clone();
+    // The model cancels the run as it is asked, then never answers.
+    let model = ScriptedModel::new_async(move |_| {
+        asked.cancel();
+        futures::future::pending()
+    })
+    .named("scripted:test-model");
+    let agent = Agent::new(Arc::new(model)).with_metrics(exported.metrics());
+    let mut history = vec![Message::user("go")];
+    let options = RunOptions {
+        cancel,
+        ..RunOptions::default()
+    };
+    let result = agent
+        .run_with(&mut history, None, options, &mut |_| {})
+        .await;
+    assert_eq!(result.outcome.name(), "stopped");
+    let points = exported.points();
+    let cancelled = point(
+        &points,
+        "gen_ai.client.operation.duration",
+        &with(&[("error.type", "cancelled")]),
+    );
+    assert!(matches!(cancelled.value, Value::Histogram { count: 1, .. }));
+    let runs = point(&points, "burrow.runs", &[("outcome", "stopped")]);
+    assert_eq!(runs.value, Value::Count(1));
+    assert_no_ids_or_text(&points, &[&result.run_id]);
 }
 
 #[tokio::test]
