@@ -56,7 +56,11 @@ says so on stderr (`burrow: note: ...`).
 
 --json: ls prints {\"entries\": [FileInfo...], \"truncated\": bool}, glob {\"paths\":
 [...], \"truncated\": bool}, grep {\"matches\": [GrepMatch...], \"truncated\": bool}, read
-{\"lines\": [...], \"offset\": N, \"total_lines\": N, \"truncated\": bool}.";
+{\"lines\": [...], \"offset\": N, \"total_lines\": N, \"truncated\": bool}.
+
+BURROW_LOG: what the log prints, on stderr only (never stdout), in RUST_LOG's syntax; unset, it
+is `warn`. BURROW_LOG=burrow_runtime=info prints a line as each run, turn, model request and
+tool call of `burrow run` ends, with its fields (ids, outcome, token usage) and times.";
 
 const BATCH_HELP: &str = "\
 Run JSON lines from stdin, one operation each; print one JSON result line each, in order.

@@ -33,6 +33,7 @@ mod cli;
 mod display;
 #[cfg(feature = "docker")]
 mod docker;
+mod log;
 #[cfg(feature = "mcp")]
 mod mcp;
 #[cfg(feature = "composite")]
@@ -57,6 +58,7 @@ use crate::output::{Exit, error_json, error_text};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    log::install();
     if let Err(message) = spec::check(&cli.backends) {
         Cli::command()
             .error(clap::error::ErrorKind::ArgumentConflict, message)

@@ -35,7 +35,10 @@
 //!   and SQLite session stores need no feature.
 //! - `otel`: `otel::layer`, a `tracing_subscriber` layer exporting the
 //!   runtime's spans to an OpenTelemetry tracer provider, each turn its own
-//!   trace. Costs: opentelemetry, opentelemetry_sdk, tracing-opentelemetry and
+//!   trace; and `otel::metrics` with `agent::Agent::with_metrics`, the
+//!   runtime's metrics (GenAI token usage and request duration, tool-call and
+//!   run counters; no id as a label). Costs: opentelemetry (its trace and
+//!   metrics API), opentelemetry_sdk, tracing-opentelemetry and
 //!   tracing-subscriber's registry; no exporter.
 //!
 //! # Tracing

@@ -1,4 +1,4 @@
-//! OpenTelemetry export (feature `otel`): a `tracing_subscriber` layer that exports the runtime's spans through `tracing-opentelemetry`, a turn as its own trace.
+//! OpenTelemetry export (feature `otel`): a `tracing_subscriber` layer that exports the runtime's spans through `tracing-opentelemetry`, a turn as its own trace, and the runtime's metrics.
 //!
 //! Install it like any layer, over an `opentelemetry_sdk` tracer provider
 //! with the exporter of your choice (OTLP, stdout, in-memory):
@@ -31,9 +31,28 @@
 //!   `gen_ai.tool.call.id`, `outcome` (`ok`, `refused`, `failed`,
 //!   `cancelled`).
 //!
-//! Ids are span attributes only; the runtime records no metrics, so no id can
-//! become a metric label. No prompt, answer, argument or result text is
-//! exported.
+//! Metrics (ADR 0191): [`metrics()`] makes the runtime's instruments from a
+//! meter provider, and an agent given them (`Agent::with_metrics`) records
+//! `gen_ai.client.token.usage`, `gen_ai.client.operation.duration`,
+//! `burrow.tool.calls` and `burrow.runs` (the [`metrics` module](mod@self::metrics)
+//! lists their attributes):
+//!
+//! ```
+//! use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
+//!
+//! let exporter = InMemoryMetricExporter::default();
+//! let provider = SdkMeterProvider::builder()
+//!     .with_reader(PeriodicReader::builder(exporter.clone()).build())
+//!     .build();
+//! let model = std::sync::Arc::new(burrow_runtime::model::ScriptedModel::from_responses(Vec::new()));
+//! let agent = burrow_runtime::agent::Agent::new(model)
+//!     .with_metrics(burrow_runtime::otel::metrics(&provider));
+//! // ... run `agent`; call `provider.shutdown()` before exit to flush.
+//! ```
+//!
+//! Ids are span attributes only: a metric's attributes are model, provider,
+//! tool, outcome and error-kind names, never an id. No prompt, answer,
+//! argument or result text is exported.
 
 use opentelemetry::trace::{TraceContextExt, TracerProvider};
 use opentelemetry_sdk::trace::{SdkTracerProvider, Tracer};
@@ -42,7 +61,11 @@ use tracing::Subscriber;
 use tracing_opentelemetry::{OpenTelemetryLayer, OpenTelemetrySpanExt};
 use tracing_subscriber::registry::LookupSpan;
 
-/// The instrumentation scope the runtime's spans are exported under.
+pub mod metrics;
+
+pub use metrics::{Metrics, metrics};
+
+/// The instrumentation scope the runtime's spans and metrics are exported under.
 pub const SCOPE: &str = "burrow";
 
 /// A layer that exports spans to `provider`'s tracer (scope [`SCOPE`]).

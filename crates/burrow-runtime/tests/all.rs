@@ -12,6 +12,8 @@ mod all {
     mod live;
     #[cfg(feature = "mcp")]
     mod mcp;
+    #[cfg(feature = "otel")]
+    mod metrics;
     mod model;
     mod runner;
     mod runner_remote;

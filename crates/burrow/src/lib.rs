@@ -78,7 +78,10 @@
 //! - `otel`: `runtime::otel::layer`, a `tracing_subscriber` layer exporting
 //!   the runtime's spans (run, turn, model request, tool call; GenAI
 //!   attribute names, no content) to an OpenTelemetry tracer provider, each
-//!   turn its own trace. Implies `runtime`. Costs: opentelemetry,
+//!   turn its own trace; and `runtime::otel::metrics`, the runtime's metrics
+//!   (GenAI token usage and request duration, tool-call and run counters),
+//!   which an agent records when given them (`Agent::with_metrics`). Implies
+//!   `runtime`. Costs: opentelemetry,
 //!   opentelemetry_sdk, tracing-opentelemetry, tracing-subscriber
 //!   (`registry`); no exporter.
 //! - `docker`: [`DockerSandbox`] (and [`DockerOptions`]), a container as a

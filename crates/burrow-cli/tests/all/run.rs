@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::support::{Run, Workspace, burrow_in};
+use super::support::{Run, Workspace, burrow_in, burrow_in_env};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -761,4 +761,120 @@ fn the_loops_own_hooks_fire_through_the_binary() {
             .contains("no prompts today"),
         "{last}"
     );
+}
+
+/// `burrow --backend memory: ARGS...` in a fresh folder, with `env`.
+fn memory_run(args: &[&str], env: &[(&str, &str)]) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    let mut all = vec!["--backend", "memory:"];
+    all.extend_from_slice(args);
+    burrow_in_env(dir.path(), &all, b"", env)
+}
+
+/// A log line of a span closing (`FmtSpan::CLOSE`), as opposed to burrow's own lines.
+fn is_span_close(line: &str) -> bool {
+    line.contains(" close time.busy=")
+}
+
+/// The names of the spans a log line is in, outermost first
+/// (`... INFO run{...}:turn{...}: target: message` gives `["run", "turn"]`).
+fn span_path(line: &str) -> Vec<&str> {
+    let after_level = line.split_once(" INFO ").map_or("", |(_, rest)| rest);
+    let path = after_level.split_once("}: ").map_or("", |(path, _)| path);
+    path.split("}:")
+        .map(|span| span.split_once('{').map_or(span, |(name, _)| name))
+        .collect()
+}
+
+#[test]
+fn burrow_log_prints_the_runs_spans_on_stderr_and_leaves_stdout_as_it_was() {
+    let model = scripted("notes.jsonl");
+    let args = ["run", "Make the note say two.", "--model", model.as_str()];
+    let quiet = memory_run(&args, &[]);
+    let logged = memory_run(&args, &[("BURROW_LOG", "burrow_runtime=info")]);
+    quiet.assert_code(0);
+    logged.assert_code(0);
+    assert_eq!(
+        logged.stdout, quiet.stdout,
+        "stdout is byte for byte the same"
+    );
+    assert_eq!(
+        quiet.out(),
+        "Writing two files.\nDone: /notes.md says two.\n"
+    );
+
+    // Without BURROW_LOG stderr is burrow's own lines only.
+    assert!(
+        quiet.stderr.lines().all(|l| l.starts_with("burrow: ")),
+        "{}",
+        quiet.stderr
+    );
+    // With it, the same lines and one line per span as it closes.
+    let (spans, own): (Vec<&str>, Vec<&str>) =
+        logged.stderr.lines().partition(|l| is_span_close(l));
+    assert_eq!(own, quiet.stderr.lines().collect::<Vec<_>>());
+    let runs: Vec<&&str> = spans.iter().filter(|l| span_path(l) == ["run"]).collect();
+    assert_eq!(runs.len(), 1, "{}", logged.stderr);
+    assert!(runs[0].contains(" INFO "), "{}", runs[0]);
+    assert!(runs[0].contains("outcome=\"completed\""), "{}", runs[0]);
+    let count = |path: &[&str]| spans.iter().filter(|l| span_path(l) == path).count();
+    assert_eq!(
+        count(&["run", "turn"]),
+        4,
+        "one line per turn: {}",
+        logged.stderr
+    );
+    assert_eq!(
+        count(&["run", "turn", "model request"]),
+        4,
+        "{}",
+        logged.stderr
+    );
+    assert_eq!(count(&["run", "turn", "tool call"]), 4, "{}", logged.stderr);
+    assert!(
+        spans
+            .iter()
+            .any(|l| l.contains("gen_ai.tool.name=write_file")),
+        "{}",
+        logged.stderr
+    );
+}
+
+#[test]
+fn burrow_log_leaves_the_json_stream_as_it_was() {
+    let model = scripted("notes.jsonl");
+    let args = [
+        "--json",
+        "run",
+        "Make the note say two.",
+        "--model",
+        model.as_str(),
+    ];
+    let quiet = memory_run(&args, &[]);
+    let logged = memory_run(&args, &[("BURROW_LOG", "trace")]);
+    quiet.assert_code(0);
+    logged.assert_code(0);
+    // The same events, run id aside (each run has its own).
+    assert_eq!(events(&logged), events(&quiet));
+    assert!(
+        logged.stderr.lines().any(is_span_close),
+        "{}",
+        logged.stderr
+    );
+}
+
+#[test]
+fn a_burrow_log_that_is_not_a_filter_is_a_note_and_warnings_only() {
+    let model = scripted("notes.jsonl");
+    let args = ["run", "Make the note say two.", "--model", model.as_str()];
+    let run = memory_run(&args, &[("BURROW_LOG", "burrow_runtime=loud")]);
+    run.assert_code(0);
+    assert_eq!(run.out(), "Writing two files.\nDone: /notes.md says two.\n");
+    let first = run.stderr.lines().next().unwrap();
+    assert!(
+        first.starts_with("burrow: note: BURROW_LOG is not a filter ("),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.lines().any(is_span_close), "{}", run.stderr);
 }

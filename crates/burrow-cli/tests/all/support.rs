@@ -72,7 +72,17 @@ impl Workspace {
 /// Runs the binary in `cwd` with exactly `args`, feeding `stdin` from a
 /// thread so a child writing lots of output never deadlocks against us.
 pub fn burrow_in(cwd: &Path, args: &[&str], stdin: &[u8]) -> Run {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_burrow"))
+    burrow_in_env(cwd, args, stdin, &[])
+}
+
+/// [`burrow_in`] with the environment variables `env` set. `BURROW_LOG` is
+/// unset unless `env` sets it, so the log is the default whatever the
+/// tests' own environment says.
+pub fn burrow_in_env(cwd: &Path, args: &[&str], stdin: &[u8], env: &[(&str, &str)]) -> Run {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_burrow"));
+    command.env_remove("BURROW_LOG");
+    command.envs(env.iter().copied());
+    let mut child = command
         .args(args)
         .current_dir(cwd)
         .stdin(Stdio::piped())

@@ -47,6 +47,10 @@ pub(crate) struct BatchOutcome {
     pub paused: Option<String>,
     /// The batch was cancelled.
     pub cancelled: bool,
+    /// How each call ended, in call order, and whether the agent has its
+    /// tool: what the tool-call metric counts.
+    #[cfg(feature = "otel")]
+    pub ended: Vec<(CallOutcome, bool)>,
 }
 
 /// Why a call ended as it did, before it becomes a result.
@@ -386,6 +390,8 @@ pub(crate) async fn run_batch(
                 out.hook_failure.get_or_insert(f);
             }
         }
+        #[cfg(feature = "otel")]
+        out.ended.push((call_outcome(&ended), p.tool.is_some()));
         let (content, is_error) = match ended {
             Ended::Output(output) | Ended::NotRun(output) => {
                 (with_context(output.text, &context), output.is_error)

@@ -18,7 +18,7 @@ mod instructions;
 mod memory;
 mod observer;
 mod style;
-mod telemetry;
+pub(crate) mod telemetry;
 
 use std::sync::Arc;
 
@@ -253,6 +253,9 @@ pub struct Agent {
     limits: Limits,
     settings: ModelSettings,
     capabilities: Vec<Arc<dyn Capability>>,
+    /// Where the agent records its metrics, if anywhere (ADR 0191).
+    #[cfg(feature = "otel")]
+    metrics: Option<crate::otel::Metrics>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -277,6 +280,25 @@ impl Agent {
             limits: Limits::default(),
             settings: ModelSettings::default(),
             capabilities: Vec::new(),
+            #[cfg(feature = "otel")]
+            metrics: None,
+        }
+    }
+
+    /// The same agent recording its model requests, tool calls and runs into
+    /// `metrics` (feature `otel`, ADR 0191); without it the agent records none.
+    #[cfg(feature = "otel")]
+    pub fn with_metrics(mut self, metrics: crate::otel::Metrics) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// Counts a run (a runner segment) that ended with `outcome` in the
+    /// agent's metrics, if it has any.
+    #[cfg(feature = "otel")]
+    pub(crate) fn count_run(&self, outcome: &Outcome) {
+        if let Some(metrics) = &self.metrics {
+            metrics.run(outcome);
         }
     }
 
@@ -376,6 +398,8 @@ impl Agent {
             .instrument(span.clone())
             .await;
         telemetry::record_run_end(&span, result.outcome.name());
+        #[cfg(feature = "otel")]
+        self.count_run(&result.outcome);
         result
     }
 
@@ -536,18 +560,34 @@ impl Agent {
         };
         state.turns += 1;
         let span = telemetry::model_span(self.model.name());
+        #[cfg(feature = "otel")]
+        let asked = self.metrics.as_ref().map(|_| std::time::Instant::now());
         let answer = tokio::select! {
             biased;
-            () = cancel.cancelled() => return Some(stopped_by_cancel()),
+            () = cancel.cancelled() => {
+                #[cfg(feature = "otel")]
+                self.time_request(asked, crate::otel::metrics::RequestEnd::Failed("cancelled"));
+                return Some(stopped_by_cancel());
+            }
             answer = self.answer(request, &span, on_event).instrument(span.clone()) => answer,
         };
         let response = match answer {
             Ok(response) => {
                 telemetry::record_response(&span, &response.usage, &response.finish);
+                #[cfg(feature = "otel")]
+                self.time_request(
+                    asked,
+                    crate::otel::metrics::RequestEnd::Answered(&response.usage),
+                );
                 response
             }
             Err(e) => {
                 telemetry::record_model_error(&span, &e);
+                #[cfg(feature = "otel")]
+                self.time_request(
+                    asked,
+                    crate::otel::metrics::RequestEnd::Failed(e.kind.as_str()),
+                );
                 return Some(Outcome::Failed {
                     reason: FailureReason::ModelError,
                     message: format!("{} ({})", e.message, e.kind.as_str()),
@@ -617,6 +657,16 @@ impl Agent {
                         is_error: true,
                     })
                     .collect(),
+                #[cfg(feature = "otel")]
+                ended: calls
+                    .iter()
+                    .map(|c| {
+                        (
+                            telemetry::CallOutcome::Refused,
+                            self.tools.get(&c.name).is_some(),
+                        )
+                    })
+                    .collect(),
                 ..Default::default()
             },
             None => {
@@ -633,6 +683,17 @@ impl Agent {
             }
         };
         state.tool_calls += batch.results.len();
+        #[cfg(feature = "otel")]
+        if let Some(metrics) = &self.metrics {
+            for (result, (outcome, known)) in batch.results.iter().zip(&batch.ended) {
+                let tool = if *known {
+                    result.name.as_str()
+                } else {
+                    crate::otel::metrics::OTHER_TOOL
+                };
+                metrics.tool_call(tool, *outcome);
+            }
+        }
         tracing::Span::current().record("tool_calls", batch.results.len());
         history.reserve(batch.results.len());
         for result in batch.results {
@@ -738,6 +799,18 @@ impl Agent {
             history.push(Message::user(text));
         }
         None
+    }
+
+    /// Records a model request asked at `asked` (when the agent has metrics).
+    #[cfg(feature = "otel")]
+    fn time_request(
+        &self,
+        asked: Option<std::time::Instant>,
+        end: crate::otel::metrics::RequestEnd<'_>,
+    ) {
+        if let (Some(metrics), Some(asked)) = (&self.metrics, asked) {
+            metrics.model_request(self.model.name(), asked.elapsed(), end);
+        }
     }
 
     /// Streams one answer, forwarding text and thinking deltas as they come

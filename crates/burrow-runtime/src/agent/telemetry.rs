@@ -71,7 +71,7 @@ pub(crate) fn turn_span(run_id: &str, thread_id: Option<&str>, turn: usize) -> S
 }
 
 /// The model's provider and model names, from a name such as `anthropic:claude-...`.
-fn provider_and_model(name: &str) -> (&str, &str) {
+pub(crate) fn provider_and_model(name: &str) -> (&str, &str) {
     match name.split_once(':') {
         Some(("openai-responses", model)) => ("openai", model),
         Some((provider, model)) => (provider, model),
@@ -194,15 +194,21 @@ pub(crate) enum CallOutcome {
     Cancelled,
 }
 
+impl CallOutcome {
+    /// `ok`, `refused`, `failed` or `cancelled`.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            CallOutcome::Ok => "ok",
+            CallOutcome::Refused => "refused",
+            CallOutcome::Failed => "failed",
+            CallOutcome::Cancelled => "cancelled",
+        }
+    }
+}
+
 /// Records a call's outcome on its span.
 pub(crate) fn record_call(span: &Span, outcome: CallOutcome) {
-    let name = match outcome {
-        CallOutcome::Ok => "ok",
-        CallOutcome::Refused => "refused",
-        CallOutcome::Failed => "failed",
-        CallOutcome::Cancelled => "cancelled",
-    };
-    span.record("outcome", name);
+    span.record("outcome", outcome.as_str());
     if outcome == CallOutcome::Failed {
         span.record("error.type", "tool_failure");
     }

@@ -1177,6 +1177,8 @@ impl Inner {
             Ok(h) => h,
             Err(e) => {
                 let result = fail("store_failed", format!("loading the history failed: {e}"));
+                #[cfg(feature = "otel")]
+                self.agent.count_run(&result.outcome);
                 self.record_end(
                     thread,
                     &fence,
