@@ -111,38 +111,6 @@ impl From<io::Error> for Refused {
     }
 }
 
-/// How long opening a SQLite session store keeps trying while another
-/// process holds the new file's lock (the store's own busy timeout).
-const SQLITE_OPEN_PATIENCE: Duration = Duration::from_secs(5);
-
-/// Opens the SQLite store at `path`, trying again while the file is busy.
-///
-/// Two processes opening a new file at once race to switch it to WAL mode,
-/// and SQLite answers the loser's `PRAGMA journal_mode` with SQLITE_BUSY at
-/// once, without waiting in its busy handler; a moment later the file is in
-/// WAL mode and opens. So a busy file is tried again every 10 ms, for at
-/// most [`SQLITE_OPEN_PATIENCE`]; any other error is returned at once.
-fn open_sqlite(path: &str) -> Result<SqliteStore, burrow_runtime::session::StoreError> {
-    let started = std::time::Instant::now();
-    loop {
-        match SqliteStore::open(path) {
-            Err(e) if is_busy(&e) && started.elapsed() < SQLITE_OPEN_PATIENCE => {
-                // Opening blocks anyway (the store's open is synchronous).
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            opened => return opened,
-        }
-    }
-}
-
-/// Whether SQLite said the file is locked by another connection.
-fn is_busy(e: &burrow_runtime::session::StoreError) -> bool {
-    std::error::Error::source(e)
-        .and_then(|source| source.downcast_ref::<rusqlite::Error>())
-        .and_then(rusqlite::Error::sqlite_error_code)
-        == Some(rusqlite::ErrorCode::DatabaseBusy)
-}
-
 /// Opens the session store `spec` names.
 pub async fn open_store(spec: &str) -> Result<Arc<dyn SessionStore>, Refused> {
     if spec == "memory:" {
@@ -154,7 +122,7 @@ pub async fn open_store(spec: &str) -> Result<Arc<dyn SessionStore>, Refused> {
                 "the session sqlite: names no file; give sqlite:FILE.db",
             ));
         }
-        return open_sqlite(path)
+        return SqliteStore::open(path)
             .map(|s| Arc::new(s) as Arc<dyn SessionStore>)
             .map_err(|e| Refused::usage(format!("the session store cannot be opened: {e}")));
     }

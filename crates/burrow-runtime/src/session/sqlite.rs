@@ -18,7 +18,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
@@ -172,15 +172,7 @@ impl SqliteStore {
         }
         let mut conn = Connection::open(&path).map_err(sql)?;
         conn.busy_timeout(options.busy_timeout).map_err(sql)?;
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
-            .map_err(sql)?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            return Err(StoreError::new(
-                super::StoreErrorKind::Storage,
-                "the SQLite session store could not switch its file to WAL mode",
-            ));
-        }
+        switch_to_wal(&conn, options.busy_timeout)?;
         let sync = if options.durable_fsync {
             "FULL"
         } else {
@@ -268,6 +260,35 @@ impl SqliteStore {
             Ok(value)
         })
         .await
+    }
+}
+
+/// Switches the file to WAL mode, trying again while another connection holds it.
+///
+/// Two connections opening a new file at once race to switch it to WAL, and
+/// SQLite answers the loser's `PRAGMA journal_mode` with SQLITE_BUSY at once,
+/// without calling its busy handler; a moment later the file is in WAL mode
+/// and the pragma succeeds. So a busy answer is tried again every 10 ms for
+/// at most `patience` (the store's busy timeout).
+fn switch_to_wal(conn: &Connection, patience: Duration) -> StoreResult<()> {
+    let started = Instant::now();
+    loop {
+        match conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0)) {
+            Ok(mode) if mode.eq_ignore_ascii_case("wal") => return Ok(()),
+            Ok(_) => {
+                return Err(StoreError::new(
+                    super::StoreErrorKind::Storage,
+                    "the SQLite session store could not switch its file to WAL mode",
+                ));
+            }
+            Err(e)
+                if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+                    && started.elapsed() < patience =>
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => return Err(sql(e)),
+        }
     }
 }
 

@@ -67,6 +67,60 @@ mod sqlite {
     }
 
     burrow_runtime::session_conformance_suite!(make, child = open_child);
+
+    /// Connections opening one new file at the same moment all open it (the
+    /// losers of the race to switch it to WAL mode try again).
+    #[test]
+    #[allow(clippy::expect_used)]
+    fn connections_opening_a_new_file_at_once_all_open() {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        for round in 0..20 {
+            let path = dir.path().join(format!("race-{round}.db"));
+            let start = Arc::new(std::sync::Barrier::new(6));
+            let openers: Vec<_> = (0..6)
+                .map(|_| {
+                    let (path, start) = (path.clone(), Arc::clone(&start));
+                    std::thread::spawn(move || {
+                        start.wait();
+                        SqliteStore::open(&path).map(|_| ())
+                    })
+                })
+                .collect();
+            for opener in openers {
+                let opened = opener.join().expect("the opening thread ended");
+                assert!(opened.is_ok(), "round {round}: {opened:?}");
+            }
+        }
+    }
+
+    /// A file whose tool-call table is the earlier `WITHOUT ROWID` one (before
+    /// ADR 0195) still records calls started and finished.
+    #[tokio::test]
+    #[allow(clippy::expect_used)]
+    async fn a_file_with_the_earlier_tool_call_table_records_calls() {
+        for name in [
+            "a_tool_call_is_recorded_started_then_finished",
+            "a_finished_call_is_never_started_again",
+        ] {
+            let dir = tempfile::tempdir().expect("a temporary folder");
+            let path = dir.path().join("sessions.db");
+            rusqlite::Connection::open(&path)
+                .expect("create the file")
+                .execute_batch(
+                    "CREATE TABLE session_tool_calls (
+                        tenant TEXT NOT NULL, workspace TEXT NOT NULL, run_id TEXT NOT NULL,
+                        call_id TEXT NOT NULL, started_seq INTEGER NOT NULL, doc TEXT NOT NULL,
+                        PRIMARY KEY (tenant, workspace, run_id, call_id)) WITHOUT ROWID;",
+                )
+                .expect("the earlier table");
+            let clock = Arc::new(ManualClock::default());
+            let fx = Fixture::new(open(&path, clock.clone()).expect("open"), clock);
+            let scenario =
+                burrow_runtime::session::conformance::find(name).expect("the scenario exists");
+            let outcome = (scenario.run)(&fx).await;
+            assert!(outcome.is_ok(), "{name}: {outcome:?}");
+        }
+    }
 }
 
 #[cfg(feature = "postgres")]
