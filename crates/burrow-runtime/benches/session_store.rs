@@ -77,6 +77,7 @@ impl Bench {
                             trigger: Trigger::Message,
                             requested_by: Some("alice".into()),
                             message_ids: vec!["m1".into()],
+                            labels: Default::default(),
                         })
                         .write(Write::AppendHistory {
                             run_id: Some("r1".into()),

@@ -1,6 +1,6 @@
 //! The `Runner`: runs an agent in session threads. A message starts a run in an idle thread, steers a running one, answers a paused one; claims, hand-overs, abandoned runs, pauses, stops and deduplicated commands.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -58,6 +58,11 @@ pub struct RunnerConfig {
     pub turn_context: Option<Arc<dyn TurnContext>>,
     /// Given each turn as it ends, to judge it in the background.
     pub evaluators: Vec<Arc<dyn TurnEvaluator>>,
+    /// Kept in the record of every run this runner starts
+    /// ([`RunRecord::labels`](crate::session::RunRecord::labels)), for
+    /// example the model it runs with, so that a process answering the run
+    /// later can set itself up alike. A run resumed keeps its own.
+    pub run_labels: BTreeMap<String, String>,
 }
 
 impl Default for RunnerConfig {
@@ -69,6 +74,7 @@ impl Default for RunnerConfig {
             agent_name: "assistant".to_owned(),
             turn_context: None,
             evaluators: Vec::new(),
+            run_labels: BTreeMap::new(),
         }
     }
 }
@@ -95,6 +101,12 @@ impl RunnerConfig {
     /// The same config with one more evaluator of ended turns.
     pub fn with_evaluator(mut self, evaluator: Arc<dyn TurnEvaluator>) -> Self {
         self.evaluators.push(evaluator);
+        self
+    }
+
+    /// The same config with one more label on the runs it starts (the same name replaces).
+    pub fn with_run_label(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.run_labels.insert(name.into(), value.into());
         self
     }
 
@@ -860,6 +872,7 @@ impl Inner {
                         trigger: Trigger::Message,
                         requested_by: Some(first.author.clone()),
                         message_ids: prompt.iter().map(|m| m.id.clone()).collect(),
+                        labels: self.config.run_labels.clone(),
                     })
                     .cursor(TAKEN, through),
             )

@@ -61,9 +61,10 @@ pub use postgres::{PostgresOptions, PostgresStore};
 pub use sqlite::{SqliteOptions, SqliteStore};
 pub use types::{
     Answer, Checkpoint, Claim, ClaimAttempt, CommandKey, CommandRecord, Commit, Committed,
-    CursorMove, Event, EventKind, Fence, HistoryEntry, HistoryItem, MessageKind, PostedMessage,
-    Request, RequestKind, RequestSpec, RunEnd, RunRecord, RunStatus, Scope, ThreadInfo, ThreadKey,
-    ThreadStatus, ToolCallRecord, ToolCallStatus, Trigger, Write,
+    CursorMove, Event, EventKind, Fence, HistoryEntry, HistoryItem, MAX_LABEL_NAME,
+    MAX_LABEL_VALUE, MAX_RUN_LABELS, MessageKind, PostedMessage, Request, RequestKind, RequestSpec,
+    RunEnd, RunRecord, RunStatus, Scope, ThreadInfo, ThreadKey, ThreadStatus, ToolCallRecord,
+    ToolCallStatus, Trigger, Write,
 };
 
 /// The most entries one listing returns, whatever limit the caller asks.

@@ -14,8 +14,9 @@ use super::clock::duration_ms;
 use super::error::{StoreError, StoreErrorKind, StoreResult};
 use super::types::{
     Checkpoint, Claim, ClaimAttempt, CommandKey, CommandRecord, Commit, Committed, Event,
-    EventKind, HistoryItem, PostedMessage, Request, RequestKind, RunRecord, RunStatus, ThreadInfo,
-    ThreadKey, ThreadStatus, ToolCallRecord, ToolCallStatus, Write,
+    EventKind, HistoryItem, MAX_LABEL_NAME, MAX_LABEL_VALUE, MAX_RUN_LABELS, PostedMessage,
+    Request, RequestKind, RunRecord, RunStatus, ThreadInfo, ThreadKey, ThreadStatus,
+    ToolCallRecord, ToolCallStatus, Write,
 };
 use crate::message::{Message, Usage};
 
@@ -205,6 +206,7 @@ fn check_names(commit: &Commit) -> StoreResult<()> {
                 run_id,
                 message_ids,
                 requested_by,
+                labels,
                 ..
             } => {
                 check_name("run id", run_id)?;
@@ -214,6 +216,7 @@ fn check_names(commit: &Commit) -> StoreResult<()> {
                 if let Some(a) = requested_by {
                     check_name("author", a)?;
                 }
+                check_labels(labels)?;
             }
             Write::ResumeRun {
                 run_id,
@@ -280,6 +283,31 @@ fn check_names(commit: &Commit) -> StoreResult<()> {
     }
     if let Some(cmd) = &commit.command {
         check_command(&cmd.key)?;
+    }
+    Ok(())
+}
+
+/// Refuses labels over the limits of [`Write::StartRun`]'s `labels`.
+fn check_labels(labels: &BTreeMap<String, String>) -> StoreResult<()> {
+    if labels.len() > MAX_RUN_LABELS {
+        return Err(StoreError::invalid_argument(format!(
+            "a run carries at most {MAX_RUN_LABELS} labels, not {}",
+            labels.len()
+        )));
+    }
+    for (name, value) in labels {
+        check_name("label name", name)?;
+        if name.len() > MAX_LABEL_NAME {
+            return Err(StoreError::invalid_argument(format!(
+                "a label name is at most {MAX_LABEL_NAME} bytes, not {}",
+                name.len()
+            )));
+        }
+        if value.len() > MAX_LABEL_VALUE || value.contains('\0') {
+            return Err(StoreError::invalid_argument(format!(
+                "label {name}'s value must be at most {MAX_LABEL_VALUE} bytes, without NUL"
+            )));
+        }
     }
     Ok(())
 }
@@ -629,6 +657,7 @@ fn apply_write(
             trigger,
             requested_by,
             message_ids,
+            labels,
         } => {
             if st.runs.contains_key(&run_id) {
                 return Err(StoreError::new(
@@ -662,6 +691,7 @@ fn apply_write(
                     started_seq: seq,
                     started_at_ms: now,
                     ended_at_ms: None,
+                    labels,
                 },
             );
             st.touched_runs.insert(run_id.clone());
@@ -1053,6 +1083,7 @@ mod tests {
                 trigger: Trigger::Message,
                 requested_by: Some("alice".into()),
                 message_ids: vec!["m1".into()],
+                labels: BTreeMap::new(),
             })
             .cursor("taken", 1);
         let started = apply(&key, snapshot(posted.thread, None, None), start, 2).unwrap();

@@ -6,6 +6,8 @@
 //! ([`HistoryItem::Posted`], [`HistoryItem::ToolResult`]) rather than copying
 //! them, and events ([`EventKind`]) carry ids, names, usage and outcomes only.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -309,7 +311,19 @@ pub struct RunRecord {
     pub started_at_ms: i64,
     /// When it ended.
     pub ended_at_ms: Option<i64>,
+    /// What the application said of the run when it started (for example the
+    /// model it runs with, so a process that resumes it can set it up alike).
+    /// Never in an event: labels may say more than ids and outcomes.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
 }
+
+/// Most labels a run may carry.
+pub const MAX_RUN_LABELS: usize = 32;
+/// Longest label name, in bytes.
+pub const MAX_LABEL_NAME: usize = 128;
+/// Longest label value, in bytes.
+pub const MAX_LABEL_VALUE: usize = 4096;
 
 /// Whether a tool call has finished.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -557,6 +571,12 @@ pub enum Write {
         requested_by: Option<String>,
         /// The posted messages it carries out.
         message_ids: Vec<String>,
+        /// What the application says of the run, kept in its record (see
+        /// [`RunRecord::labels`]): at most [`MAX_RUN_LABELS`], names of at
+        /// most [`MAX_LABEL_NAME`] bytes and values of at most
+        /// [`MAX_LABEL_VALUE`], none empty-named or holding NUL.
+        #[serde(default)]
+        labels: BTreeMap<String, String>,
     },
     /// Resume a paused run all of whose requests are answered.
     ResumeRun {

@@ -121,6 +121,7 @@ on_every_store!(
     an_approval_a_hook_asks_for_pauses_and_an_approval_from_another_runner_runs_the_call,
     a_message_to_a_thread_paused_on_an_approval_declines_it_with_its_text,
     durable_events_are_content_free_and_each_text_is_stored_once,
+    the_runs_a_runner_starts_carry_its_labels,
 );
 
 fn scope() -> Scope {
@@ -434,6 +435,37 @@ async fn a_message_in_an_idle_thread_starts_a_run_whose_history_refers_to_the_me
     assert_eq!(fx.store.messages(&t, 0, 100).await.unwrap().len(), 1);
 }
 
+async fn the_runs_a_runner_starts_carry_its_labels(fx: Fixture) {
+    let config = RunnerConfig::default()
+        .with_run_label("burrow.model", "scripted:answers.jsonl")
+        .with_run_label("app.tier", "free");
+    let runner = Runner::with_config(text_model("Hello."), fx.store.clone(), config);
+    let t = scope().thread("t1");
+    let sent = runner.send(&t, "alice", "hi", None).await.unwrap();
+    assert_eq!(sent.run.unwrap().wait().await.outcome, Outcome::Completed);
+    runner.drain().await;
+    let runs = fx.store.runs(&t).await.unwrap();
+    let labels: Vec<(&str, &str)> = runs[0]
+        .labels
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_str()))
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            ("app.tier", "free"),
+            ("burrow.model", "scripted:answers.jsonl")
+        ]
+    );
+    // Labels stay out of the content-free event log.
+    let events = fx.store.events(&t, 0, 100).await.unwrap();
+    let log = serde_json::to_string(&events).unwrap();
+    assert!(
+        !log.contains("answers.jsonl") && !log.contains("free"),
+        "{log}"
+    );
+}
+
 async fn a_same_author_message_steers_the_run_and_another_authors_waits_for_the_next_turn(
     fx: Fixture,
 ) {
@@ -634,6 +666,7 @@ async fn a_run_left_behind_is_abandoned_and_its_calls_replayed_rerun_or_reported
             trigger: Trigger::Message,
             requested_by: Some("alice".into()),
             message_ids: vec!["m1".into()],
+            labels: Default::default(),
         })
         .write(Write::AppendHistory {
             run_id: Some("r0".into()),

@@ -257,6 +257,7 @@ macro_rules! __for_each_session_scenario {
             runs::a_run_of_another_thread_is_not_found
             runs::usage_adds_up_and_unknown_stays_unknown
             runs::writes_to_a_run_need_a_fence
+            runs::a_run_keeps_its_labels
             tools::a_tool_call_is_recorded_started_then_finished
             tools::a_finished_call_is_never_started_again
             tools::an_unfinished_call_can_be_restarted
@@ -566,6 +567,7 @@ pub(crate) fn start(run: &str, messages: &[&str]) -> Write {
         trigger: Trigger::Message,
         requested_by: Some("alice".into()),
         message_ids: messages.iter().map(|m| (*m).to_string()).collect(),
+        labels: Default::default(),
     }
 }
 

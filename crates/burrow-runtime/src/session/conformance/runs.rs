@@ -552,3 +552,96 @@ pub async fn writes_to_a_run_need_a_fence(fx: &super::Fixture) -> Outcome {
     })?;
     Ok(Pass::Passed)
 }
+
+fn start_labelled(run: &str, labels: &[(&str, String)]) -> Write {
+    Write::StartRun {
+        run_id: run.into(),
+        trigger: Trigger::Message,
+        requested_by: Some("alice".into()),
+        message_ids: vec!["m1".into()],
+        labels: labels
+            .iter()
+            .map(|(n, v)| ((*n).to_string(), v.clone()))
+            .collect(),
+    }
+}
+
+/// A run keeps the labels it started with, unchanged by its later writes; labels over the limits are refused and start nothing.
+pub async fn a_run_keeps_its_labels(fx: &super::Fixture) -> Outcome {
+    use crate::session::types::{MAX_LABEL_NAME, MAX_LABEL_VALUE, MAX_RUN_LABELS};
+    let s = fx.store();
+    let t = thread("t1");
+    s.commit(&t, Commit::new().write(post("m1", "alice", "go")))
+        .await?;
+    let c = claim(&*s, &t, "h1").await?;
+    let too_many: Vec<(String, String)> = (0..=MAX_RUN_LABELS)
+        .map(|i| (format!("l{i}"), "v".to_string()))
+        .collect();
+    let too_many: Vec<(&str, String)> = too_many
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.clone()))
+        .collect();
+    let long_name = "n".repeat(MAX_LABEL_NAME + 1);
+    let refused = [
+        too_many,
+        vec![("", "v".to_string())],
+        vec![(long_name.as_str(), "v".to_string())],
+        vec![("model", "v".repeat(MAX_LABEL_VALUE + 1))],
+        vec![("model", "a\0b".to_string())],
+    ];
+    for labels in &refused {
+        let attempt = s
+            .commit(
+                &t,
+                Commit::new()
+                    .fenced(c.fence())
+                    .write(start_labelled("r1", labels)),
+            )
+            .await;
+        expect_kind(
+            attempt,
+            StoreErrorKind::InvalidArgument,
+            "a start with bad labels",
+        )?;
+    }
+    ensure(s.run(&scope(), "r1").await?.is_none(), || {
+        "a refused start left a run".to_string()
+    })?;
+    let labels = [
+        ("burrow.model", "openai:gpt-5".to_string()),
+        ("app.note", "x".repeat(MAX_LABEL_VALUE)),
+    ];
+    s.commit(
+        &t,
+        Commit::new()
+            .fenced(c.fence())
+            .write(start_labelled("r1", &labels)),
+    )
+    .await?;
+    s.commit(
+        &t,
+        Commit::new()
+            .fenced(c.fence())
+            .write(end("r1", RunEnd::Completed)),
+    )
+    .await?;
+    let r = s
+        .run(&scope(), "r1")
+        .await?
+        .ok_or_else(|| ScenarioError::new("run r1 is missing"))?;
+    let kept: Vec<(&str, &str)> = r
+        .labels
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_str()))
+        .collect();
+    let want: Vec<(&str, &str)> = vec![
+        ("app.note", labels[1].1.as_str()),
+        ("burrow.model", "openai:gpt-5"),
+    ];
+    ensure(kept == want, || format!("labels after end: {:?}", r.labels))?;
+    let listed = s.runs(&t).await?;
+    ensure(listed.first().is_some_and(|l| l.labels == r.labels), || {
+        "the thread's run list lost the labels".to_string()
+    })?;
+    Ok(Pass::Passed)
+}
