@@ -294,7 +294,8 @@ pub enum ThreadCommand {
         #[arg(long, value_name = "SESSION")]
         session: String,
     },
-    /// Answer a request of the thread's paused run; the run resumes here once all are answered.
+    /// Answer a request of the thread's paused run; the run resumes here once all are
+    /// answered, set up as `burrow run` started it unless --model, --settings or --max-turns say otherwise.
     Answer {
         /// The thread.
         id: String,
@@ -310,16 +311,17 @@ pub enum ThreadCommand {
         /// The session: sqlite:FILE.db, postgres://... or memory: (per process).
         #[arg(long, value_name = "SESSION")]
         session: String,
-        /// The model the resumed run continues with (as for `burrow run`).
+        /// The model the resumed run continues with (as for `burrow run`); by
+        /// default the one the run was started with.
         #[arg(long, value_name = "MODEL")]
-        model: String,
-        /// Hooks in Claude Code's settings form.
+        model: Option<String>,
+        /// Hooks in Claude Code's settings form; by default the run's own.
         #[arg(long, value_name = "FILE")]
         settings: Option<PathBuf>,
-        /// Most model requests in the resumed segment.
-        #[arg(long, value_name = "N", default_value_t = 100,
+        /// Most model requests in the resumed segment; by default the run's own (else 100).
+        #[arg(long, value_name = "N",
               value_parser = clap::value_parser!(u32).range(1..))]
-        max_turns: u32,
+        max_turns: Option<u32>,
         /// How long this process's claim on the thread lasts without renewal.
         #[arg(long, value_name = "SECONDS", default_value_t = 30,
               value_parser = clap::value_parser!(u64).range(1..=86400))]

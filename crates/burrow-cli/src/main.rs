@@ -107,26 +107,16 @@ async fn run(cli: Cli) -> io::Result<Exit> {
     // `burrow run` checks its configuration before any backend is opened:
     // a bad one runs nothing (no container is started, no file created).
     #[cfg(feature = "run")]
-    let run_config = match &cli.command {
-        cli::Command::Run {
-            model,
-            settings,
-            max_turns,
-            ..
-        }
-        | cli::Command::Thread(cli::ThreadCommand::Answer {
-            model,
-            settings,
-            max_turns,
-            ..
-        }) => match agent::Config::load(model, settings.as_deref(), *max_turns) {
-            Ok(config) => Some(config),
+    let run_config = match run_setup(&cli).await? {
+        Ok(Some(setup)) => match setup.load() {
+            Ok(config) => Some((config, setup)),
             Err(message) => {
                 writeln!(io::stderr(), "burrow run: {message}")?;
                 return Ok(Exit::Failed);
             }
         },
-        _ => None,
+        Ok(None) => None,
+        Err(exit) => return Ok(exit),
     };
     let opened = match spec::open(&cli.backends).await {
         Ok(opened) => opened,
@@ -134,17 +124,69 @@ async fn run(cli: Cli) -> io::Result<Exit> {
     };
     let closer = opened.closer();
     #[cfg(feature = "run")]
-    if let Some(config) = run_config {
-        let outcome = run_agent(config, cli, &opened).await;
+    if let Some((config, setup)) = run_config {
+        let outcome = run_agent(config, setup, cli, &opened).await;
         return close(closer, outcome).await;
     }
     let outcome = run_on(cli, opened).await;
     close(closer, outcome).await
 }
 
+/// How `burrow run` or `burrow thread answer` sets its agent up (`None` for
+/// other commands): as given, and for an answer what the flags leave out
+/// taken from the run's own record; `Err` with the exit once refused.
+#[cfg(feature = "run")]
+async fn run_setup(cli: &Cli) -> io::Result<Result<Option<session::Setup>, Exit>> {
+    match &cli.command {
+        cli::Command::Run {
+            model,
+            settings,
+            max_turns,
+            ..
+        } => Ok(Ok(Some(session::Setup::given(
+            model,
+            settings.as_deref(),
+            *max_turns,
+        )))),
+        cli::Command::Thread(cli::ThreadCommand::Answer {
+            id,
+            model,
+            settings,
+            max_turns,
+            session: spec,
+            ..
+        }) => {
+            let given = session::Setup {
+                model: model.clone(),
+                settings: settings.clone(),
+                max_turns: *max_turns,
+            };
+            if given.model.is_some() && given.max_turns.is_some() && given.settings.is_some() {
+                return Ok(Ok(Some(given)));
+            }
+            let args = session::SessionArgs {
+                spec: spec.clone(),
+                tenant: cli.tenant.clone(),
+                claim_ttl: 30,
+                setup: session::Setup::default(),
+            };
+            match session::recorded_setup(&args, id).await {
+                Ok(recorded) => Ok(Ok(Some(given.or(recorded)))),
+                Err(refused) => Ok(Err(refused.report(cli.json)?)),
+            }
+        }
+        _ => Ok(Ok(None)),
+    }
+}
+
 /// `burrow run` (with or without a session) and `burrow thread answer`.
 #[cfg(feature = "run")]
-async fn run_agent(config: agent::Config, cli: Cli, opened: &spec::Opened) -> io::Result<Exit> {
+async fn run_agent(
+    config: agent::Config,
+    setup: session::Setup,
+    cli: Cli,
+    opened: &spec::Opened,
+) -> io::Result<Exit> {
     let json = cli.json;
     let tenant = cli.tenant;
     let ctx = FileContext::for_tenant(tenant.clone());
@@ -162,6 +204,7 @@ async fn run_agent(config: agent::Config, cli: Cli, opened: &spec::Opened) -> io
                 spec,
                 tenant,
                 claim_ttl,
+                setup,
             };
             let agent = config.agent(opened, ctx);
             session::run(agent, &args, &thread, &prompt, command_id.as_deref(), json).await
@@ -183,6 +226,7 @@ async fn run_agent(config: agent::Config, cli: Cli, opened: &spec::Opened) -> io
                 spec,
                 tenant,
                 claim_ttl,
+                setup,
             };
             let agent = config.agent(opened, ctx);
             session::answer(agent, &args, &id, &request, &text, approve, json).await
@@ -211,6 +255,7 @@ async fn thread_command(cli: &Cli) -> io::Result<Option<Exit>> {
         spec: spec.to_owned(),
         tenant: cli.tenant.clone(),
         claim_ttl: 30,
+        setup: session::Setup::default(),
     };
     let outcome = match command {
         cli::ThreadCommand::List { session } => session::list(&args(session), cli.json).await,

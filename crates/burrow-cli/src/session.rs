@@ -6,7 +6,9 @@
 //! left behind as abandoned) when the holder's claim lapses. A paused thread
 //! takes the message as the answer and resumes here.
 
+use std::collections::BTreeMap;
 use std::io::{self, Write};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,6 +35,13 @@ const WORKSPACE: &str = "default";
 /// How often a waiting process looks at the store.
 const POLL: Duration = Duration::from_millis(100);
 
+/// The run labels `burrow run` records its setup under (ADR 0198).
+const MODEL_LABEL: &str = "burrow.model";
+const SETTINGS_LABEL: &str = "burrow.settings";
+const MAX_TURNS_LABEL: &str = "burrow.max_turns";
+/// The turn limit of a segment whose run recorded none (`burrow run`'s default).
+const DEFAULT_MAX_TURNS: u32 = 100;
+
 /// Where the session is kept and how its threads are claimed.
 pub struct SessionArgs {
     /// `sqlite:FILE.db`, `postgres://...` or `memory:`.
@@ -41,6 +50,88 @@ pub struct SessionArgs {
     pub tenant: String,
     /// The claim TTL in seconds.
     pub claim_ttl: u64,
+    /// How the runs this process starts are set up (kept in their records).
+    pub setup: Setup,
+}
+
+/// How a run is set up: the model, the hooks' settings file and the turn
+/// limit. `burrow run` keeps it in the labels of the runs it starts, so that
+/// `burrow thread answer` resumes a run as it was started, in any process.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Setup {
+    /// The model spec (`scripted:FILE`, `openai:NAME`, ...).
+    pub model: Option<String>,
+    /// The settings file with the hooks.
+    pub settings: Option<PathBuf>,
+    /// The most model requests per segment.
+    pub max_turns: Option<u32>,
+}
+
+impl Setup {
+    /// The setup given on the command line, its file paths made absolute (the
+    /// process that resumes the run may work in another folder).
+    pub fn given(model: &str, settings: Option<&Path>, max_turns: u32) -> Self {
+        let model = match model.strip_prefix("scripted:") {
+            Some(file) => format!("scripted:{}", absolute(Path::new(file)).display()),
+            None => model.to_owned(),
+        };
+        Self {
+            model: Some(model),
+            settings: settings.map(absolute),
+            max_turns: Some(max_turns),
+        }
+    }
+
+    /// The agent's configuration; refused when no model is known.
+    pub fn load(&self) -> Result<crate::agent::Config, String> {
+        let Some(model) = &self.model else {
+            return Err(
+                "the paused run does not say which model it ran with (burrow run did not start it); give --model"
+                    .to_owned(),
+            );
+        };
+        crate::agent::Config::load(
+            model,
+            self.settings.as_deref(),
+            self.max_turns.unwrap_or(DEFAULT_MAX_TURNS),
+        )
+    }
+
+    /// `self`, each part it leaves out taken from `recorded`.
+    pub fn or(self, recorded: Setup) -> Self {
+        Self {
+            model: self.model.or(recorded.model),
+            settings: self.settings.or(recorded.settings),
+            max_turns: self.max_turns.or(recorded.max_turns),
+        }
+    }
+
+    fn labels(&self) -> BTreeMap<String, String> {
+        let mut labels = BTreeMap::new();
+        if let Some(model) = &self.model {
+            labels.insert(MODEL_LABEL.to_owned(), model.clone());
+        }
+        if let Some(settings) = &self.settings {
+            labels.insert(SETTINGS_LABEL.to_owned(), settings.display().to_string());
+        }
+        if let Some(n) = self.max_turns {
+            labels.insert(MAX_TURNS_LABEL.to_owned(), n.to_string());
+        }
+        labels
+    }
+
+    fn from_labels(labels: &BTreeMap<String, String>) -> Self {
+        Self {
+            model: labels.get(MODEL_LABEL).cloned(),
+            settings: labels.get(SETTINGS_LABEL).map(PathBuf::from),
+            max_turns: labels.get(MAX_TURNS_LABEL).and_then(|n| n.parse().ok()),
+        }
+    }
+}
+
+/// `path` made absolute against the current folder (left as it is if that is unknown).
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// A refusal or failure: its exit, its kind and one sentence.
@@ -155,9 +246,12 @@ fn scope(tenant: &str) -> Scope {
 }
 
 fn runner(agent: Agent, store: Arc<dyn SessionStore>, args: &SessionArgs) -> Runner {
-    let config = RunnerConfig::default()
+    let mut config = RunnerConfig::default()
         .with_claim_ttl(Duration::from_secs(args.claim_ttl))
         .with_ask_user(true);
+    for (name, value) in args.setup.labels() {
+        config = config.with_run_label(name, value);
+    }
     Runner::with_config(agent, store, config)
 }
 
@@ -582,6 +676,35 @@ fn message_line(message: &Message) -> String {
     }
 }
 
+/// The thread's active run, which `burrow thread answer` answers.
+async fn paused_run(store: &dyn SessionStore, key: &ThreadKey) -> Result<RunRecord, Refused> {
+    let active = store.thread(key).await?.and_then(|info| info.active_run);
+    let Some(run_id) = active else {
+        return Err(Refused::not_allowed(
+            "invalid_state",
+            format!(
+                "thread {} has no paused run to answer",
+                display::name(&key.thread)
+            ),
+        ));
+    };
+    match store.run(&key.scope, &run_id).await? {
+        Some(run) => Ok(run),
+        None => Err(Refused::not_allowed(
+            "not_found",
+            "the thread's run is not in the session store",
+        )),
+    }
+}
+
+/// The setup thread `thread`'s paused run was started with (what `burrow run` recorded).
+pub async fn recorded_setup(args: &SessionArgs, thread: &str) -> Result<Setup, Refused> {
+    let store = open_store(&args.spec).await?;
+    let key = scope(&args.tenant).thread(thread);
+    let run = paused_run(&*store, &key).await?;
+    Ok(Setup::from_labels(&run.labels))
+}
+
 /// `burrow thread answer ID --request R TEXT`: answers and resumes the run here.
 pub async fn answer(
     agent: Agent,
@@ -594,22 +717,8 @@ pub async fn answer(
 ) -> Result<Exit, Refused> {
     let store = open_store(&args.spec).await?;
     let key = scope(&args.tenant).thread(thread);
-    let paused = store.thread(&key).await?.and_then(|info| info.active_run);
-    let Some(run_id) = paused else {
-        return Err(Refused::not_allowed(
-            "invalid_state",
-            format!(
-                "thread {} has no paused run to answer",
-                display::name(thread)
-            ),
-        ));
-    };
-    let Some(run) = store.run(&key.scope, &run_id).await? else {
-        return Err(Refused::not_allowed(
-            "not_found",
-            "the thread's run is not in the session store",
-        ));
-    };
+    let run = paused_run(&*store, &key).await?;
+    let run_id = run.run_id.clone();
     let Some(asked) = run.requests.iter().find(|r| r.spec.id == request) else {
         return Err(Refused::not_allowed(
             "not_found",

@@ -437,6 +437,113 @@ fn a_paused_thread_is_answered_from_another_process_and_resumes() {
     assert_eq!(shown["pending"], json!([]));
 }
 
+/// `burrow thread answer` without `--model`, `--settings` or `--max-turns`
+/// resumes the run with what `burrow run` started it with (kept in the run's
+/// labels, file paths absolute), from another folder.
+#[test]
+fn an_answer_without_a_model_resumes_the_run_as_it_was_started() {
+    let s = Session::new();
+    let spec = s.spec();
+    let ask = json!({"tool_calls": [{"id": "q1", "name": "ask_user", "arguments": {"question": "Which colour?"}}]});
+    std::fs::write(s.path("ask.jsonl"), format!("{ask}\n")).unwrap();
+    let settings = json!({"hooks": {"PreToolUse": [{"matcher": "ls", "hooks": [
+        {"type": "command", "command": "touch hooked"}
+    ]}]}});
+    std::fs::write(s.path("hooks.json"), settings.to_string()).unwrap();
+    let paused = s.burrow(&[
+        "--json",
+        "run",
+        "paint it",
+        "--model",
+        "scripted:ask.jsonl",
+        "--settings",
+        "hooks.json",
+        "--max-turns",
+        "7",
+        "--session",
+        &spec,
+        "--thread",
+        "t",
+    ]);
+    paused.assert_code(3);
+    let request = stdout_lines(&paused)
+        .into_iter()
+        .find(|e| e["type"] == "request")
+        .unwrap();
+    let labels = &s.show("t")["runs"][0]["labels"];
+    let script = s.path("ask.jsonl");
+    assert_eq!(
+        labels["burrow.model"],
+        format!("scripted:{}", script.display())
+    );
+    assert_eq!(
+        labels["burrow.settings"],
+        s.path("hooks.json").display().to_string()
+    );
+    assert_eq!(labels["burrow.max_turns"], "7");
+
+    // The same script file now goes on: an `ls` (which the hook sees), then the answer.
+    let next = [
+        json!({"tool_calls": [{"id": "l1", "name": "ls", "arguments": {"path": "/"}}]}),
+        json!({"text": "blue it is"}),
+    ];
+    std::fs::write(
+        &script,
+        next.iter().map(|a| format!("{a}\n")).collect::<String>(),
+    )
+    .unwrap();
+    let elsewhere = s.path("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let answered = burrow_in(
+        &elsewhere,
+        &[
+            "--json",
+            "thread",
+            "answer",
+            "t",
+            "--request",
+            request["request_id"].as_str().unwrap(),
+            "blue",
+            "--session",
+            &spec,
+        ],
+        b"",
+    );
+    answered.assert_code(0);
+    let events = stdout_lines(&answered);
+    assert!(
+        events.iter().any(|e| e["text"] == "blue it is"),
+        "{events:?}"
+    );
+    assert_eq!(events.last().unwrap()["outcome"], "completed");
+    assert!(
+        elsewhere.join("hooked").exists(),
+        "the run's hooks ran on resume"
+    );
+    assert_eq!(run_statuses(&s.show("t")), [("completed".to_owned(), None)]);
+}
+
+/// An answer to a thread with no paused run is refused before any model is set up.
+#[test]
+fn an_answer_to_a_thread_with_no_paused_run_is_refused() {
+    let s = Session::new();
+    let spec = s.spec();
+    let refused = s.burrow(&[
+        "--json",
+        "thread",
+        "answer",
+        "t",
+        "--request",
+        "q1",
+        "blue",
+        "--session",
+        &spec,
+    ]);
+    refused.assert_code(1);
+    let line = refused.json();
+    assert_eq!(line["error"]["kind"], "invalid_state", "{line}");
+}
+
 #[test]
 fn thread_stop_from_another_process_stops_the_running_run() {
     let s = Session::new();
