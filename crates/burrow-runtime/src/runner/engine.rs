@@ -38,6 +38,13 @@ pub const ASKED: &str = "asked";
 /// The cursor that moves when a message is consumed (a prompt, a reply, steering).
 pub const TAKEN: &str = "taken";
 
+/// The seq up to which the thread's agent has been told what happened: the
+/// last posted message a run of the thread took in (seed 004's `last_seen`;
+/// 0 before any). Messages after it wait for the thread's next turn or run.
+pub async fn last_seen(store: &dyn SessionStore, thread: &ThreadKey) -> Result<u64, StoreError> {
+    store.cursor(thread, TAKEN).await
+}
+
 /// The text a call that waits for approval leaves as its result (the batch executor's).
 const NEEDS_APPROVAL: &str = "The call was not run: it needs approval";
 

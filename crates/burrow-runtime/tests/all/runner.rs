@@ -10,7 +10,7 @@ use burrow_runtime::agent::{Agent, Outcome};
 use burrow_runtime::message::{AssistantPart, Message, ToolCall};
 use burrow_runtime::model::{ScriptedModel, ScriptedResponse};
 use burrow_runtime::runner::{
-    Command, LiveEvent, OUTCOME_UNKNOWN, Runner, RunnerConfig, RunnerErrorKind,
+    Command, LiveEvent, OUTCOME_UNKNOWN, Runner, RunnerConfig, RunnerErrorKind, last_seen,
 };
 use burrow_runtime::session::{
     Checkpoint, Claim, ClaimAttempt, CommandKey, Commit, Committed, Event, HistoryEntry,
@@ -406,6 +406,7 @@ impl SessionStore for Gate {
 async fn a_message_in_an_idle_thread_starts_a_run_whose_history_refers_to_the_message(fx: Fixture) {
     let runner = Runner::new(text_model("Hello."), fx.store.clone());
     let t = scope().thread("t1");
+    assert_eq!(last_seen(fx.store.as_ref(), &t).await.unwrap(), 0);
     let sent = runner.send(&t, "alice", "hi", Some("m1")).await.unwrap();
     let run = sent.run.expect("a message in an idle thread starts a run");
     assert_eq!(run.wait().await.outcome, Outcome::Completed);
@@ -423,6 +424,7 @@ async fn a_message_in_an_idle_thread_starts_a_run_whose_history_refers_to_the_me
     // The text is stored once, in the message; the history refers to it.
     assert_eq!(posted_in_history(fx.store.as_ref(), &t).await, vec!["m1"]);
     assert_eq!(fx.store.cursor(&t, "taken").await.unwrap(), sent.seq);
+    assert_eq!(last_seen(fx.store.as_ref(), &t).await.unwrap(), sent.seq);
     assert_eq!(fx.store.cursor(&t, "asked").await.unwrap(), sent.seq);
     // The claim is released.
     assert!(fx.store.claim(&t).await.unwrap().is_none());
