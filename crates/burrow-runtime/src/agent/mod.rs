@@ -87,14 +87,22 @@ impl FailureReason {
     /// The stable name.
     pub fn as_str(&self) -> &str {
         match self {
+            FailureReason::Other(s) => s,
+            builtin => builtin.builtin_name().unwrap_or("other"),
+        }
+    }
+
+    /// A built-in reason's name (`None` for [`FailureReason::Other`]), without an allocation.
+    pub(crate) fn builtin_name(&self) -> Option<&'static str> {
+        Some(match self {
             FailureReason::MaxTurns => "max_turns",
             FailureReason::MaxToolCalls => "max_tool_calls",
             FailureReason::ModelError => "model_error",
             FailureReason::ToolFailure => "tool_failure",
             FailureReason::HookFailed => "hook_failed",
             FailureReason::InstructionsFailed => "instructions_failed",
-            FailureReason::Other(s) => s,
-        }
+            FailureReason::Other(_) => return None,
+        })
     }
 }
 

@@ -166,7 +166,7 @@ impl Metrics {
             Outcome::Failed { reason, .. } => {
                 let reason = match reason {
                     FailureReason::Other(other) => KeyValue::new("error.type", other.clone()),
-                    known => KeyValue::new("error.type", known_reason(known)),
+                    known => KeyValue::new("error.type", known.builtin_name().unwrap_or("other")),
                 };
                 self.runs.add(1, &[name, reason]);
             }
@@ -186,17 +186,4 @@ fn input_tokens(usage: &Usage) -> Option<u64> {
             .saturating_add(usage.cache_read_tokens.unwrap_or(0))
             .saturating_add(usage.cache_write_tokens.unwrap_or(0))
     })
-}
-
-/// A built-in failure reason's name, without an allocation.
-fn known_reason(reason: &FailureReason) -> &'static str {
-    match reason {
-        FailureReason::MaxTurns => "max_turns",
-        FailureReason::MaxToolCalls => "max_tool_calls",
-        FailureReason::ModelError => "model_error",
-        FailureReason::ToolFailure => "tool_failure",
-        FailureReason::HookFailed => "hook_failed",
-        FailureReason::InstructionsFailed => "instructions_failed",
-        FailureReason::Other(_) => "other",
-    }
 }

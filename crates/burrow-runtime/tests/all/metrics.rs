@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use super::support::start_run;
 use burrow_runtime::agent::{Agent, CancelToken, FailureReason, Outcome, RunOptions};
 use burrow_runtime::message::{Message, Usage};
 use burrow_runtime::model::{ModelError, ModelErrorKind, ScriptedModel, ScriptedResponse};
@@ -405,12 +406,7 @@ async fn a_runner_segment_counts_as_one_run_with_no_thread_or_tenant_label() {
         .with_metrics(exported.metrics());
     let runner = Runner::new(agent, Arc::new(MemoryStore::new()));
     let thread = Scope::new("tenant-CANARY", "workspace-CANARY").thread("thread-CANARY");
-    let run = runner
-        .send(&thread, "alice", "CANARY-PROMPT", None)
-        .await
-        .unwrap()
-        .run
-        .unwrap();
+    let run = start_run(&runner, &thread, "alice", "CANARY-PROMPT").await;
     assert_eq!(run.wait().await.outcome, Outcome::Completed);
     runner.drain().await;
     let points = exported.points();

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use super::support::start_run;
 use async_trait::async_trait;
 use burrow_runtime::agent::{Agent, Outcome};
 use burrow_runtime::message::{AssistantPart, Message, ToolCall};
@@ -779,12 +780,7 @@ async fn stop_cancels_the_run_and_leaves_every_call_with_a_result(fx: Fixture) {
     ])))
     .with_tools(tools);
     let runner = Runner::new(agent, fx.store.clone());
-    let run = runner
-        .send(&t, "alice", "hang", None)
-        .await
-        .unwrap()
-        .run
-        .unwrap();
+    let run = start_run(&runner, &t, "alice", "hang").await;
     started_rx.await.unwrap();
     assert!(runner.running(&t).is_some());
     assert!(runner.stop(run.run_id()));
@@ -869,12 +865,7 @@ async fn watching_follows_a_run_and_an_ended_run_ends_at_once_with_its_outcome(f
         }
     });
     let runner = Runner::new(Agent::new(Arc::new(model)), fx.store.clone());
-    let run = runner
-        .send(&t, "alice", "hi", None)
-        .await
-        .unwrap()
-        .run
-        .unwrap();
+    let run = start_run(&runner, &t, "alice", "hi").await;
     let watcher = runner.watch(&t.scope, run.run_id());
     go_tx.send(()).unwrap();
     let frames: Vec<_> = watcher.collect().await;
@@ -1020,12 +1011,7 @@ async fn a_renewal_that_hangs_past_the_ttl_cancels_the_run() {
         RunnerConfig::default().with_claim_ttl(Duration::from_secs(30)),
     );
     let before = tokio::time::Instant::now();
-    let run = runner
-        .send(&t, "alice", "go", None)
-        .await
-        .unwrap()
-        .run
-        .unwrap();
+    let run = start_run(&runner, &t, "alice", "go").await;
     let result = run.wait().await;
     assert_eq!(
         result.outcome,
@@ -1064,12 +1050,7 @@ async fn renewals_every_third_keep_a_long_run_alive() {
         gate.clone(),
         RunnerConfig::default().with_claim_ttl(Duration::from_secs(30)),
     );
-    let run = runner
-        .send(&t, "alice", "go", None)
-        .await
-        .unwrap()
-        .run
-        .unwrap();
+    let run = start_run(&runner, &t, "alice", "go").await;
     assert_eq!(run.wait().await.outcome, Outcome::Completed);
     let renewals = gate.state.lock().unwrap().calls.get("renew_claim").copied();
     assert_eq!(renewals, Some(12), "125 s at one renewal per 10 s");
@@ -1219,12 +1200,7 @@ async fn an_approval_a_hook_asks_for_pauses_and_an_approval_from_another_runner_
     let t = scope().thread("t1");
     let charges = Arc::new(AtomicUsize::new(0));
     let a = Runner::new(approval_agent(charges.clone()), fx.store.clone());
-    let run = a
-        .send(&t, "alice", "charge it", None)
-        .await
-        .unwrap()
-        .run
-        .unwrap();
+    let run = start_run(&a, &t, "alice", "charge it").await;
     assert!(matches!(run.wait().await.outcome, Outcome::Paused { .. }));
     a.drain().await;
     let paused = fx.store.run(&t.scope, run.run_id()).await.unwrap().unwrap();
@@ -1282,12 +1258,7 @@ async fn a_message_to_a_thread_paused_on_an_approval_declines_it_with_its_text(f
     let t = scope().thread("t1");
     let charges = Arc::new(AtomicUsize::new(0));
     let runner = Runner::new(approval_agent(charges.clone()), fx.store.clone());
-    let run = runner
-        .send(&t, "alice", "charge it", None)
-        .await
-        .unwrap()
-        .run
-        .unwrap();
+    let run = start_run(&runner, &t, "alice", "charge it").await;
     run.wait().await;
     runner.drain().await;
     let reply = runner
@@ -1411,12 +1382,7 @@ async fn evaluators_get_each_ended_turn_and_a_failing_one_never_reaches_the_turn
         .with_evaluator(recorder.clone())
         .with_turn_context(Arc::new(Counting(entered.clone(), exited.clone())));
     let runner = Runner::with_config(text_model("ok"), fx.store.clone(), config);
-    let run = runner
-        .send(&t, "alice", "hi", None)
-        .await
-        .unwrap()
-        .run
-        .unwrap();
+    let run = start_run(&runner, &t, "alice", "hi").await;
     assert_eq!(run.wait().await.outcome, Outcome::Completed);
     runner.drain().await;
     let turns = recorder.0.lock().unwrap().clone();

@@ -16,6 +16,7 @@ use tokio::sync::oneshot;
 #[cfg(feature = "postgres")]
 use super::runner::postgres;
 use super::runner::{Fixture, memory, on_every_store, sqlite};
+use super::support::start_run;
 
 const POLL: Duration = Duration::from_millis(5);
 
@@ -62,12 +63,7 @@ async fn a_stop_requested_by_another_runner_stops_the_holders_run(fx: Fixture) {
     let holder = Runner::new(agent, fx.store.clone());
     let stopper = Runner::new(text_agent("unused"), fx.store.clone());
     assert_eq!(stopper.request_stop(&t).await.unwrap(), StopRequest::Idle);
-    let run = holder
-        .send(&t, "alice", "hang", None)
-        .await
-        .unwrap()
-        .run
-        .unwrap();
+    let run = start_run(&holder, &t, "alice", "hang").await;
     started.await.unwrap();
     let asked = stopper.request_stop(&t).await.unwrap();
     assert_eq!(
@@ -82,12 +78,7 @@ async fn a_stop_requested_by_another_runner_stops_the_holders_run(fx: Fixture) {
     holder.drain().await;
     // A later run of the thread is not stopped by the old request.
     let next = Runner::new(text_agent("fine"), fx.store.clone());
-    let later = next
-        .send(&t, "alice", "again", None)
-        .await
-        .unwrap()
-        .run
-        .unwrap();
+    let later = start_run(&next, &t, "alice", "again").await;
     assert_eq!(later.wait().await.outcome, Outcome::Completed);
 }
 
@@ -98,12 +89,7 @@ async fn a_paused_run_is_stopped_by_another_runner_under_its_own_claim(fx: Fixtu
     ])));
     let config = RunnerConfig::default().with_ask_user(true);
     let holder = Runner::with_config(asking, fx.store.clone(), config);
-    let run = holder
-        .send(&t, "alice", "ask", None)
-        .await
-        .unwrap()
-        .run
-        .unwrap();
+    let run = start_run(&holder, &t, "alice", "ask").await;
     assert!(matches!(run.wait().await.outcome, Outcome::Paused { .. }));
     holder.drain().await;
     let stopper = Runner::new(text_agent("unused"), fx.store.clone());
@@ -127,12 +113,7 @@ async fn a_waiter_takes_over_a_thread_whose_holders_claim_lapsed(fx: Fixture) {
     let t = Scope::new("acme", "ws").thread("t1");
     let (agent, started) = hanging_agent();
     let holder = Runner::new(agent, fx.store.clone());
-    let left = holder
-        .send(&t, "alice", "hang", None)
-        .await
-        .unwrap()
-        .run
-        .unwrap();
+    let left = start_run(&holder, &t, "alice", "hang").await;
     started.await.unwrap();
     let waiter = Runner::new(text_agent("taken over"), fx.store.clone());
     let sent = waiter.send(&t, "alice", "second", None).await.unwrap();

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use super::support::start_run;
 use burrow_backend::LockKey;
 use burrow_runtime::agent::{Agent, Outcome};
 use burrow_runtime::message::{Message, Usage};
@@ -335,12 +336,7 @@ async fn an_evaluator_failure_is_an_event_on_the_segments_run_span_and_the_turn_
     let config = RunnerConfig::default().with_evaluator(Arc::new(Failing));
     let runner = Runner::with_config(agent, Arc::new(MemoryStore::new()), config);
     let thread = Scope::new("acme", "ws").thread("t1");
-    let run = runner
-        .send(&thread, "alice", "CANARY-PROMPT", None)
-        .await
-        .unwrap()
-        .run
-        .unwrap();
+    let run = start_run(&runner, &thread, "alice", "CANARY-PROMPT").await;
     assert_eq!(run.wait().await.outcome, Outcome::Completed);
     runner.drain().await;
     let seen = capture.0.lock().unwrap();

@@ -10,6 +10,8 @@ use burrow_backend::{
     GrepQuery, GrepResult, LineWindow, Listing, Result, Sandbox, VPath, WriteResult,
 };
 use burrow_runtime::model::ToolDefinition;
+use burrow_runtime::runner::{RunHandle, Runner};
+use burrow_runtime::session::ThreadKey;
 use burrow_runtime::tool::{CallContext, ToolRegistry};
 use burrow_runtime::tools::{AfterChange, ToolConfig, ToolOutput, ToolSession, Toolset};
 use burrow_state::StateBackend;
@@ -329,4 +331,14 @@ impl Sandbox for Wrapped {
             },
         })
     }
+}
+
+/// Sends `text` from `author` to the idle `thread` and returns the run it started.
+pub async fn start_run(runner: &Runner, thread: &ThreadKey, author: &str, text: &str) -> RunHandle {
+    runner
+        .send(thread, author, text, None)
+        .await
+        .unwrap()
+        .run
+        .expect("a message in an idle thread starts a run")
 }
