@@ -228,7 +228,9 @@ impl ScriptedModel {
         Ok(Self::from_responses(responses))
     }
 
-    /// Reads a JSON-lines script from a file (`scripted:FILE.jsonl`).
+    /// Reads a JSON-lines script from a file (`scripted:FILE.jsonl`), named
+    /// `scripted:` and the file's name: its folder stays out of the spans and
+    /// metrics the name goes into.
     pub fn from_file(path: &Path) -> Result<Self, ModelError> {
         let text = std::fs::read_to_string(path).map_err(|e| {
             ModelError::new(
@@ -236,7 +238,8 @@ impl ScriptedModel {
                 format!("the script file cannot be read: {e}"),
             )
         })?;
-        Ok(Self::from_jsonl(&text)?.named(format!("scripted:{}", path.display())))
+        let file = path.file_name().unwrap_or_default().to_string_lossy();
+        Ok(Self::from_jsonl(&text)?.named(format!("scripted:{file}")))
     }
 
     /// The same model under another name.

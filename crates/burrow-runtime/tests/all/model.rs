@@ -341,7 +341,12 @@ async fn a_jsonl_script_answers_line_by_line_and_running_out_is_a_failure() {
     )
     .unwrap();
     let model = ScriptedModel::from_file(&path).unwrap();
-    assert!(model.name().starts_with("scripted:"));
+    let file = path.file_name().unwrap().to_string_lossy();
+    assert_eq!(
+        model.name(),
+        format!("scripted:{file}"),
+        "no folder in the name"
+    );
     let settings = ModelSettings::default();
     let first = complete(&model, request(&[], &settings)).await.unwrap();
     assert_eq!(first.parts.len(), 2);
