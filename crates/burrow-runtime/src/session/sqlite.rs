@@ -100,6 +100,11 @@ pub struct SqliteOptions {
     pub durable_fsync: bool,
     /// How long a call waits for another writer's lock (5 s).
     pub busy_timeout: Duration,
+    /// Run each call in `tokio::task::block_in_place` on a multi-threaded
+    /// runtime (on; ADR 0195). Turn it off to send every call to the blocking
+    /// pool instead, when the store is called from a `LocalSet` task
+    /// (`spawn_local`), where `block_in_place` is not supported.
+    pub in_place: bool,
 }
 
 impl Default for SqliteOptions {
@@ -107,6 +112,7 @@ impl Default for SqliteOptions {
         Self {
             durable_fsync: false,
             busy_timeout: Duration::from_secs(5),
+            in_place: true,
         }
     }
 }
@@ -122,6 +128,7 @@ struct Inner {
     conn: Mutex<Connection>,
     path: PathBuf,
     clock: Arc<dyn Clock>,
+    in_place: bool,
 }
 
 fn sql(e: rusqlite::Error) -> StoreError {
@@ -211,6 +218,7 @@ impl SqliteStore {
                 conn: Mutex::new(conn),
                 path,
                 clock,
+                in_place: options.in_place,
             }),
         })
     }
@@ -238,7 +246,7 @@ impl SqliteStore {
         // lend its only thread, so there the call goes to the blocking pool.
         let multi_thread = tokio::runtime::Handle::try_current()
             .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-        if multi_thread {
+        if multi_thread && self.inner.in_place {
             return tokio::task::block_in_place(call);
         }
         tokio::task::spawn_blocking(call).await.map_err(|e| {

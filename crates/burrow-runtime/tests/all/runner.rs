@@ -67,6 +67,36 @@ pub(super) fn sqlite() -> Fixture {
     }
 }
 
+/// A SQLite store that sends its calls to the blocking pool even on a
+/// multi-threaded runtime (`SqliteOptions::in_place` off, ADR 0195).
+fn sqlite_on_the_blocking_pool() -> Fixture {
+    let clock = Arc::new(ManualClock::default());
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = SqliteOptions::default();
+    options.in_place = false;
+    let store =
+        SqliteStore::open_with(dir.path().join("sessions.db"), clock.clone(), options).unwrap();
+    Fixture {
+        store: Arc::new(store),
+        clock,
+        _dir: Some(dir),
+        #[cfg(feature = "postgres")]
+        _schema: None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sqlite_store_off_the_worker_threads_serves_the_runner_alike() {
+    a_message_in_an_idle_thread_starts_a_run_whose_history_refers_to_the_message(
+        sqlite_on_the_blocking_pool(),
+    )
+    .await;
+    twelve_concurrent_sends_from_two_runners_are_each_consumed_exactly_once(
+        sqlite_on_the_blocking_pool(),
+    )
+    .await;
+}
+
 /// A PostgreSQL store in a fresh schema of the test database (`BURROW_POSTGRES_URL`;
 /// under `CI=true` a missing server fails the test, naming it).
 #[cfg(feature = "postgres")]
