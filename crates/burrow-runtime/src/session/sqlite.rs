@@ -254,6 +254,41 @@ impl SqliteStore {
         })?
     }
 
+    /// The records `query` selects by the thread's key (`?1`-`?3`), with `extra` bound after it.
+    async fn thread_rows<T>(
+        &self,
+        thread: &ThreadKey,
+        query: &'static str,
+        extra: Vec<i64>,
+    ) -> StoreResult<Vec<T>>
+    where
+        T: DeserializeOwned + Send + 'static,
+    {
+        let k = thread.clone();
+        self.blocking(move |conn, _| {
+            let mut args: Vec<&dyn rusqlite::ToSql> =
+                vec![&k.scope.tenant, &k.scope.workspace, &k.thread];
+            args.extend(extra.iter().map(|e| e as &dyn rusqlite::ToSql));
+            docs(conn, query, args.as_slice())
+        })
+        .await
+    }
+
+    /// The records `query` selects by the scope (`?1`, `?2`) and an id (`?3`).
+    async fn scope_rows<T>(
+        &self,
+        scope: &Scope,
+        query: &'static str,
+        id: &str,
+    ) -> StoreResult<Vec<T>>
+    where
+        T: DeserializeOwned + Send + 'static,
+    {
+        let (s, id) = (scope.clone(), id.to_string());
+        self.blocking(move |conn, _| docs(conn, query, params![s.tenant, s.workspace, id]))
+            .await
+    }
+
     async fn write<T, F>(&self, f: F) -> StoreResult<T>
     where
         T: Send + 'static,
@@ -662,15 +697,14 @@ impl SessionStore for SqliteStore {
     }
 
     async fn thread(&self, thread: &ThreadKey) -> StoreResult<Option<ThreadInfo>> {
-        let k = thread.clone();
-        self.blocking(move |conn, _| {
-            doc(
-                conn,
+        let rows = self
+            .thread_rows(
+                thread,
                 "SELECT doc FROM session_threads WHERE tenant = ?1 AND workspace = ?2 AND thread = ?3",
-                params![k.scope.tenant, k.scope.workspace, k.thread],
+                Vec::new(),
             )
-        })
-        .await
+            .await?;
+        Ok(rows.into_iter().next())
     }
 
     async fn threads(
@@ -699,22 +733,13 @@ impl SessionStore for SqliteStore {
         after_seq: u64,
         limit: usize,
     ) -> StoreResult<Vec<Event>> {
-        let k = thread.clone();
-        self.blocking(move |conn, _| {
-            docs(
-                conn,
-                "SELECT doc FROM session_events
-                 WHERE tenant = ?1 AND workspace = ?2 AND thread = ?3 AND seq > ?4
-                 ORDER BY seq LIMIT ?5",
-                params![
-                    k.scope.tenant,
-                    k.scope.workspace,
-                    k.thread,
-                    int(after_seq),
-                    page(limit)
-                ],
-            )
-        })
+        self.thread_rows(
+            thread,
+            "SELECT doc FROM session_events
+             WHERE tenant = ?1 AND workspace = ?2 AND thread = ?3 AND seq > ?4
+             ORDER BY seq LIMIT ?5",
+            vec![int(after_seq), page(limit)],
+        )
         .await
     }
 
@@ -724,36 +749,25 @@ impl SessionStore for SqliteStore {
         after_seq: u64,
         limit: usize,
     ) -> StoreResult<Vec<PostedMessage>> {
-        let k = thread.clone();
-        self.blocking(move |conn, _| {
-            docs(
-                conn,
-                "SELECT doc FROM session_messages
-                 WHERE tenant = ?1 AND workspace = ?2 AND thread = ?3 AND seq > ?4
-                 ORDER BY seq LIMIT ?5",
-                params![
-                    k.scope.tenant,
-                    k.scope.workspace,
-                    k.thread,
-                    int(after_seq),
-                    page(limit)
-                ],
-            )
-        })
+        self.thread_rows(
+            thread,
+            "SELECT doc FROM session_messages
+             WHERE tenant = ?1 AND workspace = ?2 AND thread = ?3 AND seq > ?4
+             ORDER BY seq LIMIT ?5",
+            vec![int(after_seq), page(limit)],
+        )
         .await
     }
 
     async fn message(&self, scope: &Scope, id: &str) -> StoreResult<Option<PostedMessage>> {
-        let s = scope.clone();
-        let id = id.to_string();
-        self.blocking(move |conn, _| {
-            doc(
-                conn,
+        let rows = self
+            .scope_rows(
+                scope,
                 "SELECT doc FROM session_messages WHERE tenant = ?1 AND workspace = ?2 AND id = ?3",
-                params![s.tenant, s.workspace, id],
+                id,
             )
-        })
-        .await
+            .await?;
+        Ok(rows.into_iter().next())
     }
 
     async fn history(&self, thread: &ThreadKey, from_pos: u64) -> StoreResult<Vec<HistoryEntry>> {
@@ -804,42 +818,33 @@ impl SessionStore for SqliteStore {
     }
 
     async fn run(&self, scope: &Scope, run_id: &str) -> StoreResult<Option<RunRecord>> {
-        let s = scope.clone();
-        let id = run_id.to_string();
-        self.blocking(move |conn, _| {
-            doc(
-                conn,
+        let rows = self
+            .scope_rows(
+                scope,
                 "SELECT doc FROM session_runs WHERE tenant = ?1 AND workspace = ?2 AND run_id = ?3",
-                params![s.tenant, s.workspace, id],
+                run_id,
             )
-        })
-        .await
+            .await?;
+        Ok(rows.into_iter().next())
     }
 
     async fn runs(&self, thread: &ThreadKey) -> StoreResult<Vec<RunRecord>> {
-        let k = thread.clone();
-        self.blocking(move |conn, _| {
-            docs(
-                conn,
-                "SELECT doc FROM session_runs WHERE tenant = ?1 AND workspace = ?2 AND thread = ?3
-                 ORDER BY started_seq",
-                params![k.scope.tenant, k.scope.workspace, k.thread],
-            )
-        })
+        self.thread_rows(
+            thread,
+            "SELECT doc FROM session_runs WHERE tenant = ?1 AND workspace = ?2 AND thread = ?3
+             ORDER BY started_seq",
+            Vec::new(),
+        )
         .await
     }
 
     async fn tool_calls(&self, scope: &Scope, run_id: &str) -> StoreResult<Vec<ToolCallRecord>> {
-        let s = scope.clone();
-        let id = run_id.to_string();
-        self.blocking(move |conn, _| {
-            docs(
-                conn,
-                "SELECT doc FROM session_tool_calls WHERE tenant = ?1 AND workspace = ?2 AND run_id = ?3
-                 ORDER BY started_seq",
-                params![s.tenant, s.workspace, id],
-            )
-        })
+        self.scope_rows(
+            scope,
+            "SELECT doc FROM session_tool_calls WHERE tenant = ?1 AND workspace = ?2 AND run_id = ?3
+             ORDER BY started_seq",
+            run_id,
+        )
         .await
     }
 
@@ -865,15 +870,12 @@ impl SessionStore for SqliteStore {
     }
 
     async fn checkpoints(&self, thread: &ThreadKey) -> StoreResult<Vec<Checkpoint>> {
-        let k = thread.clone();
-        self.blocking(move |conn, _| {
-            docs(
-                conn,
-                "SELECT doc FROM session_checkpoints WHERE tenant = ?1 AND workspace = ?2 AND thread = ?3
-                 ORDER BY seq",
-                params![k.scope.tenant, k.scope.workspace, k.thread],
-            )
-        })
+        self.thread_rows(
+            thread,
+            "SELECT doc FROM session_checkpoints WHERE tenant = ?1 AND workspace = ?2 AND thread = ?3
+             ORDER BY seq",
+            Vec::new(),
+        )
         .await
     }
 
