@@ -423,18 +423,20 @@ fn a_paused_thread_is_answered_from_another_process_and_resumes() {
         "--model",
         &answering,
     ]);
-    answered.assert_code(0);
-    let events = stdout_lines(&answered);
-    assert!(
-        events.iter().any(|e| e["text"] == "blue it is"),
-        "{events:?}"
-    );
-    assert_eq!(events.last().unwrap()["outcome"], "completed");
+    assert_completed_saying(&answered, "blue it is");
 
     let shown = s.show("t");
     assert_eq!(run_statuses(&shown), [("completed".to_owned(), None)]);
     assert_eq!(shown["runs"][0]["segments"], 2);
     assert_eq!(shown["pending"], json!([]));
+}
+
+/// The run's `--json` stream says `text` and ends completed (exit 0).
+fn assert_completed_saying(run: &Run, text: &str) {
+    run.assert_code(0);
+    let events = stdout_lines(run);
+    assert!(events.iter().any(|e| e["text"] == text), "{events:?}");
+    assert_eq!(events.last().unwrap()["outcome"], "completed");
 }
 
 /// `burrow thread answer` without `--model`, `--settings` or `--max-turns`
@@ -509,13 +511,7 @@ fn an_answer_without_a_model_resumes_the_run_as_it_was_started() {
         ],
         b"",
     );
-    answered.assert_code(0);
-    let events = stdout_lines(&answered);
-    assert!(
-        events.iter().any(|e| e["text"] == "blue it is"),
-        "{events:?}"
-    );
-    assert_eq!(events.last().unwrap()["outcome"], "completed");
+    assert_completed_saying(&answered, "blue it is");
     assert!(
         elsewhere.join("hooked").exists(),
         "the run's hooks ran on resume"

@@ -50,30 +50,20 @@ pub(super) fn memory() -> Fixture {
 }
 
 pub(super) fn sqlite() -> Fixture {
-    let clock = Arc::new(ManualClock::default());
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open_with(
-        dir.path().join("sessions.db"),
-        clock.clone(),
-        SqliteOptions::default(),
-    )
-    .unwrap();
-    Fixture {
-        store: Arc::new(store),
-        clock,
-        _dir: Some(dir),
-        #[cfg(feature = "postgres")]
-        _schema: None,
-    }
+    sqlite_with(SqliteOptions::default())
 }
 
 /// A SQLite store that sends its calls to the blocking pool even on a
 /// multi-threaded runtime (`SqliteOptions::in_place` off, ADR 0195).
 fn sqlite_on_the_blocking_pool() -> Fixture {
-    let clock = Arc::new(ManualClock::default());
-    let dir = tempfile::tempdir().unwrap();
     let mut options = SqliteOptions::default();
     options.in_place = false;
+    sqlite_with(options)
+}
+
+fn sqlite_with(options: SqliteOptions) -> Fixture {
+    let clock = Arc::new(ManualClock::default());
+    let dir = tempfile::tempdir().unwrap();
     let store =
         SqliteStore::open_with(dir.path().join("sessions.db"), clock.clone(), options).unwrap();
     Fixture {
