@@ -496,8 +496,8 @@ impl PostgresStore {
     }
 }
 
-/// One request of a commit's writes: a statement with its arguments, answered
-/// with the number of rows it changed.
+/// One write of a commit or claim change: a statement with its arguments,
+/// answered with the number of rows it changed.
 type Request<'a> = Pin<Box<dyn Future<Output = Result<u64, tokio_postgres::Error>> + Send + 'a>>;
 
 /// Sends a request now: tokio-postgres sends a request when its future is
