@@ -9,6 +9,15 @@
 //!   commit in parallel. Ids unique per workspace across threads (messages,
 //!   runs) and command keys are primary keys: a concurrent duplicate fails
 //!   its insert and is reported `IdInUse` or `DuplicateCommand`.
+//! - **Two round trips a change** (ADR 0196). The requests are pipelined on
+//!   the connection: `BEGIN`, the lock and every row the change reads go out
+//!   together (the server runs them in order, so the reads run under the
+//!   lock); once the rules have decided, every write and then `COMMIT` go out
+//!   together. `COMMIT` is sent only after every write has been sent, and a
+//!   write the server refuses aborts the transaction, so the `COMMIT` behind
+//!   it rolls back: nothing is committed unless every write is.
+//! - **Prepared once.** Every statement is prepared when a connection opens
+//!   (in one round trip) and kept with the connection in the pool.
 //! - **Text, not JSONB.** Records are stored as JSON text, which may hold any
 //!   character (JSONB refuses `\u0000`); names holding NUL are refused.
 //! - **Connections.** A small pool, connected on demand; a connection whose
@@ -16,10 +25,14 @@
 //!   transaction dies with it). `schema` puts every table in one schema
 //!   (created if missing), so several stores can share a database.
 
+use std::future::Future;
+use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use futures::future::{MaybeDone, join_all, maybe_done, try_join_all};
+use futures::{poll, try_join};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -27,7 +40,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::Mutex;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{Client, Config, GenericClient, NoTls};
+use tokio_postgres::{Client, Config, NoTls, Statement};
 
 use super::clock::{Clock, SystemClock};
 use super::error::{StoreError, StoreErrorKind, StoreResult};
@@ -87,6 +100,135 @@ const SCHEMA: &[&str] = &[
 /// The advisory lock key that serialises creating the tables.
 const DDL_LOCK: i64 = 0x6275_7272_6f77_0001;
 
+/// Declares [`Statements`]: one field per statement, each prepared from its SQL.
+macro_rules! statements {
+    ($($(#[doc = $doc:literal])+ $name:ident = $sql:literal;)+) => {
+        /// The store's statements, prepared on a connection when it opens (all in
+        /// one round trip) and kept with it, so a call never waits for a `Parse`.
+        #[derive(Debug)]
+        struct Statements {
+            $($(#[doc = $doc])+ $name: Statement,)+
+        }
+
+        impl Statements {
+            async fn prepare(client: &Client) -> Result<Self, tokio_postgres::Error> {
+                let ($($name,)+) = try_join!($(client.prepare($sql),)+)?;
+                Ok(Self { $($name,)+ })
+            }
+        }
+    };
+}
+
+statements! {
+    /// Takes the thread's advisory lock (`$1`: [`lock_key`]) until the transaction ends.
+    lock = "SELECT pg_advisory_xact_lock($1)";
+    /// A thread's row.
+    thread = "SELECT doc FROM session_threads WHERE tenant = $1 AND workspace = $2 AND thread = $3";
+    /// A thread's claim.
+    claim = "SELECT holder, token, expires_at_ms FROM session_claims
+             WHERE tenant = $1 AND workspace = $2 AND thread = $3";
+    /// A run of the workspace.
+    run = "SELECT doc FROM session_runs WHERE tenant = $1 AND workspace = $2 AND run_id = $3";
+    /// A tool call of a run.
+    call = "SELECT doc FROM session_tool_calls
+            WHERE tenant = $1 AND workspace = $2 AND run_id = $3 AND call_id = $4";
+    /// The thread a posted message of the workspace belongs to.
+    message_thread = "SELECT thread FROM session_messages
+                      WHERE tenant = $1 AND workspace = $2 AND id = $3";
+    /// A cursor's value.
+    cursor = "SELECT value FROM session_cursors
+              WHERE tenant = $1 AND workspace = $2 AND thread = $3 AND name = $4";
+    /// Whether a checkpoint id of the thread is used.
+    checkpoint_exists = "SELECT 1 FROM session_checkpoints
+                         WHERE tenant = $1 AND workspace = $2 AND thread = $3 AND id = $4";
+    /// A recorded command's result.
+    command = "SELECT result FROM session_commands
+               WHERE tenant = $1 AND workspace = $2 AND sender = $3 AND command_id = $4";
+    /// Saves a thread's row.
+    save_thread = "INSERT INTO session_threads (tenant, workspace, thread, doc) VALUES ($1, $2, $3, $4)
+                   ON CONFLICT (tenant, workspace, thread) DO UPDATE SET doc = EXCLUDED.doc";
+    /// Saves a thread's claim.
+    save_claim = "INSERT INTO session_claims (tenant, workspace, thread, holder, token, expires_at_ms)
+                  VALUES ($1, $2, $3, $4, $5, $6)
+                  ON CONFLICT (tenant, workspace, thread)
+                  DO UPDATE SET holder = EXCLUDED.holder, token = EXCLUDED.token,
+                                expires_at_ms = EXCLUDED.expires_at_ms";
+    /// Inserts a posted message.
+    insert_message = "INSERT INTO session_messages (tenant, workspace, id, thread, seq, doc)
+                      VALUES ($1, $2, $3, $4, $5, $6)";
+    /// Inserts a history row.
+    insert_history = "INSERT INTO session_history
+                      (tenant, workspace, thread, pos, run_id, message_ref, call_ref, item)
+                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
+    /// Inserts a run the commit started.
+    insert_run = "INSERT INTO session_runs (tenant, workspace, run_id, thread, started_seq, doc)
+                  VALUES ($1, $2, $3, $4, $5, $6)";
+    /// Replaces a run (the same arguments as `insert_run`).
+    update_run = "UPDATE session_runs SET doc = $6, thread = $4, started_seq = $5
+                  WHERE tenant = $1 AND workspace = $2 AND run_id = $3";
+    /// Saves a tool call.
+    save_call = "INSERT INTO session_tool_calls (tenant, workspace, run_id, call_id, started_seq, doc)
+                 VALUES ($1, $2, $3, $4, $5, $6)
+                 ON CONFLICT (tenant, workspace, run_id, call_id) DO UPDATE SET doc = EXCLUDED.doc";
+    /// Inserts an event.
+    insert_event = "INSERT INTO session_events (tenant, workspace, thread, seq, doc)
+                    VALUES ($1, $2, $3, $4, $5)";
+    /// Saves a cursor.
+    save_cursor = "INSERT INTO session_cursors (tenant, workspace, thread, name, value)
+                   VALUES ($1, $2, $3, $4, $5)
+                   ON CONFLICT (tenant, workspace, thread, name) DO UPDATE SET value = EXCLUDED.value";
+    /// Inserts a checkpoint.
+    insert_checkpoint = "INSERT INTO session_checkpoints (tenant, workspace, thread, id, seq, doc)
+                         VALUES ($1, $2, $3, $4, $5, $6)";
+    /// Inserts a command's result (a repeat fails on `session_commands_pkey`).
+    insert_command = "INSERT INTO session_commands (tenant, workspace, sender, command_id, result)
+                      VALUES ($1, $2, $3, $4, $5)";
+    /// Records a command's result unless its key is recorded.
+    record_command = "INSERT INTO session_commands (tenant, workspace, sender, command_id, result)
+                      VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING";
+    /// A page of a workspace's threads, after a thread id (`NULL`: from the first).
+    threads = "SELECT doc FROM session_threads
+               WHERE tenant = $1 AND workspace = $2
+                 AND ($3::TEXT IS NULL OR thread COLLATE \"C\" > $3::TEXT COLLATE \"C\")
+               ORDER BY thread COLLATE \"C\" LIMIT $4";
+    /// A page of a thread's events after a seq.
+    events = "SELECT doc FROM session_events
+              WHERE tenant = $1 AND workspace = $2 AND thread = $3 AND seq > $4
+              ORDER BY seq LIMIT $5";
+    /// A page of a thread's posted messages after a seq.
+    messages = "SELECT doc FROM session_messages
+                WHERE tenant = $1 AND workspace = $2 AND thread = $3 AND seq > $4
+                ORDER BY seq LIMIT $5";
+    /// A posted message of the workspace.
+    message = "SELECT doc FROM session_messages WHERE tenant = $1 AND workspace = $2 AND id = $3";
+    /// A thread's history from a position, with the posted messages and tool calls it refers to.
+    history = "SELECT h.pos, h.run_id, h.item, m.doc, c.doc FROM session_history h
+               LEFT JOIN session_messages m
+                 ON m.tenant = h.tenant AND m.workspace = h.workspace AND m.id = h.message_ref
+               LEFT JOIN session_tool_calls c
+                 ON c.tenant = h.tenant AND c.workspace = h.workspace
+                AND c.run_id = h.run_id AND c.call_id = h.call_ref
+               WHERE h.tenant = $1 AND h.workspace = $2 AND h.thread = $3 AND h.pos >= $4
+               ORDER BY h.pos";
+    /// A thread's runs, oldest first.
+    runs = "SELECT doc FROM session_runs WHERE tenant = $1 AND workspace = $2 AND thread = $3
+            ORDER BY started_seq";
+    /// A run's tool calls, oldest first.
+    tool_calls = "SELECT doc FROM session_tool_calls WHERE tenant = $1 AND workspace = $2 AND run_id = $3
+                  ORDER BY started_seq";
+    /// A thread's checkpoints, oldest first.
+    checkpoints = "SELECT doc FROM session_checkpoints WHERE tenant = $1 AND workspace = $2 AND thread = $3
+                   ORDER BY seq";
+    /// Threads whose cursor `$1` is ahead of their cursor `$2`.
+    lagging_threads = "SELECT a.tenant, a.workspace, a.thread FROM session_cursors a
+                       LEFT JOIN session_cursors b
+                         ON b.tenant = a.tenant AND b.workspace = a.workspace
+                        AND b.thread = a.thread AND b.name = $2
+                       WHERE a.name = $1 AND a.value > COALESCE(b.value, 0)
+                       ORDER BY a.tenant COLLATE \"C\", a.workspace COLLATE \"C\", a.thread COLLATE \"C\"
+                       LIMIT $3";
+}
+
 /// Options of a [`PostgresStore`].
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -124,7 +266,7 @@ pub struct PostgresStore {
 struct Inner {
     config: Config,
     schema: Option<String>,
-    idle: Mutex<Vec<Client>>,
+    idle: Mutex<Vec<Pooled>>,
     pool: usize,
     clock: Arc<dyn Clock>,
 }
@@ -209,9 +351,11 @@ fn check_schema(schema: &str) -> StoreResult<()> {
     }
 }
 
-/// A connection taken from the pool; returned only by [`Pooled::give_back`].
+/// A connection taken from the pool with its prepared statements; returned only by [`PostgresStore::give_back`].
+#[derive(Debug)]
 struct Pooled {
     client: Client,
+    statements: Statements,
 }
 
 impl PostgresStore {
@@ -243,9 +387,9 @@ impl PostgresStore {
                 clock,
             }),
         };
-        let mut conn = store.take().await?;
+        let mut client = store.open_client().await?;
         {
-            let tx = conn.client.transaction().await.map_err(pg)?;
+            let tx = client.transaction().await.map_err(pg)?;
             tx.execute("SELECT pg_advisory_xact_lock($1)", &[&DDL_LOCK])
                 .await
                 .map_err(pg)?;
@@ -259,19 +403,14 @@ impl PostgresStore {
             }
             tx.commit().await.map_err(pg)?;
         }
-        store.give_back(conn).await;
+        // The tables exist now, so the statements can be prepared.
+        let statements = Statements::prepare(&client).await.map_err(pg)?;
+        store.give_back(Pooled { client, statements }).await;
         Ok(store)
     }
 
-    async fn take(&self) -> StoreResult<Pooled> {
-        loop {
-            let Some(client) = self.inner.idle.lock().await.pop() else {
-                break;
-            };
-            if !client.is_closed() {
-                return Ok(Pooled { client });
-            }
-        }
+    /// A new connection, its `search_path` set to the store's schema.
+    async fn open_client(&self) -> StoreResult<Client> {
         let (client, connection) = self.inner.config.connect(NoTls).await.map_err(pg)?;
         tokio::spawn(async move {
             // The connection ends when its client is dropped; an error here is
@@ -284,13 +423,27 @@ impl PostgresStore {
                 .await
                 .map_err(pg)?;
         }
-        Ok(Pooled { client })
+        Ok(client)
+    }
+
+    async fn take(&self) -> StoreResult<Pooled> {
+        loop {
+            let Some(conn) = self.inner.idle.lock().await.pop() else {
+                break;
+            };
+            if !conn.client.is_closed() {
+                return Ok(conn);
+            }
+        }
+        let client = self.open_client().await?;
+        let statements = Statements::prepare(&client).await.map_err(pg)?;
+        Ok(Pooled { client, statements })
     }
 
     async fn give_back(&self, conn: Pooled) {
         let mut idle = self.inner.idle.lock().await;
         if idle.len() < self.inner.pool && !conn.client.is_closed() {
-            idle.push(conn.client);
+            idle.push(conn);
         }
     }
 
@@ -305,51 +458,154 @@ impl PostgresStore {
         &self,
         conn: Pooled,
         result: StoreResult<T>,
-        ended: Result<(), tokio_postgres::Error>,
+        ended: StoreResult<()>,
     ) -> StoreResult<T> {
         match ended {
             Ok(()) => {
                 self.give_back(conn).await;
                 result
             }
-            Err(e) => result.and(Err(pg(e))),
+            Err(e) => result.and(Err(e)),
         }
     }
-}
 
-/// Takes the thread's advisory lock for the rest of the transaction.
-async fn lock_thread(tx: &tokio_postgres::Transaction<'_>, thread: &ThreadKey) -> StoreResult<()> {
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&lock_key(thread)])
-        .await
-        .map_err(pg)?;
-    Ok(())
-}
-
-/// Commits the transaction when `ok`, else rolls it back (awaited, so no
-/// transaction stays open on the server while the connection waits in the pool).
-async fn end(tx: tokio_postgres::Transaction<'_>, ok: bool) -> Result<(), tokio_postgres::Error> {
-    if ok {
-        tx.commit().await
-    } else {
-        tx.rollback().await
+    /// One claim change in one transaction: `decide` turns the thread's claim
+    /// row into the call's answer and the row to save, if any.
+    async fn change_claim<T>(
+        &self,
+        thread: &ThreadKey,
+        decide: impl FnOnce(Option<&ClaimRow>) -> StoreResult<(T, Option<ClaimRow>)>,
+    ) -> StoreResult<T> {
+        rules::check_thread(thread)?;
+        let conn = self.take().await?;
+        let (c, prepared) = (&conn.client, &conn.statements);
+        let decided = async {
+            let row = begin_locked(c, prepared, thread, load_claim(c, prepared, thread)).await?;
+            decide(row.as_ref())
+        }
+        .await;
+        let (result, ended) = match decided {
+            Err(e) => (Err(e), rollback(c).await),
+            Ok((reply, row)) => {
+                let writes = row.iter().map(|row| save_claim(c, prepared, thread, row));
+                let (written, ended) = write_and_commit(c, writes.collect()).await;
+                (written.map(|()| reply), ended)
+            }
+        };
+        self.settle(conn, result, ended).await
     }
+}
+
+/// One write of a commit or claim change: a statement with its arguments,
+/// answered with the number of rows it changed.
+type Request<'a> = Pin<Box<dyn Future<Output = Result<u64, tokio_postgres::Error>> + Send + 'a>>;
+
+/// Sends a request now: tokio-postgres sends a request when its future is
+/// first polled, and the server runs a connection's requests in the order they
+/// were sent, so every request sent after this one runs after it. A request
+/// that cannot be sent (its arguments do not encode, the connection is
+/// closed) is answered with its error at once.
+async fn send<F: Future>(request: Pin<&mut MaybeDone<F>>) {
+    let _ = poll!(request);
+}
+
+/// The answer to a request [`send`] sent, once it arrives.
+async fn answer<F, T>(mut sent: Pin<&mut MaybeDone<F>>) -> StoreResult<T>
+where
+    F: Future<Output = Result<T, tokio_postgres::Error>>,
+{
+    sent.as_mut().await;
+    match sent.take_output() {
+        Some(answered) => answered.map_err(pg),
+        None => Err(StoreError::new(
+            StoreErrorKind::Storage,
+            "a PostgreSQL request's answer was taken twice",
+        )),
+    }
+}
+
+/// Opens a transaction, takes the thread's advisory lock and runs `reads`,
+/// all sent at once (one round trip): `BEGIN` and the lock are sent before
+/// `reads` is first polled, so every read runs in the transaction, under the lock.
+async fn begin_locked<T>(
+    c: &Client,
+    prepared: &Statements,
+    thread: &ThreadKey,
+    reads: impl Future<Output = StoreResult<T>>,
+) -> StoreResult<T> {
+    let key = lock_key(thread);
+    let lock_args: [&(dyn ToSql + Sync); 1] = [&key];
+    let mut begin = pin!(maybe_done(c.batch_execute("BEGIN")));
+    send(begin.as_mut()).await;
+    let mut lock = pin!(maybe_done(c.execute(&prepared.lock, &lock_args)));
+    send(lock.as_mut()).await;
+    let ((), _, found) = try_join!(answer(begin), answer(lock), reads)?;
+    Ok(found)
+}
+
+/// Waits for every write's answer; the first refusal, in the order they were sent.
+async fn answers(mut writes: Vec<MaybeDone<Request<'_>>>) -> StoreResult<()> {
+    join_all(writes.iter_mut()).await;
+    let mut first = Ok(());
+    for write in &mut writes {
+        if let Some(Err(e)) = Pin::new(write).take_output() {
+            first = first.and(Err(pg(e)));
+        }
+    }
+    first
+}
+
+/// Sends `writes` and then `COMMIT` at once (one round trip) and waits for
+/// every answer: the writes' outcome, and how the transaction ended.
+///
+/// `COMMIT` is sent only once every write has been sent; when one could not
+/// be, the transaction is rolled back instead. The server runs the requests
+/// in order: a write it refuses aborts the transaction, the writes after it
+/// are refused too, and the `COMMIT` behind them ends the aborted
+/// transaction by rolling it back (answering `ROLLBACK`). So nothing is
+/// committed unless every write is, and the first refusal is the call's error.
+async fn write_and_commit(
+    c: &Client,
+    writes: Vec<Request<'_>>,
+) -> (StoreResult<()>, StoreResult<()>) {
+    let mut writes: Vec<_> = writes.into_iter().map(maybe_done).collect();
+    for write in &mut writes {
+        send(Pin::new(write)).await;
+    }
+    if writes
+        .iter()
+        .any(|write| matches!(write, MaybeDone::Done(Err(_))))
+    {
+        let written = answers(writes).await;
+        return (written, rollback(c).await);
+    }
+    let mut commit = pin!(maybe_done(c.batch_execute("COMMIT")));
+    send(commit.as_mut()).await;
+    let written = answers(writes).await;
+    (written, answer(commit).await)
+}
+
+/// Rolls the transaction back (awaited, so no transaction stays open on the
+/// server while the connection waits in the pool).
+async fn rollback(c: &Client) -> StoreResult<()> {
+    c.batch_execute("ROLLBACK").await.map_err(pg)
 }
 
 async fn doc<T: DeserializeOwned>(
-    c: &impl GenericClient,
-    query: &str,
+    c: &Client,
+    statement: &Statement,
     args: &[&(dyn ToSql + Sync)],
 ) -> StoreResult<Option<T>> {
-    let row = c.query_opt(query, args).await.map_err(pg)?;
+    let row = c.query_opt(statement, args).await.map_err(pg)?;
     row.map(|r| from_json(&r.get::<_, String>(0))).transpose()
 }
 
 async fn docs<T: DeserializeOwned>(
-    c: &impl GenericClient,
-    query: &str,
+    c: &Client,
+    statement: &Statement,
     args: &[&(dyn ToSql + Sync)],
 ) -> StoreResult<Vec<T>> {
-    c.query(query, args)
+    c.query(statement, args)
         .await
         .map_err(pg)?
         .iter()
@@ -357,11 +613,14 @@ async fn docs<T: DeserializeOwned>(
         .collect()
 }
 
-async fn load_claim(c: &impl GenericClient, key: &ThreadKey) -> StoreResult<Option<ClaimRow>> {
+async fn load_claim(
+    c: &Client,
+    prepared: &Statements,
+    key: &ThreadKey,
+) -> StoreResult<Option<ClaimRow>> {
     let row = c
         .query_opt(
-            "SELECT holder, token, expires_at_ms FROM session_claims
-             WHERE tenant = $1 AND workspace = $2 AND thread = $3",
+            &prepared.claim,
             &[&key.scope.tenant, &key.scope.workspace, &key.thread],
         )
         .await
@@ -373,159 +632,134 @@ async fn load_claim(c: &impl GenericClient, key: &ThreadKey) -> StoreResult<Opti
     }))
 }
 
-async fn save_claim(c: &impl GenericClient, key: &ThreadKey, row: &ClaimRow) -> StoreResult<()> {
-    c.execute(
-        "INSERT INTO session_claims (tenant, workspace, thread, holder, token, expires_at_ms)
-         VALUES ($1, $2, $3, $4, $5, $6)
-         ON CONFLICT (tenant, workspace, thread)
-         DO UPDATE SET holder = EXCLUDED.holder, token = EXCLUDED.token, expires_at_ms = EXCLUDED.expires_at_ms",
-        &[
-            &key.scope.tenant,
-            &key.scope.workspace,
-            &key.thread,
-            &row.holder,
-            &int(row.token),
-            &row.expires_at_ms,
-        ],
-    )
-    .await
-    .map_err(pg)?;
-    Ok(())
-}
-
-async fn command(c: &impl GenericClient, key: &CommandKey) -> StoreResult<Option<Value>> {
-    doc(
-        c,
-        "SELECT result FROM session_commands
-         WHERE tenant = $1 AND workspace = $2 AND sender = $3 AND command_id = $4",
-        &[
-            &key.scope.tenant,
-            &key.scope.workspace,
-            &key.sender,
-            &key.command_id,
-        ],
-    )
-    .await
-}
-
-async fn insert_command(
-    c: &impl GenericClient,
-    key: &CommandKey,
-    result: &Value,
-) -> StoreResult<()> {
-    c.execute(
-        "INSERT INTO session_commands (tenant, workspace, sender, command_id, result)
-         VALUES ($1, $2, $3, $4, $5)",
-        &[
-            &key.scope.tenant,
-            &key.scope.workspace,
-            &key.sender,
-            &key.command_id,
-            &to_json(result)?,
-        ],
-    )
-    .await
-    .map_err(pg)?;
-    Ok(())
-}
-
-async fn load(c: &impl GenericClient, key: &ThreadKey, commit: &Commit) -> StoreResult<Snapshot> {
-    let needs = rules::needs(commit);
-    let (t, w, th) = (&key.scope.tenant, &key.scope.workspace, &key.thread);
-    let mut snap = Snapshot {
-        thread: doc(
-            c,
-            "SELECT doc FROM session_threads WHERE tenant = $1 AND workspace = $2 AND thread = $3",
-            &[t, w, th],
-        )
-        .await?,
-        claim: load_claim(c, key).await?,
-        ..Snapshot::default()
-    };
-    for run in needs.runs {
-        let found: Option<RunRecord> = doc(
-            c,
-            "SELECT doc FROM session_runs WHERE tenant = $1 AND workspace = $2 AND run_id = $3",
-            &[t, w, &run],
-        )
-        .await?;
-        if let Some(r) = found {
-            snap.runs.insert(run, r);
-        }
-    }
-    for (run, call) in needs.calls {
-        let found: Option<ToolCallRecord> = doc(
-            c,
-            "SELECT doc FROM session_tool_calls
-             WHERE tenant = $1 AND workspace = $2 AND run_id = $3 AND call_id = $4",
-            &[t, w, &run, &call],
-        )
-        .await?;
-        if let Some(f) = found {
-            snap.calls.insert((run, call), f);
-        }
-    }
-    for id in needs.messages {
-        let row = c
-            .query_opt(
-                "SELECT thread FROM session_messages WHERE tenant = $1 AND workspace = $2 AND id = $3",
-                &[t, w, &id],
-            )
-            .await
-            .map_err(pg)?;
-        if let Some(r) = row {
-            snap.messages.insert(id, r.get(0));
-        }
-    }
-    for name in needs.cursors {
-        let row = c
-            .query_opt(
-                "SELECT value FROM session_cursors
-                 WHERE tenant = $1 AND workspace = $2 AND thread = $3 AND name = $4",
-                &[t, w, th, &name],
-            )
-            .await
-            .map_err(pg)?;
-        if let Some(r) = row {
-            snap.cursors.insert(name, uint(r.get(0)));
-        }
-    }
-    for id in needs.checkpoints {
-        let row = c
-            .query_opt(
-                "SELECT 1 FROM session_checkpoints
-                 WHERE tenant = $1 AND workspace = $2 AND thread = $3 AND id = $4",
-                &[t, w, th, &id],
-            )
-            .await
-            .map_err(pg)?;
-        if row.is_some() {
-            snap.checkpoints.insert(id);
-        }
-    }
-    if let Some(cmd) = &commit.command {
-        snap.command_exists = command(c, &cmd.key).await?.is_some();
-    }
-    Ok(snap)
-}
-
-async fn save(c: &impl GenericClient, key: &ThreadKey, ch: &Changes) -> StoreResult<()> {
-    let (t, w, th) = (&key.scope.tenant, &key.scope.workspace, &key.thread);
-    c.execute(
-        "INSERT INTO session_threads (tenant, workspace, thread, doc) VALUES ($1, $2, $3, $4)
-         ON CONFLICT (tenant, workspace, thread) DO UPDATE SET doc = EXCLUDED.doc",
-        &[t, w, th, &to_json(&ch.thread)?],
-    )
-    .await
-    .map_err(pg)?;
-    for m in &ch.messages {
+fn save_claim<'a>(
+    c: &'a Client,
+    prepared: &'a Statements,
+    key: &'a ThreadKey,
+    row: &'a ClaimRow,
+) -> Request<'a> {
+    let token = int(row.token);
+    Box::pin(async move {
         c.execute(
-            "INSERT INTO session_messages (tenant, workspace, id, thread, seq, doc)
-             VALUES ($1, $2, $3, $4, $5, $6)",
-            &[t, w, &m.id, th, &int(m.seq), &to_json(m)?],
+            &prepared.save_claim,
+            &[
+                &key.scope.tenant,
+                &key.scope.workspace,
+                &key.thread,
+                &row.holder,
+                &token,
+                &row.expires_at_ms,
+            ],
         )
         .await
-        .map_err(pg)?;
+    })
+}
+
+async fn command(
+    c: &Client,
+    prepared: &Statements,
+    key: &CommandKey,
+) -> StoreResult<Option<Value>> {
+    doc(
+        c,
+        &prepared.command,
+        &[
+            &key.scope.tenant,
+            &key.scope.workspace,
+            &key.sender,
+            &key.command_id,
+        ],
+    )
+    .await
+}
+
+/// The rows `commit` reads, every read sent at once.
+async fn load(
+    c: &Client,
+    prepared: &Statements,
+    key: &ThreadKey,
+    commit: &Commit,
+) -> StoreResult<Snapshot> {
+    let needs = rules::needs(commit);
+    let (t, w, th) = (&key.scope.tenant, &key.scope.workspace, &key.thread);
+    let thread = async { doc::<ThreadInfo>(c, &prepared.thread, &[t, w, th]).await };
+    let runs = try_join_all(needs.runs.into_iter().map(|run| async move {
+        let found: Option<RunRecord> = doc(c, &prepared.run, &[t, w, &run]).await?;
+        Ok::<_, StoreError>(found.map(|r| (run, r)))
+    }));
+    let calls = try_join_all(needs.calls.into_iter().map(|(run, call)| async move {
+        let found: Option<ToolCallRecord> = doc(c, &prepared.call, &[t, w, &run, &call]).await?;
+        Ok::<_, StoreError>(found.map(|f| ((run, call), f)))
+    }));
+    let messages = try_join_all(needs.messages.into_iter().map(|id| async move {
+        let row = c
+            .query_opt(&prepared.message_thread, &[t, w, &id])
+            .await
+            .map_err(pg)?;
+        Ok::<_, StoreError>(row.map(|r| (id, r.get::<_, String>(0))))
+    }));
+    let cursors = try_join_all(needs.cursors.into_iter().map(|name| async move {
+        let row = c
+            .query_opt(&prepared.cursor, &[t, w, th, &name])
+            .await
+            .map_err(pg)?;
+        Ok::<_, StoreError>(row.map(|r| (name, uint(r.get(0)))))
+    }));
+    let checkpoints = try_join_all(needs.checkpoints.into_iter().map(|id| async move {
+        let row = c
+            .query_opt(&prepared.checkpoint_exists, &[t, w, th, &id])
+            .await
+            .map_err(pg)?;
+        Ok::<_, StoreError>(row.map(|_| id))
+    }));
+    let command_exists = async {
+        match &commit.command {
+            Some(cmd) => Ok(command(c, prepared, &cmd.key).await?.is_some()),
+            None => Ok(false),
+        }
+    };
+    let (thread, claim, runs, calls, messages, cursors, checkpoints, command_exists) = try_join!(
+        thread,
+        load_claim(c, prepared, key),
+        runs,
+        calls,
+        messages,
+        cursors,
+        checkpoints,
+        command_exists,
+    )?;
+    Ok(Snapshot {
+        thread,
+        claim,
+        runs: runs.into_iter().flatten().collect(),
+        calls: calls.into_iter().flatten().collect(),
+        messages: messages.into_iter().flatten().collect(),
+        cursors: cursors.into_iter().flatten().collect(),
+        checkpoints: checkpoints.into_iter().flatten().collect(),
+        command_exists,
+    })
+}
+
+/// The requests that save `ch`, in the order they are to be sent (every
+/// record is encoded here, before anything is sent).
+fn save<'a>(
+    c: &'a Client,
+    prepared: &'a Statements,
+    key: &'a ThreadKey,
+    ch: &'a Changes,
+) -> StoreResult<Vec<Request<'a>>> {
+    let (t, w, th) = (&key.scope.tenant, &key.scope.workspace, &key.thread);
+    let mut out: Vec<Request<'a>> = Vec::new();
+    let thread = to_json(&ch.thread)?;
+    out.push(Box::pin(async move {
+        c.execute(&prepared.save_thread, &[t, w, th, &thread]).await
+    }));
+    for m in &ch.messages {
+        let (seq, json) = (int(m.seq), to_json(m)?);
+        out.push(Box::pin(async move {
+            c.execute(&prepared.insert_message, &[t, w, &m.id, th, &seq, &json])
+                .await
+        }));
     }
     for h in &ch.history {
         let (message_ref, call_ref) = match &h.item {
@@ -533,109 +767,100 @@ async fn save(c: &impl GenericClient, key: &ThreadKey, ch: &Changes) -> StoreRes
             HistoryItem::ToolResult { call_id } => (None, Some(call_id.as_str())),
             HistoryItem::Message { .. } => (None, None),
         };
-        c.execute(
-            "INSERT INTO session_history (tenant, workspace, thread, pos, run_id, message_ref, call_ref, item)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-            &[
-                t,
-                w,
-                th,
-                &int(h.pos),
-                &h.run_id,
-                &message_ref,
-                &call_ref,
-                &to_json(&h.item)?,
-            ],
-        )
-        .await
-        .map_err(pg)?;
+        let (pos, item) = (int(h.pos), to_json(&h.item)?);
+        out.push(Box::pin(async move {
+            c.execute(
+                &prepared.insert_history,
+                &[t, w, th, &pos, &h.run_id, &message_ref, &call_ref, &item],
+            )
+            .await
+        }));
     }
     for r in &ch.runs {
-        let json = to_json(r)?;
-        let seq = int(r.started_seq);
-        let args: [&(dyn ToSql + Sync); 6] = [t, w, &r.run_id, th, &seq, &json];
-        if ch.new_runs.contains(&r.run_id) {
-            c.execute(
-                "INSERT INTO session_runs (tenant, workspace, run_id, thread, started_seq, doc)
-                 VALUES ($1, $2, $3, $4, $5, $6)",
-                &args,
-            )
-            .await
-            .map_err(pg)?;
+        let (seq, json) = (int(r.started_seq), to_json(r)?);
+        let statement = if ch.new_runs.contains(&r.run_id) {
+            &prepared.insert_run
         } else {
-            c.execute(
-                "UPDATE session_runs SET doc = $6, thread = $4, started_seq = $5
-                 WHERE tenant = $1 AND workspace = $2 AND run_id = $3",
-                &args,
-            )
-            .await
-            .map_err(pg)?;
-        }
+            &prepared.update_run
+        };
+        out.push(Box::pin(async move {
+            c.execute(statement, &[t, w, &r.run_id, th, &seq, &json])
+                .await
+        }));
     }
     for call in &ch.calls {
-        c.execute(
-            "INSERT INTO session_tool_calls (tenant, workspace, run_id, call_id, started_seq, doc)
-             VALUES ($1, $2, $3, $4, $5, $6)
-             ON CONFLICT (tenant, workspace, run_id, call_id) DO UPDATE SET doc = EXCLUDED.doc",
-            &[
-                t,
-                w,
-                &call.run_id,
-                &call.call_id,
-                &int(call.started_seq),
-                &to_json(call)?,
-            ],
-        )
-        .await
-        .map_err(pg)?;
+        let (seq, json) = (int(call.started_seq), to_json(call)?);
+        out.push(Box::pin(async move {
+            c.execute(
+                &prepared.save_call,
+                &[t, w, &call.run_id, &call.call_id, &seq, &json],
+            )
+            .await
+        }));
     }
     for e in &ch.events {
-        c.execute(
-            "INSERT INTO session_events (tenant, workspace, thread, seq, doc) VALUES ($1, $2, $3, $4, $5)",
-            &[t, w, th, &int(e.seq), &to_json(e)?],
-        )
-        .await
-        .map_err(pg)?;
+        let (seq, json) = (int(e.seq), to_json(e)?);
+        out.push(Box::pin(async move {
+            c.execute(&prepared.insert_event, &[t, w, th, &seq, &json])
+                .await
+        }));
     }
     for (name, value) in &ch.cursors {
-        c.execute(
-            "INSERT INTO session_cursors (tenant, workspace, thread, name, value) VALUES ($1, $2, $3, $4, $5)
-             ON CONFLICT (tenant, workspace, thread, name) DO UPDATE SET value = EXCLUDED.value",
-            &[t, w, th, name, &int(*value)],
-        )
-        .await
-        .map_err(pg)?;
+        let value = int(*value);
+        out.push(Box::pin(async move {
+            c.execute(&prepared.save_cursor, &[t, w, th, name, &value])
+                .await
+        }));
     }
     for k in &ch.checkpoints {
-        c.execute(
-            "INSERT INTO session_checkpoints (tenant, workspace, thread, id, seq, doc)
-             VALUES ($1, $2, $3, $4, $5, $6)",
-            &[t, w, th, &k.id, &int(k.seq), &to_json(k)?],
-        )
-        .await
-        .map_err(pg)?;
+        let (seq, json) = (int(k.seq), to_json(k)?);
+        out.push(Box::pin(async move {
+            c.execute(&prepared.insert_checkpoint, &[t, w, th, &k.id, &seq, &json])
+                .await
+        }));
     }
     if let Some(cmd) = &ch.command {
-        insert_command(c, &cmd.key, &cmd.result).await?;
+        let k = &cmd.key;
+        let result = to_json(&cmd.result)?;
+        out.push(Box::pin(async move {
+            c.execute(
+                &prepared.insert_command,
+                &[
+                    &k.scope.tenant,
+                    &k.scope.workspace,
+                    &k.sender,
+                    &k.command_id,
+                    &result,
+                ],
+            )
+            .await
+        }));
     }
-    Ok(())
+    Ok(out)
 }
 
 #[async_trait]
 impl SessionStore for PostgresStore {
     async fn commit(&self, thread: &ThreadKey, commit: Commit) -> StoreResult<Committed> {
         rules::precheck(thread, &commit)?;
-        let mut conn = self.take().await?;
-        let tx = conn.client.transaction().await.map_err(pg)?;
-        let result = async {
-            lock_thread(&tx, thread).await?;
-            let snap = load(&tx, thread, &commit).await?;
-            let changes = rules::apply(thread, snap, commit, self.now())?;
-            save(&tx, thread, &changes).await?;
-            Ok(changes.committed)
+        let conn = self.take().await?;
+        let (c, prepared) = (&conn.client, &conn.statements);
+        let decided = async {
+            let snap =
+                begin_locked(c, prepared, thread, load(c, prepared, thread, &commit)).await?;
+            rules::apply(thread, snap, commit, self.now())
         }
         .await;
-        let ended = end(tx, result.is_ok()).await;
+        let (result, ended) = match decided {
+            Err(e) => (Err(e), rollback(c).await),
+            Ok(changes) => match save(c, prepared, thread, &changes) {
+                Err(e) => (Err(e), rollback(c).await),
+                Ok(writes) => {
+                    let (written, ended) = write_and_commit(c, writes).await;
+                    (written.map(|()| changes.committed.clone()), ended)
+                }
+            },
+        };
         self.settle(conn, result, ended).await
     }
 
@@ -645,21 +870,8 @@ impl SessionStore for PostgresStore {
         holder: &str,
         ttl: Duration,
     ) -> StoreResult<ClaimAttempt> {
-        rules::check_thread(thread)?;
-        let mut conn = self.take().await?;
-        let tx = conn.client.transaction().await.map_err(pg)?;
-        let result = async {
-            lock_thread(&tx, thread).await?;
-            let row = load_claim(&tx, thread).await?;
-            let (attempt, row) = rules::acquire(row.as_ref(), holder, self.now(), ttl)?;
-            if let Some(row) = row {
-                save_claim(&tx, thread, &row).await?;
-            }
-            Ok(attempt)
-        }
-        .await;
-        let ended = end(tx, result.is_ok()).await;
-        self.settle(conn, result, ended).await
+        self.change_claim(thread, |row| rules::acquire(row, holder, self.now(), ttl))
+            .await
     }
 
     async fn renew_claim(
@@ -668,44 +880,23 @@ impl SessionStore for PostgresStore {
         claim: &Claim,
         ttl: Duration,
     ) -> StoreResult<Claim> {
-        rules::check_thread(thread)?;
-        let mut conn = self.take().await?;
-        let tx = conn.client.transaction().await.map_err(pg)?;
-        let result = async {
-            lock_thread(&tx, thread).await?;
-            let row = load_claim(&tx, thread).await?;
-            let (renewed, row) = rules::renew(row.as_ref(), claim, self.now(), ttl)?;
-            save_claim(&tx, thread, &row).await?;
-            Ok(renewed)
-        }
-        .await;
-        let ended = end(tx, result.is_ok()).await;
-        self.settle(conn, result, ended).await
+        self.change_claim(thread, |row| {
+            rules::renew(row, claim, self.now(), ttl).map(|(renewed, row)| (renewed, Some(row)))
+        })
+        .await
     }
 
     async fn release_claim(&self, thread: &ThreadKey, claim: &Claim) -> StoreResult<bool> {
-        rules::check_thread(thread)?;
-        let mut conn = self.take().await?;
-        let tx = conn.client.transaction().await.map_err(pg)?;
-        let result = async {
-            lock_thread(&tx, thread).await?;
-            let row = load_claim(&tx, thread).await?;
-            Ok(match rules::release(row.as_ref(), claim) {
-                Some(row) => {
-                    save_claim(&tx, thread, &row).await?;
-                    true
-                }
-                None => false,
-            })
-        }
-        .await;
-        let ended = end(tx, result.is_ok()).await;
-        self.settle(conn, result, ended).await
+        self.change_claim(thread, |row| {
+            let row = rules::release(row, claim);
+            Ok((row.is_some(), row))
+        })
+        .await
     }
 
     async fn claim(&self, thread: &ThreadKey) -> StoreResult<Option<Claim>> {
         let conn = self.take().await?;
-        let row = load_claim(&conn.client, thread).await?;
+        let row = load_claim(&conn.client, &conn.statements, thread).await?;
         self.give_back(conn).await;
         Ok(row.and_then(|row| {
             row.holder.map(|holder| Claim {
@@ -720,7 +911,7 @@ impl SessionStore for PostgresStore {
         let conn = self.take().await?;
         let found = doc(
             &conn.client,
-            "SELECT doc FROM session_threads WHERE tenant = $1 AND workspace = $2 AND thread = $3",
+            &conn.statements.thread,
             &[
                 &thread.scope.tenant,
                 &thread.scope.workspace,
@@ -741,10 +932,7 @@ impl SessionStore for PostgresStore {
         let conn = self.take().await?;
         let found = docs(
             &conn.client,
-            "SELECT doc FROM session_threads
-             WHERE tenant = $1 AND workspace = $2
-               AND ($3::TEXT IS NULL OR thread COLLATE \"C\" > $3::TEXT COLLATE \"C\")
-             ORDER BY thread COLLATE \"C\" LIMIT $4",
+            &conn.statements.threads,
             &[&scope.tenant, &scope.workspace, &after, &page(limit)],
         )
         .await?;
@@ -761,9 +949,7 @@ impl SessionStore for PostgresStore {
         let conn = self.take().await?;
         let found = docs(
             &conn.client,
-            "SELECT doc FROM session_events
-             WHERE tenant = $1 AND workspace = $2 AND thread = $3 AND seq > $4
-             ORDER BY seq LIMIT $5",
+            &conn.statements.events,
             &[
                 &thread.scope.tenant,
                 &thread.scope.workspace,
@@ -786,9 +972,7 @@ impl SessionStore for PostgresStore {
         let conn = self.take().await?;
         let found = docs(
             &conn.client,
-            "SELECT doc FROM session_messages
-             WHERE tenant = $1 AND workspace = $2 AND thread = $3 AND seq > $4
-             ORDER BY seq LIMIT $5",
+            &conn.statements.messages,
             &[
                 &thread.scope.tenant,
                 &thread.scope.workspace,
@@ -806,7 +990,7 @@ impl SessionStore for PostgresStore {
         let conn = self.take().await?;
         let found = doc(
             &conn.client,
-            "SELECT doc FROM session_messages WHERE tenant = $1 AND workspace = $2 AND id = $3",
+            &conn.statements.message,
             &[&scope.tenant, &scope.workspace, &id],
         )
         .await?;
@@ -819,14 +1003,7 @@ impl SessionStore for PostgresStore {
         let rows = conn
             .client
             .query(
-                "SELECT h.pos, h.run_id, h.item, m.doc, c.doc FROM session_history h
-                 LEFT JOIN session_messages m
-                   ON m.tenant = h.tenant AND m.workspace = h.workspace AND m.id = h.message_ref
-                 LEFT JOIN session_tool_calls c
-                   ON c.tenant = h.tenant AND c.workspace = h.workspace
-                  AND c.run_id = h.run_id AND c.call_id = h.call_ref
-                 WHERE h.tenant = $1 AND h.workspace = $2 AND h.thread = $3 AND h.pos >= $4
-                 ORDER BY h.pos",
+                &conn.statements.history,
                 &[
                     &thread.scope.tenant,
                     &thread.scope.workspace,
@@ -862,7 +1039,7 @@ impl SessionStore for PostgresStore {
         let conn = self.take().await?;
         let found = doc(
             &conn.client,
-            "SELECT doc FROM session_runs WHERE tenant = $1 AND workspace = $2 AND run_id = $3",
+            &conn.statements.run,
             &[&scope.tenant, &scope.workspace, &run_id],
         )
         .await?;
@@ -874,8 +1051,7 @@ impl SessionStore for PostgresStore {
         let conn = self.take().await?;
         let found = docs(
             &conn.client,
-            "SELECT doc FROM session_runs WHERE tenant = $1 AND workspace = $2 AND thread = $3
-             ORDER BY started_seq",
+            &conn.statements.runs,
             &[
                 &thread.scope.tenant,
                 &thread.scope.workspace,
@@ -891,8 +1067,7 @@ impl SessionStore for PostgresStore {
         let conn = self.take().await?;
         let found = docs(
             &conn.client,
-            "SELECT doc FROM session_tool_calls WHERE tenant = $1 AND workspace = $2 AND run_id = $3
-             ORDER BY started_seq",
+            &conn.statements.tool_calls,
             &[&scope.tenant, &scope.workspace, &run_id],
         )
         .await?;
@@ -905,8 +1080,7 @@ impl SessionStore for PostgresStore {
         let row = conn
             .client
             .query_opt(
-                "SELECT value FROM session_cursors
-                 WHERE tenant = $1 AND workspace = $2 AND thread = $3 AND name = $4",
+                &conn.statements.cursor,
                 &[
                     &thread.scope.tenant,
                     &thread.scope.workspace,
@@ -924,9 +1098,12 @@ impl SessionStore for PostgresStore {
         let conn = self.take().await?;
         let found = docs(
             &conn.client,
-            "SELECT doc FROM session_checkpoints WHERE tenant = $1 AND workspace = $2 AND thread = $3
-             ORDER BY seq",
-            &[&thread.scope.tenant, &thread.scope.workspace, &thread.thread],
+            &conn.statements.checkpoints,
+            &[
+                &thread.scope.tenant,
+                &thread.scope.workspace,
+                &thread.thread,
+            ],
         )
         .await?;
         self.give_back(conn).await;
@@ -935,7 +1112,7 @@ impl SessionStore for PostgresStore {
 
     async fn command_result(&self, key: &CommandKey) -> StoreResult<Option<Value>> {
         let conn = self.take().await?;
-        let found = command(&conn.client, key).await?;
+        let found = command(&conn.client, &conn.statements, key).await?;
         self.give_back(conn).await;
         Ok(found)
     }
@@ -946,8 +1123,7 @@ impl SessionStore for PostgresStore {
         let inserted = conn
             .client
             .execute(
-                "INSERT INTO session_commands (tenant, workspace, sender, command_id, result)
-                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+                &conn.statements.record_command,
                 &[
                     &key.scope.tenant,
                     &key.scope.workspace,
@@ -961,7 +1137,7 @@ impl SessionStore for PostgresStore {
         let existing = if inserted == 1 {
             None
         } else {
-            command(&conn.client, key).await?
+            command(&conn.client, &conn.statements, key).await?
         };
         self.give_back(conn).await;
         Ok(existing)
@@ -977,13 +1153,7 @@ impl SessionStore for PostgresStore {
         let rows = conn
             .client
             .query(
-                "SELECT a.tenant, a.workspace, a.thread FROM session_cursors a
-                 LEFT JOIN session_cursors b
-                   ON b.tenant = a.tenant AND b.workspace = a.workspace
-                  AND b.thread = a.thread AND b.name = $2
-                 WHERE a.name = $1 AND a.value > COALESCE(b.value, 0)
-                 ORDER BY a.tenant COLLATE \"C\", a.workspace COLLATE \"C\", a.thread COLLATE \"C\"
-                 LIMIT $3",
+                &conn.statements.lagging_threads,
                 &[&ahead, &behind, &page(limit)],
             )
             .await
