@@ -97,7 +97,10 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
     ///   finished call of the named run (`NotFound`).
     /// - `StartRun`: the run id is unused in the workspace (`IdInUse`); the
     ///   thread has no running or paused run (`InvalidState`); the message ids
-    ///   are messages of this thread (`NotFound`).
+    ///   are messages of this thread (`NotFound`); its labels are within
+    ///   [`MAX_RUN_LABELS`], [`MAX_LABEL_NAME`] and [`MAX_LABEL_VALUE`], with
+    ///   no empty name and no NUL (`InvalidArgument`), and stay with the run,
+    ///   unchanged by its later writes and in no event.
     /// - `ResumeRun`: the run is paused and every request answered (`InvalidState`).
     /// - `PauseRun`: the run is running; at least one request, ids distinct.
     /// - `AnswerRequest`: the run is paused; the request exists (`NotFound`)
