@@ -631,10 +631,14 @@ pub async fn show(args: &SessionArgs, thread: &str, json: bool) -> Result<Exit, 
     }
     writeln!(out, "runs:")?;
     for run in &runs {
+        let model = match run.labels.get(MODEL_LABEL) {
+            Some(model) => format!(" (model {model})"),
+            None => String::new(),
+        };
         writeln!(
             out,
             "  {}",
-            display::sentence(&format!("{} {}", run.run_id, status_text(run)))
+            display::sentence(&format!("{} {}{model}", run.run_id, status_text(run)))
         )?;
     }
     writeln!(out, "pending requests:")?;

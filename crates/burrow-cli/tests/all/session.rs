@@ -483,6 +483,9 @@ fn an_answer_without_a_model_resumes_the_run_as_it_was_started() {
         s.path("hooks.json").display().to_string()
     );
     assert_eq!(labels["burrow.max_turns"], "7");
+    let human = s.burrow(&["thread", "show", "t", "--session", &spec]);
+    let model_line = format!("paused (model scripted:{})", script.display());
+    assert!(human.out().contains(&model_line), "{}", human.out());
 
     // The same script file now goes on: an `ls` (which the hook sees), then the answer.
     let next = [
