@@ -188,6 +188,28 @@ fn assert_valid_history(history: &[Message]) {
 #[derive(Deserialize, JsonSchema)]
 struct Nothing {}
 
+/// An agent whose first answer calls `hang`, which says it started and never returns.
+pub(super) fn hanging_agent() -> (Agent, oneshot::Receiver<()>) {
+    let (started_tx, started_rx) = oneshot::channel::<()>();
+    let started_tx = Arc::new(Mutex::new(Some(started_tx)));
+    let mut tools = ToolRegistry::new();
+    tools.add_typed("hang", "Never returns.", move |_: Nothing, _| {
+        let tx = started_tx.lock().unwrap().take();
+        async move {
+            if let Some(tx) = tx {
+                let _ = tx.send(());
+            }
+            std::future::pending::<()>().await;
+            Ok(ToolOutput::ok("never"))
+        }
+    });
+    let agent = Agent::new(Arc::new(ScriptedModel::from_responses(vec![
+        ScriptedResponse::calls().call("h1", "hang", json!({})),
+    ])))
+    .with_tools(tools);
+    (agent, started_rx)
+}
+
 fn noop_tools() -> ToolRegistry {
     let mut tools = ToolRegistry::new();
     tools.add_typed("noop", "Does nothing.", |_: Nothing, _| async {
@@ -782,23 +804,7 @@ async fn a_run_left_behind_is_abandoned_and_its_calls_replayed_rerun_or_reported
 
 async fn stop_cancels_the_run_and_leaves_every_call_with_a_result(fx: Fixture) {
     let t = scope().thread("t1");
-    let (started_tx, started_rx) = oneshot::channel::<()>();
-    let started_tx = Arc::new(Mutex::new(Some(started_tx)));
-    let mut tools = ToolRegistry::new();
-    tools.add_typed("hang", "Never returns.", move |_: Nothing, _| {
-        let tx = started_tx.lock().unwrap().take();
-        async move {
-            if let Some(tx) = tx {
-                let _ = tx.send(());
-            }
-            std::future::pending::<()>().await;
-            Ok(ToolOutput::ok("never"))
-        }
-    });
-    let agent = Agent::new(Arc::new(ScriptedModel::from_responses(vec![
-        ScriptedResponse::calls().call("h1", "hang", json!({})),
-    ])))
-    .with_tools(tools);
+    let (agent, started_rx) = hanging_agent();
     let runner = Runner::new(agent, fx.store.clone());
     let run = start_run(&runner, &t, "alice", "hang").await;
     started_rx.await.unwrap();

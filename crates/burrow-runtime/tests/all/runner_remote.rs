@@ -1,21 +1,17 @@
 //! Runs driven from another runner over the same store (ADR 0180): a stop requested through the store stops the holder's run, a paused run is stopped under the stopper's own claim, and a waiter takes over a thread whose holder's claim lapsed. Every scenario runs on every store of the runner tests (memory, SQLite and, with feature `postgres`, PostgreSQL).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use burrow_runtime::agent::{Agent, Outcome};
 use burrow_runtime::model::{ScriptedModel, ScriptedResponse};
 use burrow_runtime::runner::{Runner, RunnerConfig, StopRequest, Taken};
 use burrow_runtime::session::{RunStatus, Scope};
-use burrow_runtime::tool::{ToolOutput, ToolRegistry};
-use schemars::JsonSchema;
-use serde::Deserialize;
 use serde_json::json;
-use tokio::sync::oneshot;
 
 #[cfg(feature = "postgres")]
 use super::runner::postgres;
-use super::runner::{Fixture, memory, on_every_store, sqlite};
+use super::runner::{Fixture, hanging_agent, memory, on_every_store, sqlite};
 use super::support::start_run;
 
 const POLL: Duration = Duration::from_millis(5);
@@ -25,31 +21,6 @@ on_every_store!(
     a_paused_run_is_stopped_by_another_runner_under_its_own_claim,
     a_waiter_takes_over_a_thread_whose_holders_claim_lapsed,
 );
-
-#[derive(Deserialize, JsonSchema)]
-struct Nothing {}
-
-/// An agent whose first answer calls `hang`, which says it started and never returns.
-fn hanging_agent() -> (Agent, oneshot::Receiver<()>) {
-    let (started_tx, started_rx) = oneshot::channel::<()>();
-    let started_tx = Arc::new(Mutex::new(Some(started_tx)));
-    let mut tools = ToolRegistry::new();
-    tools.add_typed("hang", "Never returns.", move |_: Nothing, _| {
-        let tx = started_tx.lock().unwrap().take();
-        async move {
-            if let Some(tx) = tx {
-                let _ = tx.send(());
-            }
-            std::future::pending::<()>().await;
-            Ok(ToolOutput::ok("never"))
-        }
-    });
-    let agent = Agent::new(Arc::new(ScriptedModel::from_responses(vec![
-        ScriptedResponse::calls().call("h1", "hang", json!({})),
-    ])))
-    .with_tools(tools);
-    (agent, started_rx)
-}
 
 fn text_agent(reply: &'static str) -> Agent {
     Agent::new(Arc::new(ScriptedModel::new(move |_| {
