@@ -24,6 +24,10 @@ use burrow_state::StateBackend;
 use futures::StreamExt;
 use serde_json::json;
 
+#[cfg(feature = "postgres")]
+#[path = "support/postgres.rs"]
+mod pg;
+
 fn main() {
     divan::main();
 }
@@ -112,40 +116,6 @@ fn run_1000_turns_memory(bencher: divan::Bencher) {
         .bench_local_values(|(store, agent)| run(&rt, store, agent));
 }
 
-/// A PostgreSQL store in a fresh schema (dropped by `drop_schema`), or `None` when `BURROW_POSTGRES_URL` is not set.
-#[cfg(feature = "postgres")]
-fn postgres(rt: &tokio::runtime::Runtime) -> Option<(Arc<dyn SessionStore>, String)> {
-    use burrow_runtime::session::{PostgresOptions, PostgresStore, SystemClock};
-    let Ok(url) = std::env::var("BURROW_POSTGRES_URL") else {
-        eprintln!("BURROW_POSTGRES_URL is not set (run `cargo xtask setup`); not measured");
-        return None;
-    };
-    let schema = format!("bench_{}", uuid::Uuid::now_v7().simple());
-    let store = rt
-        .block_on(PostgresStore::connect_with(
-            &url,
-            Arc::new(SystemClock),
-            PostgresOptions::default().with_schema(&schema),
-        ))
-        .unwrap();
-    Some((Arc::new(store), schema))
-}
-
-#[cfg(feature = "postgres")]
-fn drop_schema(rt: &tokio::runtime::Runtime, schema: &str) {
-    let url = std::env::var("BURROW_POSTGRES_URL").unwrap();
-    rt.block_on(async {
-        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-            .await
-            .unwrap();
-        tokio::spawn(conn);
-        client
-            .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
-            .await
-            .unwrap();
-    });
-}
-
 #[cfg(feature = "postgres")]
 #[divan::bench(sample_count = 5, sample_size = 1)]
 fn run_1000_turns_postgres(bencher: divan::Bencher) {
@@ -157,13 +127,13 @@ fn run_1000_turns_postgres(bencher: divan::Bencher) {
     let schemas = std::sync::Mutex::new(Vec::new());
     bencher
         .with_inputs(|| {
-            let (store, schema) = postgres(&rt).unwrap();
+            let (store, schema) = pg::fresh_store(&rt).unwrap();
             schemas.lock().unwrap().push(schema);
             (store, agent(&rt, TURNS))
         })
         .bench_local_values(|(store, agent)| run(&rt, store, agent));
     for schema in schemas.into_inner().unwrap() {
-        drop_schema(&rt, &schema);
+        pg::drop_schema(&rt, &schema);
     }
 }
 
@@ -225,9 +195,9 @@ fn send_to_first_frame_sqlite(bencher: divan::Bencher) {
 #[divan::bench(sample_count = 20, sample_size = 10)]
 fn send_to_first_frame_postgres(bencher: divan::Bencher) {
     let rt = runtime();
-    let Some((store, schema)) = postgres(&rt) else {
+    let Some((store, schema)) = pg::fresh_store(&rt) else {
         return;
     };
     bench_first_frame(bencher, store);
-    drop_schema(&rt, &schema);
+    pg::drop_schema(&rt, &schema);
 }

@@ -20,6 +20,10 @@ use burrow_runtime::session::{
 };
 use serde_json::json;
 
+#[cfg(feature = "postgres")]
+#[path = "support/postgres.rs"]
+mod pg;
+
 fn main() {
     divan::main();
 }
@@ -202,36 +206,21 @@ fn turn_sqlite_after_10000_turns(bencher: divan::Bencher) {
 #[cfg(feature = "postgres")]
 #[divan::bench(sample_count = 50, sample_size = 10)]
 fn turn_postgres(bencher: divan::Bencher) {
-    use burrow_runtime::session::{PostgresOptions, PostgresStore, SystemClock};
-    let Ok(url) = std::env::var("BURROW_POSTGRES_URL") else {
+    if std::env::var("BURROW_POSTGRES_URL").is_err() {
         eprintln!(
             "turn_postgres: BURROW_POSTGRES_URL is not set (run `cargo xtask setup`); not measured"
         );
         return;
-    };
-    let schema = format!("bench_{}", std::process::id());
+    }
+    let mut schema = String::new();
     let b = Bench::new(
         |rt| {
-            Arc::new(
-                rt.block_on(PostgresStore::connect_with(
-                    &url,
-                    Arc::new(SystemClock),
-                    PostgresOptions::default().with_schema(&schema),
-                ))
-                .unwrap(),
-            )
+            let (store, fresh) = pg::fresh_store(rt).unwrap();
+            schema = fresh;
+            store
         },
         None,
     );
     bencher.bench_local(|| b.turn());
-    b.rt.block_on(async {
-        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-            .await
-            .unwrap();
-        tokio::spawn(conn);
-        client
-            .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
-            .await
-            .unwrap();
-    });
+    pg::drop_schema(&b.rt, &schema);
 }
