@@ -28,6 +28,11 @@ async fn fill(backend: &ObjectStoreBackend) {
         keys.push(format!("{base}/f{:05}.d/one", d * 49));
         keys.push(format!("{base}/f{:05}.d/two", d * 49));
     }
+    put_all(backend, keys).await;
+}
+
+/// Puts one small object at each of `keys` straight into the store, 16 at a time.
+async fn put_all(backend: &ObjectStoreBackend, keys: Vec<String>) {
     let store: Arc<dyn ObjectStore> = Arc::clone(backend.store());
     stream::iter(keys)
         .map(|key| {
@@ -130,20 +135,7 @@ async fn fill_clash(backend: &ObjectStoreBackend) {
     let mut keys: Vec<String> = (0..BETWEEN).map(|i| format!("{base}/a-{i:04}")).collect();
     keys.push(format!("{base}/a"));
     keys.push(format!("{base}/a/x"));
-    let store: Arc<dyn ObjectStore> = Arc::clone(backend.store());
-    stream::iter(keys)
-        .map(|key| {
-            let store = Arc::clone(&store);
-            async move {
-                store
-                    .put(&Path::parse(&key).expect("key"), PutPayload::from("x"))
-                    .await
-            }
-        })
-        .buffer_unordered(16)
-        .try_collect::<Vec<_>>()
-        .await
-        .expect("fill");
+    put_all(backend, keys).await;
 }
 
 /// `ls` lists a name that is both a file and a directory once, as the
