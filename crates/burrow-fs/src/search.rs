@@ -312,6 +312,20 @@ mod tests {
     use crate::hook::{on_enter_dir, on_search_file};
     use crate::{FsBackend, FsOptions};
 
+    /// A grep for the fixed string `needle` beneath `under`, at most 10 matches, over two threads.
+    async fn grep_needle(root: &std::path::Path, under: &str) -> burrow_backend::GrepResult {
+        let backend = FsBackend::open_with(root, FsOptions::default().with_threads(2)).unwrap();
+        backend
+            .grep(
+                &FileContext::default(),
+                &GrepQuery::fixed("needle"),
+                &VPath::parse(under).unwrap(),
+                10,
+            )
+            .await
+            .unwrap()
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_small_grep_reads_few_files_and_keeps_at_most_limit_plus_one() {
         let dir = tempfile::tempdir().unwrap();
@@ -328,17 +342,7 @@ mod tests {
                 counter.fetch_add(1, Ordering::Relaxed);
             }
         });
-        let backend =
-            FsBackend::open_with(dir.path(), FsOptions::default().with_threads(2)).unwrap();
-        let found = backend
-            .grep(
-                &FileContext::default(),
-                &GrepQuery::fixed("needle"),
-                &VPath::parse("/bounded-grep").unwrap(),
-                10,
-            )
-            .await
-            .unwrap();
+        let found = grep_needle(dir.path(), "/bounded-grep").await;
         assert_eq!(found.matches.len(), 10);
         assert!(found.truncated);
         assert!(
@@ -375,17 +379,7 @@ mod tests {
                 counter.fetch_add(1, Ordering::Relaxed);
             }
         });
-        let backend =
-            FsBackend::open_with(dir.path(), FsOptions::default().with_threads(2)).unwrap();
-        let found = backend
-            .grep(
-                &FileContext::default(),
-                &GrepQuery::fixed("needle"),
-                &VPath::parse("/streamed-grep").unwrap(),
-                10,
-            )
-            .await
-            .unwrap();
+        let found = grep_needle(dir.path(), "/streamed-grep").await;
         assert!(found.truncated);
         let paths: Vec<&str> = found.matches.iter().map(|m| m.path.as_str()).collect();
         let want: Vec<String> = (0..10)
