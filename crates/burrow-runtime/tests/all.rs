@@ -15,6 +15,7 @@ mod all {
     #[cfg(feature = "otel")]
     mod metrics;
     mod model;
+    mod pipeline;
     mod runner;
     mod runner_remote;
     mod schema;

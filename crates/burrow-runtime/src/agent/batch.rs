@@ -9,8 +9,8 @@
 //!    arguments.
 //! 3. Each call waits for the earlier calls its keys meet (the workspace key
 //!    meets every key), then runs; a panic is caught and is a failure of that
-//!    call. Its `PostToolUse` (or `PostToolUseFailure`) hooks run right after
-//!    it; calls waiting on it do not wait for them. Cancellation turns every
+//!    call. Its `PostToolUse` hooks (`PostToolUseFailure` for a refusal or
+//!    an error) run right after it; calls waiting on it do not wait for them. Cancellation turns every
 //!    call still waiting or running into a "cancelled" result.
 //! 4. The results come back in call order once the whole batch has ended.
 
@@ -56,7 +56,7 @@ pub(crate) struct BatchOutcome {
 /// Why a call ended as it did, before it becomes a result.
 enum Ended {
     Output(ToolOutput),
-    /// A capability refused the call before it ran (no post hooks: nothing ran).
+    /// A capability refused the call before it ran (its PostToolUseFailure hooks see the refusal).
     NotRun(ToolOutput),
     Failed(String),
     Cancelled,
@@ -251,10 +251,25 @@ pub(crate) async fn run_batch(
     if hooks.has_pre_tool_use() {
         let pending = join_all(prepared.iter().map(|p| async move {
             match (p.tool, &p.early) {
+                // A panicking PreToolUse hook denies the call (fail closed).
                 (Some(tool), None) => Some(
-                    hooks
-                        .pre_tool_use(hook_cx, p.call, &p.arguments, &|v| tool.validate(v))
-                        .await,
+                    AssertUnwindSafe(
+                        hooks.pre_tool_use(hook_cx, p.call, &p.arguments, &|v| tool.validate(v)),
+                    )
+                    .catch_unwind()
+                    .await
+                    .unwrap_or_else(|panic| crate::hooks::PreToolUse {
+                        decision: Decision::Deny,
+                        reason: Some(format!(
+                            "a PreToolUse hook panicked: {}",
+                            panic_message(panic.as_ref())
+                        )),
+                        arguments: None,
+                        context: Vec::new(),
+                        stop: None,
+                        run_failure: None,
+                        failures: Vec::new(),
+                    }),
                 ),
                 _ => None,
             }
@@ -358,11 +373,26 @@ pub(crate) async fn run_batch(
                 // Calls waiting on this one may start; its post hooks only observe.
                 drop(tx);
                 telemetry::record_call(&recorder, call_outcome(&ended));
+                // Refusals and errors go to PostToolUseFailure, as in Claude
+                // Code; calls the loop refused before any step ran go to neither.
                 let post = match &ended {
-                    Ended::Output(output) if p.early.is_none() && hooks.has_post_tool_use() => {
+                    Ended::Output(output)
+                        if p.early.is_none() && !output.is_error && hooks.has_post_tool_use() =>
+                    {
                         Some(
                             hooks
                                 .post_tool_use(hook_cx, p.call, &p.arguments, output)
+                                .await,
+                        )
+                    }
+                    Ended::Output(output) | Ended::NotRun(output)
+                        if p.early.is_none()
+                            && output.is_error
+                            && hooks.has_post_tool_use_failure() =>
+                    {
+                        Some(
+                            hooks
+                                .post_tool_use_failure(hook_cx, p.call, &p.arguments, &output.text)
                                 .await,
                         )
                     }
@@ -429,7 +459,7 @@ fn call_outcome(ended: &Ended) -> CallOutcome {
     }
 }
 
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = panic.downcast_ref::<&str>() {
         (*s).to_owned()
     } else if let Some(s) = panic.downcast_ref::<String>() {

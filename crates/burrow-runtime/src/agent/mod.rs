@@ -22,8 +22,10 @@ pub(crate) mod telemetry;
 
 use std::sync::Arc;
 
-use futures::StreamExt;
+use std::panic::AssertUnwindSafe;
+
 use futures::stream::BoxStream;
+use futures::{FutureExt, StreamExt};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tracing::Instrument;
@@ -78,6 +80,9 @@ pub enum FailureReason {
     HookFailed,
     /// An instruction provider failed.
     InstructionsFailed,
+    /// Code the loop calls out to panicked (a hook handler, a capability, an
+    /// instruction provider, the model adapter, an observer, a store).
+    Panicked,
     /// An application's own reason.
     #[serde(untagged)]
     Other(String),
@@ -101,6 +106,7 @@ impl FailureReason {
             FailureReason::ToolFailure => "tool_failure",
             FailureReason::HookFailed => "hook_failed",
             FailureReason::InstructionsFailed => "instructions_failed",
+            FailureReason::Panicked => "panicked",
             FailureReason::Other(_) => return None,
         })
     }
@@ -436,24 +442,43 @@ impl Agent {
             thread_id: options.thread_id.clone(),
         };
         let mut asked = 0;
-        let mut refused = None;
-        for capability in &self.capabilities {
-            asked += 1;
-            if let Err(failure) = capability.before_run(&run).await {
-                refused = Some(failure.into_outcome());
-                break;
+        // A panic anywhere in the loop (a hook handler, a capability, an
+        // instruction provider, the model adapter, an observer) ends the run
+        // `failed/panicked`; the history stays valid (ADR 0240).
+        let outcome = AssertUnwindSafe(async {
+            let mut refused = None;
+            for capability in &self.capabilities {
+                asked += 1;
+                if let Err(failure) = capability.before_run(&run).await {
+                    refused = Some(failure.into_outcome());
+                    break;
+                }
             }
-        }
-        let outcome = match refused {
-            Some(outcome) => outcome,
-            None => {
-                self.drive(history, prompt, &options, &mut state, on_event)
-                    .await
+            match refused {
+                Some(outcome) => outcome,
+                None => {
+                    self.drive(history, prompt, &options, &mut state, on_event)
+                        .await
+                }
             }
+        })
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|panic| {
+            close_unanswered(history);
+            panicked(panic.as_ref())
+        });
+        let after = AssertUnwindSafe(async {
+            for capability in self.capabilities[..asked].iter().rev() {
+                capability.after_run(&run, &outcome).await;
+            }
+        })
+        .catch_unwind()
+        .await;
+        let outcome = match after {
+            Ok(()) => outcome,
+            Err(panic) => panicked(panic.as_ref()),
         };
-        for capability in self.capabilities[..asked].iter().rev() {
-            capability.after_run(&run, &outcome).await;
-        }
         on_event(AgentEvent::RunEnded {
             outcome: outcome.name().to_owned(),
             reason: outcome.reason().map(str::to_owned),
@@ -863,6 +888,48 @@ fn hook_failed(message: String) -> Outcome {
     Outcome::Failed {
         reason: FailureReason::HookFailed,
         message,
+    }
+}
+
+/// The outcome of a run whose loop panicked.
+pub(crate) fn panicked(panic: &(dyn std::any::Any + Send)) -> Outcome {
+    Outcome::Failed {
+        reason: FailureReason::Panicked,
+        message: format!("the run panicked: {}", batch::panic_message(panic)),
+    }
+}
+
+/// What the model reads for a call whose result was lost to a panic of the loop.
+pub(crate) const LOST_TO_PANIC: &str = "The outcome of this call is unknown: the run failed (something it called panicked) before the call's result was known. Check whether it took effect before calling it again.";
+
+/// Gives each unanswered call of the history's last answer a result saying
+/// its outcome is unknown, so the history stays valid after a panic.
+fn close_unanswered(history: &mut Vec<Message>) {
+    let Some(at) = history
+        .iter()
+        .rposition(|m| matches!(m, Message::Assistant { .. }))
+    else {
+        return;
+    };
+    let answered: Vec<String> = history[at + 1..]
+        .iter()
+        .filter_map(|m| match m {
+            Message::ToolResult(r) => Some(r.call_id.clone()),
+            _ => None,
+        })
+        .collect();
+    let missing: Vec<ToolCall> = history[at]
+        .tool_calls()
+        .filter(|c| !answered.contains(&c.id))
+        .cloned()
+        .collect();
+    for call in missing {
+        history.push(Message::ToolResult(crate::message::ToolResult {
+            call_id: call.id,
+            name: call.name,
+            content: LOST_TO_PANIC.to_owned(),
+            is_error: true,
+        }));
     }
 }
 

@@ -15,6 +15,11 @@ use crate::tools::ToolOutput;
 /// that is not safe to run again.
 pub const OUTCOME_UNKNOWN: &str = "The outcome of this call is unknown: the run was interrupted while it ran, and the tool is not safe to run twice. Check whether it took effect before calling it again.";
 
+/// What the model reads for a call of an interrupted run that was never
+/// allowed to start (its run was lost before its hooks decided, or it was
+/// refused and the refusal was not saved).
+pub const NOT_RUN: &str = "The call was not run: its run was interrupted before the call was allowed to start. Call it again if it is still needed.";
+
 /// Where a run's tool calls are recorded.
 #[async_trait]
 pub(crate) trait CallLog: Send + Sync {
@@ -149,7 +154,8 @@ pub(crate) fn unanswered(history: &[Message]) -> Vec<ToolCall> {
 /// Gives every unanswered call of the history's last answer its result, in
 /// call order: a finished call's recorded result; a call that started and
 /// never finished is run again only when its tool is idempotent, else the
-/// model is told its outcome is unknown; a call that never started runs now.
+/// model is told its outcome is unknown; a call that never started (never
+/// allowed) does not run and the model is told so.
 /// `run_id` is the run that made the calls. Returns the results appended,
 /// each with whether it is the call's recorded result.
 pub(crate) async fn repair(
@@ -165,10 +171,16 @@ pub(crate) async fn repair(
         let (output, recorded) = match (records.get(&call.id), tools.get(&call.name)) {
             (Some(CallState::Finished(output)), _) => (output.clone(), true),
             (_, None) => (ToolOutput::refused(tools.unknown_tool(&call.name)), false),
+            // Never recorded started: its hooks, capabilities and checks never
+            // allowed it (or were never asked), so it does not run here, where
+            // none of them would be asked (ADR 0240).
+            (None, Some(_)) => (ToolOutput::refused(NOT_RUN), false),
             (Some(CallState::Started), Some(tool)) if !tool.annotations().idempotent => {
                 (ToolOutput::refused(OUTCOME_UNKNOWN), false)
             }
-            (_, Some(tool)) => {
+            // Recorded started: it was allowed and was about to run; an
+            // idempotent tool runs again under the same effect keys.
+            (Some(CallState::Started), Some(tool)) => {
                 let durable = Durable {
                     inner: tool.clone(),
                     log: log.clone(),

@@ -1,6 +1,7 @@
 //! The `Runner`: runs an agent in session threads. A message starts a run in an idle thread, steers a running one, answers a paused one; claims, hand-overs, abandoned runs, pauses, stops and deduplicated commands.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -15,7 +16,7 @@ use tracing::Instrument;
 
 use super::ask::{AskUser, Asked, PendingRequest, RequestKind as AskKind};
 use super::claim::{DEFAULT_CLAIM_TTL, RenewError, keep_claim};
-use super::durable::{CallLog, CallState, Durable, call_key, repair};
+use super::durable::{CallLog, CallState, Durable, repair};
 use super::error::{RunnerError, RunnerErrorKind, RunnerResult};
 use super::live::{FanoutChannel, LiveChannel, LiveEvent, LiveFrame, with_live};
 use super::turn::{EndedTurn, TurnContext, TurnEvaluator, TurnInfo};
@@ -1163,9 +1164,40 @@ impl Inner {
                 cancel.cancel();
             })
         };
-        let result = self
-            .drive(thread, claim, run_id, segment, cancel, &lost)
-            .await;
+        // A panic of the runner's own steps (a store, the approved call)
+        // ends the segment `failed/panicked`: the claim is released and
+        // watchers get the end frame all the same (ADR 0240).
+        let result =
+            match AssertUnwindSafe(self.drive(thread, claim, run_id, segment, cancel, &lost))
+                .catch_unwind()
+                .await
+            {
+                Ok(result) => result,
+                Err(panic) => {
+                    let result = RunResult {
+                        run_id: run_id.to_owned(),
+                        outcome: crate::agent::panicked(panic.as_ref()),
+                        turns: 0,
+                        tool_calls: 0,
+                        usage: Usage::UNKNOWN,
+                    };
+                    let recorded = AssertUnwindSafe(self.record_end(
+                        thread,
+                        &claim.fence(),
+                        run_id,
+                        &result,
+                        Vec::new(),
+                        Vec::new(),
+                        None,
+                    ))
+                    .catch_unwind()
+                    .await;
+                    if recorded.is_err() {
+                        tracing::error!(run_id, "recording a panicked run's end panicked too");
+                    }
+                    result
+                }
+            };
         done.cancel();
         let _ = keeper.await;
         cancel_on_loss.abort();
@@ -1729,25 +1761,16 @@ impl DurableRun {
             .map_err(store_failure)
     }
 
-    /// The `ToolStarted` records of the last answer's recorded calls.
-    fn announce(&self, history: &[Message]) -> (Vec<String>, Vec<Write>) {
+    /// The ids of the last answer's recorded calls.
+    fn announce(&self, history: &[Message]) -> Vec<String> {
         let Some(answer) = history.last() else {
-            return (Vec::new(), Vec::new());
+            return Vec::new();
         };
         answer
             .tool_calls()
             .filter(|c| self.recorded_tools.contains(&c.name))
-            .map(|c| {
-                let key = call_key(&self.run_id, &c.id, &c.name);
-                let write = Write::ToolStarted {
-                    run_id: self.run_id.clone(),
-                    call_id: c.id.clone(),
-                    name: c.name.clone(),
-                    effect_key: Some(key),
-                };
-                (c.id.clone(), write)
-            })
-            .unzip()
+            .map(|c| c.id.clone())
+            .collect()
     }
 }
 
@@ -1796,10 +1819,14 @@ impl RunObserver for DurableRun {
     }
 
     async fn answered(&self, history: &[Message]) -> Result<(), RunFailure> {
-        let (calls, started) = self.announce(history);
-        self.save(history, started).await?;
+        // The calls are not recorded started here: a call is recorded started
+        // only once its hooks, capabilities and checks allowed it and it is
+        // about to run (ADR 0240); its finish may still ride in the batch's
+        // last commit.
+        let calls = self.announce(history);
+        self.save(history, Vec::new()).await?;
         let mut ledger = self.commits.ledger();
-        ledger.announced = calls.iter().cloned().collect();
+        ledger.announced.clear();
         ledger.unfinished = calls.into_iter().collect();
         Ok(())
     }

@@ -38,7 +38,7 @@ mod turn;
 
 pub use ask::{ASK_USER, AskArgs, PendingRequest, RequestKind};
 pub use claim::DEFAULT_CLAIM_TTL;
-pub use durable::OUTCOME_UNKNOWN;
+pub use durable::{NOT_RUN, OUTCOME_UNKNOWN};
 pub use engine::{ASKED, Command, RunHandle, Runner, RunnerConfig, Sent, TAKEN, last_seen};
 pub use error::{RunnerError, RunnerErrorKind, RunnerResult};
 pub use live::{

@@ -11,7 +11,7 @@ use burrow_runtime::agent::{Agent, Outcome};
 use burrow_runtime::message::{AssistantPart, Message, ToolCall};
 use burrow_runtime::model::{ScriptedModel, ScriptedResponse};
 use burrow_runtime::runner::{
-    Command, LiveEvent, OUTCOME_UNKNOWN, Runner, RunnerConfig, RunnerErrorKind, last_seen,
+    Command, LiveEvent, NOT_RUN, OUTCOME_UNKNOWN, Runner, RunnerConfig, RunnerErrorKind, last_seen,
 };
 use burrow_runtime::session::{
     Checkpoint, Claim, ClaimAttempt, CommandKey, Commit, Committed, Event, HistoryEntry,
@@ -696,6 +696,14 @@ async fn a_run_left_behind_is_abandoned_and_its_calls_replayed_rerun_or_reported
                 name: "charge".into(),
                 arguments: json!({"tag": "c"}),
             }),
+            // Never recorded started: its hooks never allowed it (say a
+            // PreToolUse hook was still deciding, or denied it, when the
+            // process died), so it must not run without them.
+            AssistantPart::ToolCall(ToolCall {
+                id: "c4".into(),
+                name: "charge".into(),
+                arguments: json!({"tag": "d"}),
+            }),
         ],
     };
     let mut commit = Commit::new()
@@ -791,6 +799,7 @@ async fn a_run_left_behind_is_abandoned_and_its_calls_replayed_rerun_or_reported
     assert_eq!(results["c1"], "looked up a");
     assert_eq!(results["c2"], OUTCOME_UNKNOWN);
     assert_eq!(results["c3"], "charged c before the crash");
+    assert_eq!(results["c4"], NOT_RUN);
     let calls = store.tool_calls(&t.scope, "r0").await.unwrap();
     let c1 = calls.iter().find(|c| c.call_id == "c1").unwrap();
     assert_eq!((c1.status, c1.attempts), (ToolCallStatus::Finished, 2));

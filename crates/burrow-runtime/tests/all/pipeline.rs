@@ -1,0 +1,232 @@
+//! The call pipeline and panics: a panicking PreToolUse handler denies its call, a panic anywhere else in the loop ends the run `failed/panicked` with a valid history and a released thread, and refusals go to PostToolUseFailure.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use async_trait::async_trait;
+use burrow_runtime::agent::{Agent, Capability, FailureReason, FnProvider, Outcome, RunInfo};
+use burrow_runtime::hooks::{Hook, HookEvent, HookOutput, Hooks};
+use burrow_runtime::message::Message;
+use burrow_runtime::model::{ScriptedModel, ScriptedResponse};
+use burrow_runtime::runner::Runner;
+use burrow_runtime::session::{RunStatus, Scope, load_history};
+use burrow_runtime::tool::{ToolOutput, ToolRegistry};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::agent::assert_valid_history;
+use super::runner::Fixture;
+use super::support::start_run;
+
+#[derive(Deserialize, JsonSchema)]
+struct Nothing {}
+
+/// A registry with `charge` (counted) and `refuse` (always a refusal, counted).
+fn counted_tools(charges: Arc<AtomicUsize>) -> ToolRegistry {
+    let mut tools = ToolRegistry::new();
+    let c = charges.clone();
+    tools.add_typed("charge", "Charges.", move |_: Nothing, _| {
+        c.fetch_add(1, Ordering::SeqCst);
+        async { Ok(ToolOutput::ok("charged")) }
+    });
+    tools.add_typed("refuse", "Refuses.", move |_: Nothing, _| {
+        charges.fetch_add(1, Ordering::SeqCst);
+        async { Ok(ToolOutput::refused("no such account.")) }
+    });
+    tools
+}
+
+/// A model that calls `tool` once, then answers "done".
+fn calls_once(tool: &'static str) -> Arc<ScriptedModel> {
+    Arc::new(ScriptedModel::from_responses(vec![
+        ScriptedResponse::calls().call("c1", tool, json!({})),
+        ScriptedResponse::text("done"),
+    ]))
+}
+
+fn result_of<'a>(history: &'a [Message], call: &str) -> &'a str {
+    history
+        .iter()
+        .find_map(|m| match m {
+            Message::ToolResult(r) if r.call_id == call => Some(r.content.as_str()),
+            _ => None,
+        })
+        .expect("the call has a result")
+}
+
+/// A hook handler's body that panics with `what`.
+fn broken(what: &str) -> Result<HookOutput, String> {
+    panic!("{what}")
+}
+
+#[tokio::test]
+async fn a_panicking_pre_tool_use_handler_denies_the_call_and_the_run_goes_on() {
+    let charges = Arc::new(AtomicUsize::new(0));
+    let mut hooks = Hooks::new();
+    hooks.add(
+        Hook::handler(HookEvent::PreToolUse, Some("charge"), |_| async {
+            broken("the policy table is corrupt")
+        })
+        .unwrap(),
+    );
+    let agent = Agent::new(calls_once("charge"))
+        .with_tools(counted_tools(charges.clone()))
+        .with_hooks(hooks);
+    let mut history = Vec::new();
+    let result = agent.run(&mut history, "charge it").await;
+    assert_eq!(result.outcome, Outcome::Completed);
+    assert_eq!(
+        charges.load(Ordering::SeqCst),
+        0,
+        "the denied call never ran"
+    );
+    assert_valid_history(&history);
+    let text = result_of(&history, "c1");
+    assert!(text.contains("denied"), "{text}");
+    assert!(text.contains("the policy table is corrupt"), "{text}");
+}
+
+#[tokio::test]
+async fn a_panicking_instruction_provider_fails_the_run_panicked_with_a_valid_history() {
+    let agent = Agent::new(calls_once("charge"))
+        .with_tools(counted_tools(Arc::new(AtomicUsize::new(0))))
+        .with_provider(Arc::new(FnProvider(
+            |history: &[Message]| -> Option<String> {
+                if history.len() > 1 {
+                    panic!("the provider broke");
+                }
+                None
+            },
+        )));
+    let mut history = Vec::new();
+    let result = agent.run(&mut history, "charge it").await;
+    match &result.outcome {
+        Outcome::Failed { reason, message } => {
+            assert_eq!(*reason, FailureReason::Panicked);
+            assert!(message.contains("the provider broke"), "{message}");
+        }
+        other => panic!("the run ended {other:?}"),
+    }
+    assert_eq!(result.outcome.reason(), Some("panicked"));
+    assert_valid_history(&history);
+}
+
+#[tokio::test]
+async fn a_panicking_post_tool_use_handler_fails_the_run_and_every_call_keeps_one_result() {
+    let charges = Arc::new(AtomicUsize::new(0));
+    let mut hooks = Hooks::new();
+    hooks.add(
+        Hook::handler(HookEvent::PostToolUse, None, |_| async {
+            broken("the audit log is gone")
+        })
+        .unwrap(),
+    );
+    let agent = Agent::new(calls_once("charge"))
+        .with_tools(counted_tools(charges.clone()))
+        .with_hooks(hooks);
+    let mut history = Vec::new();
+    let result = agent.run(&mut history, "charge it").await;
+    assert_eq!(result.outcome.name(), "failed");
+    assert_eq!(result.outcome.reason(), Some("panicked"));
+    assert_eq!(charges.load(Ordering::SeqCst), 1);
+    assert_valid_history(&history);
+}
+
+#[tokio::test]
+async fn a_refusal_goes_to_post_tool_use_failure_and_a_result_to_post_tool_use() {
+    let post = Arc::new(AtomicUsize::new(0));
+    let failure = Arc::new(AtomicUsize::new(0));
+    let mut hooks = Hooks::new();
+    let p = post.clone();
+    hooks.add(
+        Hook::handler(HookEvent::PostToolUse, None, move |_| {
+            p.fetch_add(1, Ordering::SeqCst);
+            async { Ok(HookOutput::allow()) }
+        })
+        .unwrap(),
+    );
+    let f = failure.clone();
+    hooks.add(
+        Hook::handler(HookEvent::PostToolUseFailure, None, move |input| {
+            assert_eq!(input.error.as_deref(), Some("no such account."));
+            f.fetch_add(1, Ordering::SeqCst);
+            async { Ok(HookOutput::allow()) }
+        })
+        .unwrap(),
+    );
+    let agent = Agent::new(calls_once("refuse"))
+        .with_tools(counted_tools(Arc::new(AtomicUsize::new(0))))
+        .with_hooks(hooks.clone());
+    let result = agent.run(&mut Vec::new(), "refuse it").await;
+    assert_eq!(result.outcome, Outcome::Completed);
+    assert_eq!(
+        (post.load(Ordering::SeqCst), failure.load(Ordering::SeqCst)),
+        (0, 1)
+    );
+    let agent = Agent::new(calls_once("charge"))
+        .with_tools(counted_tools(Arc::new(AtomicUsize::new(0))))
+        .with_hooks(hooks);
+    agent.run(&mut Vec::new(), "charge it").await;
+    assert_eq!(
+        (post.load(Ordering::SeqCst), failure.load(Ordering::SeqCst)),
+        (1, 1)
+    );
+}
+
+/// A capability whose `before_run` panics on the first run only.
+struct PanicsOnce(AtomicUsize);
+
+#[async_trait]
+impl Capability for PanicsOnce {
+    fn name(&self) -> &str {
+        "panics-once"
+    }
+
+    async fn before_run(&self, _run: &RunInfo) -> Result<(), burrow_runtime::agent::RunFailure> {
+        if self.0.fetch_add(1, Ordering::SeqCst) == 0 {
+            panic!("the capability broke");
+        }
+        Ok(())
+    }
+}
+
+async fn a_panicking_capability_ends_the_run_panicked_and_the_thread_takes_the_next_message(
+    fx: Fixture,
+) {
+    let t = Scope::new("acme", "ws").thread("t1");
+    let agent = Agent::new(Arc::new(ScriptedModel::new(|_| {
+        Ok(ScriptedResponse::text("ok"))
+    })))
+    .with_capability(Arc::new(PanicsOnce(AtomicUsize::new(0))));
+    let runner = Runner::new(agent, fx.store.clone());
+    let first = start_run(&runner, &t, "alice", "one").await;
+    let ended = first.wait().await;
+    assert_eq!(ended.outcome.reason(), Some("panicked"));
+    runner.drain().await;
+    let run = fx
+        .store
+        .run(&t.scope, first.run_id())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(run.status, RunStatus::Failed);
+    assert_eq!(run.reason.as_deref(), Some("panicked"));
+    // The claim is released: the next message starts a run at once.
+    let second = start_run(&runner, &t, "alice", "two").await;
+    assert_eq!(second.wait().await.outcome, Outcome::Completed);
+    runner.drain().await;
+    assert_valid_history(&load_history(fx.store.as_ref(), &t).await.unwrap());
+}
+
+mod on_every_store {
+    use super::super::runner::on_every_store;
+    #[cfg(feature = "postgres")]
+    use super::super::runner::postgres;
+    use super::super::runner::{memory, sqlite};
+    use super::*;
+
+    on_every_store!(
+        a_panicking_capability_ends_the_run_panicked_and_the_thread_takes_the_next_message,
+    );
+}
