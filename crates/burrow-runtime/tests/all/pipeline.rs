@@ -228,5 +228,71 @@ mod on_every_store {
 
     on_every_store!(
         a_panicking_capability_ends_the_run_panicked_and_the_thread_takes_the_next_message,
+        a_call_whose_hook_was_deciding_at_the_crash_never_runs_without_it,
     );
+}
+
+/// Crash point "a PreToolUse hook is running": runner A's hook never returns
+/// (its process is as good as dead), its claim lapses, runner B takes the
+/// thread over. The call was never allowed, so it never runs, and the thread
+/// completes its next message with one result per call.
+async fn a_call_whose_hook_was_deciding_at_the_crash_never_runs_without_it(fx: Fixture) {
+    let t = Scope::new("acme", "ws").thread("t1");
+    let charges = Arc::new(AtomicUsize::new(0));
+    let (entered_tx, entered_rx) = tokio::sync::oneshot::channel::<()>();
+    let entered = Arc::new(std::sync::Mutex::new(Some(entered_tx)));
+    let mut hooks = Hooks::new();
+    hooks.add(
+        Hook::handler(HookEvent::PreToolUse, Some("charge"), move |_| {
+            let tx = entered.lock().unwrap().take();
+            async move {
+                if let Some(tx) = tx {
+                    let _ = tx.send(());
+                }
+                std::future::pending::<Result<HookOutput, String>>().await
+            }
+        })
+        .unwrap(),
+    );
+    let dying = Agent::new(calls_once("charge"))
+        .with_tools(counted_tools(charges.clone()))
+        .with_hooks(hooks);
+    let a = Runner::new(dying, fx.store.clone());
+    let left = start_run(&a, &t, "alice", "charge it").await;
+    entered_rx.await.unwrap();
+    fx.clock.advance(std::time::Duration::from_secs(31));
+
+    let b = Runner::new(
+        Agent::new(Arc::new(ScriptedModel::new(|_| {
+            Ok(ScriptedResponse::text("taken over"))
+        })))
+        .with_tools(counted_tools(charges.clone())),
+        fx.store.clone(),
+    );
+    let sent = b.send(&t, "alice", "are you there?", None).await.unwrap();
+    assert_eq!(sent.run.unwrap().wait().await.outcome, Outcome::Completed);
+    b.drain().await;
+    assert_eq!(
+        charges.load(Ordering::SeqCst),
+        0,
+        "the undecided call never ran"
+    );
+    let run = fx
+        .store
+        .run(&t.scope, left.run_id())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(run.reason.as_deref(), Some("abandoned"));
+    assert!(
+        fx.store
+            .tool_calls(&t.scope, left.run_id())
+            .await
+            .unwrap()
+            .is_empty(),
+        "an undecided call is never recorded started"
+    );
+    let history = load_history(fx.store.as_ref(), &t).await.unwrap();
+    assert_valid_history(&history);
+    assert_eq!(result_of(&history, "c1"), burrow_runtime::runner::NOT_RUN);
 }
