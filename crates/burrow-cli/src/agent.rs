@@ -152,7 +152,7 @@ fn provider_model(scheme: &str, name: &str) -> Result<Arc<dyn Model>, String> {
             .map(|m| Arc::new(m) as Arc<dyn Model>)
             .map_err(|e| e.message),
         _ => Err(format!(
-            "the {scheme} adapter is not built into this burrow (rebuild burrow-cli with its `{}` feature)",
+            "the {scheme} adapter is not built into this burrow (rebuild burrow-agent-cli with its `{}` feature)",
             scheme.split('-').next().unwrap_or(scheme)
         )),
     }

@@ -237,7 +237,7 @@ async fn open_postgres(url: &str) -> Result<Arc<dyn SessionStore>, Refused> {
 #[cfg(not(feature = "postgres"))]
 async fn open_postgres(_url: &str) -> Result<Arc<dyn SessionStore>, Refused> {
     Err(Refused::usage(
-        "PostgreSQL sessions are not built into this burrow (rebuild burrow-cli with its `postgres` feature)",
+        "PostgreSQL sessions are not built into this burrow (rebuild burrow-agent-cli with its `postgres` feature)",
     ))
 }
 

@@ -553,7 +553,7 @@ fn the_readme_tour_runs_from_the_repository_root() {
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
     let line = readme
         .lines()
-        .find(|l| l.starts_with("cargo run -p burrow-cli -- run "))
+        .find(|l| l.starts_with("cargo run -p burrow-agent-cli -- run "))
         .expect("the README's Try it block has a `burrow run` line");
     let command = line.split('#').next().unwrap();
     let words = shell_words(command);
