@@ -18,7 +18,9 @@ use crate::spec::BackendArg;
 #[command(name = "burrow", version, max_term_width = 100)]
 #[command(after_help = AFTER_HELP)]
 pub struct Cli {
-    /// The backend to work on (default: memory:). See SPEC below.
+    /// The backend to work on (default: memory:): memory:, state:FILE.json, fs:DIR,
+    /// sqlite:FILE.db, s3://BUCKET/PREFIX or docker:IMAGE; PREFIX=SPEC mounts one
+    /// (repeat it); `burrow --help` says what each is.
     #[arg(long = "backend", value_name = "SPEC", global = true)]
     pub backends: Vec<BackendArg>,
 
@@ -235,13 +237,13 @@ pub enum Command {
     #[cfg(feature = "mcp")]
     #[command(long_about = MCP_HELP)]
     Mcp,
-    /// Docker engine housekeeping (needs no --backend).
+    /// Docker engine housekeeping; opens no backend, so --backend and --tenant do nothing here.
     #[cfg(feature = "docker")]
     #[command(subcommand)]
     Docker(DockerCommand),
     /// Run an agent in the workspace: the model answers PROMPT, calling the file tools.
     #[cfg(feature = "run")]
-    #[command(long_about = RUN_HELP)]
+    #[command(after_long_help = RUN_HELP)]
     Run {
         /// What the user asks.
         prompt: String,

@@ -111,7 +111,7 @@ async fn run(cli: Cli) -> io::Result<Exit> {
         Ok(Some(setup)) => match setup.load() {
             Ok(config) => Some((config, setup)),
             Err(message) => {
-                writeln!(io::stderr(), "burrow run: {message}")?;
+                writeln!(io::stderr(), "burrow: {message}")?;
                 return Ok(Exit::Failed);
             }
         },

@@ -17,6 +17,7 @@ mod all {
     mod exit_codes;
     #[cfg(feature = "fs")]
     mod fs;
+    mod help;
     #[cfg(feature = "mcp")]
     mod hostile;
     mod json;

@@ -412,7 +412,7 @@ fn assert_bad_config(args: &[&str], expected: &str) {
         assert_eq!(run.out(), "", "{:?}", run.args);
         let lines: Vec<&str> = run.stderr.lines().collect();
         assert_eq!(lines.len(), 1, "{}", run.stderr);
-        assert!(lines[0].starts_with("burrow run: "), "{}", run.stderr);
+        assert!(lines[0].starts_with("burrow: "), "{}", run.stderr);
         assert!(lines[0].contains(expected), "{}", run.stderr);
         assert!(!ws.state.exists(), "a tool ran: {:?}", run.args);
         assert_eq!(ws.dir_entries(), Vec::<String>::new(), "{:?}", run.args);

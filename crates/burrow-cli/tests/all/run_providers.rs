@@ -361,7 +361,7 @@ fn a_missing_key_is_one_sentence_before_any_request() {
         assert_eq!(out.stdout, "");
         let lines: Vec<&str> = out.stderr.lines().collect();
         assert_eq!(lines.len(), 1, "{}", out.stderr);
-        assert!(lines[0].starts_with("burrow run: "), "{}", lines[0]);
+        assert!(lines[0].starts_with("burrow: "), "{}", lines[0]);
         assert!(
             lines[0].contains(&format!("{var} is not set")),
             "{}",
