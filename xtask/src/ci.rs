@@ -1,12 +1,13 @@
 //! `cargo xtask ci` and `cargo xtask test`: the whole check, in the order that fails fastest.
 //!
-//! `ci`: rustfmt, tidy, the changelog, clippy, cargo-deny (bans, licenses, sources), the
-//! docs with warnings denied, the MSRV check, the facade's and the CLI's features each
-//! alone, the release dry run (every publishable crate packaged and built from its
-//! tarball), then setup and the tests.
+//! `ci`: rustfmt, tidy, the changelog, clippy, the facade's features each alone,
+//! cargo-deny (bans, licenses, sources), the docs with warnings denied, the MSRV check,
+//! the CLI's features each alone, the release dry run (every publishable crate packaged
+//! and built from its tarball), then setup, the doc tests and the tests.
 //!
 //! Steps keep going after a failure so one run reports every problem, and end with a
-//! summary that names the failed steps. Doc tests run before the main test run so the
+//! summary that names the failed steps. The servers setup started for the run (not
+//! those it found running) are stopped at the end unless `BURROW_KEEP_PARTS=1`. Doc tests run before the main test run so the
 //! log closes on nextest's (or cargo test's) own summary of the tests it ran.
 
 use std::fs;
@@ -146,7 +147,7 @@ pub fn test(root: &Path) -> anyhow::Result<bool> {
 /// otherwise its tests are left out and nextest reports them as skipped.
 fn run_tests(root: &Path, steps: &mut Steps, strict: bool) {
     crate::cmd::heading("setup");
-    let setup = setup::run(root);
+    let mut setup = setup::run(root);
     for failed in setup.failed() {
         steps.record_failure(&format!("setup: {failed}"));
     }
@@ -201,7 +202,8 @@ fn run_tests(root: &Path, steps: &mut Steps, strict: bool) {
             }
             Cmd::cargo(root, &args).envs(&env).without(&withheld).run()
         });
-        parts::report(&states, exclusion.is_some());
+        let declared = parts::declared_skips(root, &env);
+        parts::report(&states, exclusion.is_some(), &declared);
     } else {
         steps.step("tests (cargo test; cargo-nextest is missing)", || {
             Cmd::cargo(
@@ -212,6 +214,13 @@ fn run_tests(root: &Path, steps: &mut Steps, strict: bool) {
             .without(&withheld)
             .run()
         });
+    }
+    let stopped = setup.stop_started(setup::keep_parts());
+    if !stopped.is_empty() {
+        crate::cmd::heading("the servers setup started");
+        for line in stopped {
+            println!("  {line}");
+        }
     }
 }
 
