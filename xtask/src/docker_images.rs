@@ -268,10 +268,16 @@ pub fn prune_leftovers(setup: &mut Setup) -> anyhow::Result<()> {
         return Ok(());
     }
     for image in &doomed {
-        if Cmd::new(&root, "docker", &["image", "rm", image]).succeeds_quietly() {
-            println!("  removed {}", short_id(image));
+        // A tag as it is, an untagged image by its short id.
+        let shown = if image.starts_with("sha256:") {
+            short_id(image)
         } else {
-            println!("  kept {} (a container still uses it)", short_id(image));
+            image.as_str()
+        };
+        if Cmd::new(&root, "docker", &["image", "rm", image]).succeeds_quietly() {
+            println!("  removed {shown}");
+        } else {
+            println!("  kept {shown} (a container still uses it)");
         }
     }
     Ok(())
