@@ -1,4 +1,4 @@
-//! The command line as clap sees it: global options and one subcommand per operation (DESIGN.md §7).
+//! The command line as clap sees it: global options and one subcommand per operation.
 
 use std::path::PathBuf;
 

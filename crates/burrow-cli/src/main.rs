@@ -1,4 +1,4 @@
-//! The `burrow` binary: drives any burrow backend from the shell (DESIGN.md §7).
+//! The `burrow` binary: drives any burrow backend from the shell.
 //!
 //! # Key design decision: one operation type under every front end
 //!
