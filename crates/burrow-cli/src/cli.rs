@@ -36,6 +36,34 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// Parses the command line: help and version as clap prints them, a usage error as
+/// one `burrow: ...` message on stderr (exit 2), like every other burrow error.
+pub fn parse() -> Cli {
+    match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => exit_usage(err),
+    }
+}
+
+/// Ends the process for a clap error: help and version (and the help printed for a
+/// missing subcommand) as clap does, anything else with the `burrow:` prefix instead of
+/// clap's `error:`.
+pub fn exit_usage(err: clap::Error) -> ! {
+    use clap::error::ErrorKind;
+    if matches!(
+        err.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        err.exit()
+    }
+    let text = err.render().to_string();
+    let text = text.strip_prefix("error: ").unwrap_or(&text);
+    eprint!("burrow: {text}");
+    std::process::exit(err.exit_code())
+}
+
 const AFTER_HELP: &str = "\
 SPEC:
   memory:            a fresh in-memory workspace, gone when burrow exits (the default)

@@ -50,19 +50,17 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use burrow::{Error, FileContext};
-use clap::{CommandFactory, Parser};
+use clap::CommandFactory;
 
 use crate::cli::Cli;
 use crate::op::Op;
 use crate::output::{Exit, error_json, error_text};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = cli::parse();
     log::install();
     if let Err(message) = spec::check(&cli.backends) {
-        Cli::command()
-            .error(clap::error::ErrorKind::ArgumentConflict, message)
-            .exit();
+        cli::exit_usage(Cli::command().error(clap::error::ErrorKind::ArgumentConflict, message));
     }
     let json = cli.json;
     let runtime = match tokio::runtime::Builder::new_current_thread()

@@ -109,7 +109,6 @@ fn run_help_puts_usage_and_options_before_the_long_text() {
 #[cfg(feature = "run")]
 #[test]
 fn burrows_own_errors_start_with_burrow_whatever_the_command() {
-    // (A usage error clap finds, such as an unknown spec, is clap's `error: ...`.)
     let ws = Workspace::new();
     let missing = ws.dir().join("missing.jsonl");
     let model = format!("scripted:{}", missing.display());
@@ -117,6 +116,10 @@ fn burrows_own_errors_start_with_burrow_whatever_the_command() {
         vec!["run", "hi", "--model", "nope:x"],
         vec!["run", "hi", "--model", model.as_str()],
         vec!["read", "/missing.md"],
+        // Usage errors clap finds, and the spec check after it.
+        vec!["--backend", "nope:x", "ls", "/"],
+        vec!["ls", "--no-such-option"],
+        vec!["--backend", "memory:", "--backend", "state:a.json", "ls"],
     ];
     for args in cases {
         let run = ws.run(&args);
