@@ -18,10 +18,10 @@ use burrow_runtime::ToolConfig;
 use burrow_runtime::agent::{Agent, AgentEvent, CancelToken, Outcome, RunOptions, RunResult};
 use burrow_runtime::hooks::{HookEvent, HookFailure, Hooks, Transcript};
 use burrow_runtime::message::{AssistantPart, Message, ToolCall, ToolResult, Usage};
-use burrow_runtime::runner::{FanoutChannel, LiveChannel, LiveEvent, LiveFrame};
-use futures::StreamExt;
 use burrow_runtime::model::{Model, ScriptedModel};
+use burrow_runtime::runner::{FanoutChannel, LiveChannel, LiveEvent, LiveFrame};
 use burrow_runtime::tool::{ToolRegistry, file_tools};
+use futures::StreamExt;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -93,7 +93,9 @@ impl Config {
         for tool in file_tools(opened.backend.clone(), ctx, ToolConfig::default()) {
             tools.add_arc(tool);
         }
-        let mut hooks = self.hooks.with_failure_sink(Arc::new(move |f| report(&f, json)));
+        let mut hooks = self
+            .hooks
+            .with_failure_sink(Arc::new(move |f| report(&f, json)));
         if let (Some(dir), Some(_)) = (transcript_dir(), session) {
             hooks = hooks.with_transcripts(dir);
         }
@@ -200,8 +202,10 @@ impl TranscriptWriter {
 
     /// Follows one event of the run.
     pub fn event(&mut self, event: &AgentEvent) {
-        if !matches!(event, AgentEvent::RunStarted { .. } | AgentEvent::RunEnded { .. })
-            && let Some(prompt) = self.prompt.take()
+        if !matches!(
+            event,
+            AgentEvent::RunStarted { .. } | AgentEvent::RunEnded { .. }
+        ) && let Some(prompt) = self.prompt.take()
         {
             self.append(&Message::user(prompt));
         }

@@ -484,14 +484,22 @@ struct Live {
     fanout: FanoutChannel,
     transcript: Mutex<Option<TranscriptWriter>>,
     /// Runs watched here, and the ends of runs closed before their watch.
-    watched: Mutex<(std::collections::HashSet<String>, BTreeMap<String, LiveEvent>)>,
+    watched: Mutex<(
+        std::collections::HashSet<String>,
+        BTreeMap<String, LiveEvent>,
+    )>,
 }
 
 impl Live {
     fn watched(
         &self,
-    ) -> std::sync::MutexGuard<'_, (std::collections::HashSet<String>, BTreeMap<String, LiveEvent>)>
-    {
+    ) -> std::sync::MutexGuard<
+        '_,
+        (
+            std::collections::HashSet<String>,
+            BTreeMap<String, LiveEvent>,
+        ),
+    > {
         self.watched.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

@@ -137,9 +137,7 @@ async fn kill_group(pid: Option<u32>) {
 /// Why a hook could not start, in words (no host path: the hook's folder is the user's own).
 fn start_error(e: &std::io::Error) -> String {
     match e.kind() {
-        std::io::ErrorKind::NotFound => {
-            "its folder or the shell (sh) does not exist".to_owned()
-        }
+        std::io::ErrorKind::NotFound => "its folder or the shell (sh) does not exist".to_owned(),
         std::io::ErrorKind::PermissionDenied => {
             "its folder or the shell (sh) may not be used".to_owned()
         }

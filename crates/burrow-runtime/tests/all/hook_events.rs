@@ -377,7 +377,12 @@ async fn a_session_run_fires_session_start_on_a_new_thread_user_prompt_submit_an
     let runner = Runner::new(Agent::new(model).with_hooks(hooks), fx.store.clone());
     let t = burrow_runtime::session::Scope::new("acme", "ws").thread("t1");
     for text in ["fix the bug", "and the test"] {
-        let run = runner.send(&t, "alice", text, None).await.unwrap().run.unwrap();
+        let run = runner
+            .send(&t, "alice", text, None)
+            .await
+            .unwrap()
+            .run
+            .unwrap();
         assert_eq!(run.wait().await.outcome, Outcome::Completed);
     }
     runner.drain().await;
@@ -389,7 +394,13 @@ async fn a_session_run_fires_session_start_on_a_new_thread_user_prompt_submit_an
     // SessionStart on the new thread only; UserPromptSubmit and Stop in each run.
     assert_eq!(
         names,
-        ["SessionStart", "UserPromptSubmit", "Stop", "UserPromptSubmit", "Stop"]
+        [
+            "SessionStart",
+            "UserPromptSubmit",
+            "Stop",
+            "UserPromptSubmit",
+            "Stop"
+        ]
     );
     assert_eq!(seen[0].1["source"], "startup");
     assert_eq!(seen[1].1["prompt"], "fix the bug");
@@ -423,7 +434,10 @@ async fn a_blocking_user_prompt_submit_stops_a_session_run_before_the_model_sees
             user_texts(request.messages).join("|")
         )))
     }));
-    let runner = Runner::new(Agent::new(model.clone()).with_hooks(hooks), fx.store.clone());
+    let runner = Runner::new(
+        Agent::new(model.clone()).with_hooks(hooks),
+        fx.store.clone(),
+    );
     let t = burrow_runtime::session::Scope::new("acme", "ws").thread("t1");
     let run = runner
         .send(&t, "alice", "the password is hunter2", None)
@@ -437,7 +451,12 @@ async fn a_blocking_user_prompt_submit_stops_a_session_run_before_the_model_sees
     }
     assert_eq!(model.requests(), 0, "the model never saw the prompt");
     // The thread goes on; the blocked prompt is in no history.
-    let run = runner.send(&t, "alice", "hello", None).await.unwrap().run.unwrap();
+    let run = runner
+        .send(&t, "alice", "hello", None)
+        .await
+        .unwrap()
+        .run
+        .unwrap();
     assert_eq!(run.wait().await.outcome, Outcome::Completed);
     runner.drain().await;
     let history = load_history(fx.store.as_ref(), &t).await.unwrap();
@@ -488,12 +507,23 @@ async fn a_steering_message_goes_through_user_prompt_submit_and_a_block_erases_i
             }
         })
     };
-    let runner = Runner::new(Agent::new(Arc::new(model)).with_hooks(hooks), fx.store.clone());
+    let runner = Runner::new(
+        Agent::new(Arc::new(model)).with_hooks(hooks),
+        fx.store.clone(),
+    );
     cell.set(runner.clone()).unwrap();
-    let run = runner.send(&t, "alice", "go", None).await.unwrap().run.unwrap();
+    let run = runner
+        .send(&t, "alice", "go", None)
+        .await
+        .unwrap()
+        .run
+        .unwrap();
     assert_eq!(run.wait().await.outcome, Outcome::Completed);
     runner.drain().await;
-    let prompts: Vec<Value> = inputs(&log).into_iter().map(|i| i["prompt"].clone()).collect();
+    let prompts: Vec<Value> = inputs(&log)
+        .into_iter()
+        .map(|i| i["prompt"].clone())
+        .collect();
     assert_eq!(prompts, ["go", "use tabs", "the password is hunter2"]);
     let seen = seen.lock().unwrap().clone();
     // The allowed steering reached the next request; the blocked one never did.

@@ -7,8 +7,8 @@ use std::time::Duration;
 use burrow_backend::Backend;
 use burrow_runtime::agent::{Agent, FailureReason, Outcome};
 use burrow_runtime::hooks::{
-    HOOK_DECISION_LIMIT, HOOK_OUTPUT_CAP, Hook, HookEvent, HookFailure, HookOutput, Hooks,
-    Matcher, OnError, Transcript, transcript_file,
+    HOOK_DECISION_LIMIT, HOOK_OUTPUT_CAP, Hook, HookEvent, HookFailure, HookOutput, Hooks, Matcher,
+    OnError, Transcript, transcript_file,
 };
 use burrow_runtime::message::{Message, ToolResult};
 use burrow_runtime::model::{ScriptedModel, ScriptedResponse};
@@ -234,7 +234,10 @@ async fn a_deny_longer_than_the_output_cap_denies_even_under_on_error_allow() {
     let run = run_write(hooks(vec![pre(cmd).with_on_error(OnError::Allow)])).await;
     let r = run.result("w");
     assert!(r.is_error);
-    assert!(r.content.contains(&reason), "the whole reason reaches the model");
+    assert!(
+        r.content.contains(&reason),
+        "the whole reason reaches the model"
+    );
     assert_eq!(run.file("/a.txt").await, None, "the write must not run");
 }
 
@@ -320,7 +323,10 @@ async fn background_hooks_run_to_their_end_when_the_hooks_settle() {
     // The run did not wait for it; settling does, to its end.
     assert!(!marker.exists(), "the run waited for the background hook");
     handle.settle().await;
-    assert!(marker.exists(), "the background hook was not run to its end");
+    assert!(
+        marker.exists(),
+        "the background hook was not run to its end"
+    );
     let failures = failures.lock().unwrap();
     assert_eq!(failures.len(), 1, "{failures:?}");
     assert!(failures[0].message.contains("background hook failed"));
@@ -357,7 +363,10 @@ async fn a_transcript_is_one_json_line_per_message_under_a_safe_name() {
     t.append(&Message::user("hi"), Some("run_1")).unwrap();
     t.append(&Message::user("again"), None).unwrap();
     let text = std::fs::read_to_string(t.path()).unwrap();
-    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(lines.len(), 2);
     assert_eq!(lines[0]["type"], "user");
     assert_eq!(lines[0]["session_id"], "t1");
