@@ -324,7 +324,9 @@ pub struct Hook {
     pub timeout: Duration,
     /// What its failure means (`None`: deny for `PreToolUse`, allow for the rest).
     pub on_error: Option<OnError>,
-    /// Started and never waited for; its output is ignored.
+    /// Never waited for by the call or event, its output ignored (a failure
+    /// is reported to the failure sink); it runs to its end, which
+    /// [`Hooks::settle`] waits for.
     pub background: bool,
 }
 
