@@ -431,7 +431,10 @@ pub async fn run(
     let result = match task.await {
         Ok(result) => result,
         Err(e) => {
-            return Err(io::Error::other(format!("the run's task ended: {e}")));
+            pipe::flush().await?;
+            let why = if e.is_panic() { "panicked" } else { "was cancelled" };
+            writeln!(io::stderr(), "burrow: the run {why} before it ended")?;
+            return Ok(Exit::Failed);
         }
     };
     if let Some(interrupts) = interrupts {
