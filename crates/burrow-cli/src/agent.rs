@@ -432,7 +432,11 @@ pub async fn run(
         Ok(result) => result,
         Err(e) => {
             pipe::flush().await?;
-            let why = if e.is_panic() { "panicked" } else { "was cancelled" };
+            let why = if e.is_panic() {
+                "panicked"
+            } else {
+                "was cancelled"
+            };
             writeln!(io::stderr(), "burrow: the run {why} before it ended")?;
             return Ok(Exit::Failed);
         }
