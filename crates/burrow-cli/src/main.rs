@@ -41,6 +41,8 @@ mod mounts;
 mod op;
 mod output;
 #[cfg(feature = "run")]
+mod pipe;
+#[cfg(feature = "run")]
 mod session;
 mod spec;
 #[cfg(feature = "state")]
@@ -63,7 +65,10 @@ fn main() -> ExitCode {
         cli::exit_usage(Cli::command().error(clap::error::ErrorKind::ArgumentConflict, message));
     }
     let json = cli.json;
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+    // Two workers: a run, its claim renewal and its printer never share one
+    // thread's time with a blocked write (docs/adr/0262).
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
         .enable_all()
         .build()
     {
@@ -204,8 +209,12 @@ async fn run_agent(
                 claim_ttl,
                 setup,
             };
-            let agent = config.agent(opened, ctx);
-            session::run(agent, &args, &thread, &prompt, command_id.as_deref(), json).await
+            let (agent, hooks) = config.agent_for(opened, ctx, json, Some(&thread));
+            let outcome =
+                session::run(agent, &args, &thread, &prompt, command_id.as_deref(), json).await;
+            // Background hooks run to their end before burrow exits.
+            hooks.settle().await;
+            outcome
         }
         cli::Command::Run { prompt, .. } => {
             return agent::run(config, prompt, opened, ctx, json).await;
@@ -226,8 +235,10 @@ async fn run_agent(
                 claim_ttl,
                 setup,
             };
-            let agent = config.agent(opened, ctx);
-            session::answer(agent, &args, &id, &request, &text, approve, json).await
+            let (agent, hooks) = config.agent_for(opened, ctx, json, Some(&id));
+            let outcome = session::answer(agent, &args, &id, &request, &text, approve, json).await;
+            hooks.settle().await;
+            outcome
         }
         _ => return Ok(Exit::Failed),
     };

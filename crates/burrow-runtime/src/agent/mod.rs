@@ -547,7 +547,11 @@ impl Agent {
         let cancel = &options.cancel;
         if let Some(Observer(observer)) = &options.observer {
             match observer.before_request(history).await {
-                Ok(steering) => history.extend(steering),
+                Ok(steering) => {
+                    if let Some(outcome) = self.steer(history, steering, hook_cx, cancel).await {
+                        return Some(outcome);
+                    }
+                }
                 Err(failure) => return Some(failure.into_outcome()),
             }
         }
@@ -805,6 +809,48 @@ impl Agent {
         };
         if let Some(text) = text {
             history.push(Message::user(text));
+        }
+        None
+    }
+
+    /// Appends steering messages to the history, each user message through
+    /// the `UserPromptSubmit` hooks like a prompt: a block erases it (the run
+    /// goes on), their context joins it. `Some` when the hooks end the run.
+    async fn steer(
+        &self,
+        history: &mut Vec<Message>,
+        steering: Vec<Message>,
+        hook_cx: &HookContext,
+        cancel: &CancelToken,
+    ) -> Option<Outcome> {
+        if !self.hooks.has_event(HookEvent::UserPromptSubmit) {
+            history.extend(steering);
+            return None;
+        }
+        for message in steering {
+            let Message::User { text } = message else {
+                history.push(message);
+                continue;
+            };
+            let said = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Some(stopped_by_cancel()),
+                said = self.hooks.user_prompt_submit(hook_cx, &text) => said,
+            };
+            if let Some(message) = said.run_failure {
+                return Some(hook_failed(message));
+            }
+            if let Some(reason) = said.stop {
+                return Some(Outcome::Stopped { reason });
+            }
+            if said.block.is_some() {
+                continue;
+            }
+            history.push(Message::user(if said.context.is_empty() {
+                text
+            } else {
+                format!("{text}\n\n{}", said.context.join("\n\n"))
+            }));
         }
         None
     }
