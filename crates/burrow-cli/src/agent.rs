@@ -259,6 +259,21 @@ pub(crate) fn exit_of(outcome: &Outcome) -> Exit {
     }
 }
 
+/// The stderr line of a retried model request:
+/// `burrow: model request failed (REASON); retrying in N s, attempt 2 of 3`.
+fn retry_line(attempt: u32, attempts: u32, wait_ms: u64, reason: &str) -> String {
+    let tenths = wait_ms.saturating_add(50) / 100;
+    let wait = if tenths % 10 == 0 {
+        format!("{}", tenths / 10)
+    } else {
+        format!("{}.{}", tenths / 10, tenths % 10)
+    };
+    format!(
+        "burrow: model request failed ({}); retrying in {wait} s, attempt {attempt} of {attempts}",
+        reason.trim_end_matches('.')
+    )
+}
+
 /// Prints a run's events as they come. Write errors are kept (the first
 /// one) and end the printing, not the run: the run's changes are made
 /// whether or not anyone reads them.
@@ -284,6 +299,27 @@ impl Printer {
     pub(crate) fn event(&mut self, event: AgentEvent) {
         if self.error.is_some() {
             return;
+        }
+        if let AgentEvent::Retry {
+            attempt,
+            attempts,
+            wait_ms,
+            reason,
+            ..
+        } = &event
+        {
+            // On stderr in both modes; `--json` also gets the event.
+            let line = retry_line(*attempt, *attempts, *wait_ms, reason);
+            let written = self
+                .end_text_line()
+                .and_then(|()| writeln!(io::stderr(), "{}", display::sentence(&line)));
+            if let Err(e) = written {
+                self.error = Some(e);
+                return;
+            }
+            if !self.json {
+                return;
+            }
         }
         let written = if self.json {
             self.json_event(event)
@@ -356,6 +392,7 @@ impl Printer {
             // Thinking is not the answer; usage is summed in the closing line.
             AgentEvent::ThinkingDelta { .. }
             | AgentEvent::Usage { .. }
+            | AgentEvent::Retry { .. }
             | AgentEvent::RunStarted { .. }
             | AgentEvent::RunEnded { .. } => {}
         }

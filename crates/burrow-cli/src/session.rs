@@ -467,6 +467,19 @@ fn agent_event(event: LiveEvent) -> Option<AgentEvent> {
             is_error,
         },
         LiveEvent::Usage { usage } => AgentEvent::Usage { usage },
+        LiveEvent::Retry {
+            attempt,
+            attempts,
+            wait_ms,
+            kind,
+            reason,
+        } => AgentEvent::Retry {
+            attempt,
+            attempts,
+            wait_ms,
+            kind,
+            reason,
+        },
         _ => return None,
     })
 }

@@ -100,8 +100,7 @@ async fn send(
 async fn answer(
     server: &ReplayServer,
 ) -> Result<(Vec<StreamEvent>, Option<ModelError>), ModelError> {
-    let stream = send(server, config(server)).await?;
-    Ok(drain(stream).await)
+    settle(send(server, config(server)).await).await
 }
 
 fn too_many(header: (&str, &str)) -> Reply {
@@ -295,7 +294,7 @@ async fn a_refused_connection_names_the_host_not_the_key() {
     let server = ReplayServer::start([]);
     let mut config = quick_config(&server);
     config.base_url = format!("http://127.0.0.1:{port}/v1");
-    let error = send(&server, config).await.err().unwrap();
+    let error = settle(send(&server, config).await).await.err().unwrap();
     assert_eq!(error.kind, ModelErrorKind::Transport);
     assert!(
         error.message.contains(&format!("127.0.0.1:{port}")),

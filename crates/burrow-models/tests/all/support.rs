@@ -48,6 +48,7 @@ pub fn exact_retry() -> RetryPolicy {
 pub fn config(server: &ReplayServer) -> ClientConfig {
     let mut config = ClientConfig::new(server.url(), TEST_KEY);
     config.request_timeout = None;
+    config.idle_timeout = None;
     config.connect_timeout = None;
     config.pool_idle_timeout = None;
     config.retry = exact_retry();
@@ -62,19 +63,44 @@ pub fn quick_config(server: &ReplayServer) -> ClientConfig {
     config
 }
 
-/// Every item of a stream: the events, and the error that ended it, if any.
-pub async fn drain(mut stream: EventStream) -> (Vec<StreamEvent>, Option<ModelError>) {
+/// Every item of a stream: the retry notices, the answer's events, and the
+/// error that ended it, if any.
+pub async fn drain_all(
+    mut stream: EventStream,
+) -> (Vec<StreamEvent>, Vec<StreamEvent>, Option<ModelError>) {
+    let mut retries = Vec::new();
     let mut events = Vec::new();
     while let Some(item) = stream.next().await {
         match item {
+            Ok(e @ StreamEvent::Retry { .. }) => {
+                assert!(events.is_empty(), "a retry notice after a part: {e:?}");
+                retries.push(e);
+            }
             Ok(e) => events.push(e),
             Err(e) => {
                 assert!(stream.next().await.is_none(), "nothing follows an error");
-                return (events, Some(e));
+                return (retries, events, Some(e));
             }
         }
     }
-    (events, None)
+    (retries, events, None)
+}
+
+/// The answer's events of a stream (retry notices left out), and the error that ended it, if any.
+pub async fn drain(stream: EventStream) -> (Vec<StreamEvent>, Option<ModelError>) {
+    let (_, events, error) = drain_all(stream).await;
+    (events, error)
+}
+
+/// A request's result as the caller sees it in the end: an error with no
+/// answer at all (at once, or after retries) is the `Err`.
+pub async fn settle(
+    sent: Result<EventStream, ModelError>,
+) -> Result<(Vec<StreamEvent>, Option<ModelError>), ModelError> {
+    match drain(sent?).await {
+        (events, Some(error)) if events.is_empty() => Err(error),
+        answer => Ok(answer),
+    }
 }
 
 /// Asserts `events` are a well-formed stream.
