@@ -1,7 +1,11 @@
 //! Shared test support: the local replay server, fixture paths, a test client configuration, stream collection and golden files.
 #![allow(dead_code)]
 
+use std::io::{Read, Write};
+use std::net::TcpListener;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use burrow_models::{ClientConfig, RetryPolicy};
@@ -246,3 +250,31 @@ pub fn assert_golden(rel: &str, actual: &Value) {
 pub fn body(recorded: &Recorded) -> Value {
     serde_json::from_slice(&recorded.body).expect("the request body is JSON")
 }
+
+/// A server on 127.0.0.1 that reads each connection's request, writes
+/// `head` (perhaps nothing: a server that never answers) and then holds the
+/// connection open without another byte. Its base URL, and a count of the
+/// connections it took.
+pub fn silent_server(head: &'static [u8]) -> (String, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let connections = Arc::new(AtomicUsize::new(0));
+    let counted = connections.clone();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { break };
+            counted.fetch_add(1, Ordering::SeqCst);
+            let mut request = [0u8; 16 * 1024];
+            let _ = stream.read(&mut request);
+            let _ = stream.write_all(head);
+            let _ = stream.flush();
+            held.push(stream);
+        }
+    });
+    (url, connections)
+}
+
+/// The head of a 200 event stream that ends when the connection closes.
+pub const STREAM_HEAD: &str =
+    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
