@@ -292,7 +292,7 @@ pub(crate) fn exit_of(outcome: &Outcome) -> Exit {
 /// `burrow: model request failed (REASON); retrying in N s, attempt 2 of 3`.
 fn retry_line(attempt: u32, attempts: u32, wait_ms: u64, reason: &str) -> String {
     let tenths = wait_ms.saturating_add(50) / 100;
-    let wait = if tenths % 10 == 0 {
+    let wait = if tenths.is_multiple_of(10) {
         format!("{}", tenths / 10)
     } else {
         format!("{}.{}", tenths / 10, tenths % 10)
