@@ -12,6 +12,7 @@ use std::collections::VecDeque;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use burrow::FileContext;
 use burrow_runtime::ToolConfig;
@@ -54,8 +55,13 @@ pub struct Config {
 
 impl Config {
     /// Reads the model spec and the settings file; an `Err` is one sentence.
-    pub fn load(model: &str, settings: Option<&Path>, max_turns: u32) -> Result<Config, String> {
-        let model = open_model(model)?;
+    pub fn load(
+        model: &str,
+        settings: Option<&Path>,
+        max_turns: u32,
+        request_timeout: Duration,
+    ) -> Result<Config, String> {
+        let model = open_model(model, request_timeout)?;
         let (hooks, notes) = match settings {
             Some(path) => load_hooks(path)?,
             None => (Hooks::new(), Vec::new()),
@@ -258,7 +264,7 @@ pub fn idle_agent() -> Agent {
 }
 
 /// The model `spec` names.
-fn open_model(spec: &str) -> Result<Arc<dyn Model>, String> {
+fn open_model(spec: &str, request_timeout: Duration) -> Result<Arc<dyn Model>, String> {
     if spec.is_empty() {
         return Err(
             "the --model value is empty: give scripted:FILE.jsonl, openai:NAME, openai-responses:NAME or anthropic:NAME"
@@ -288,7 +294,7 @@ fn open_model(spec: &str) -> Result<Arc<dyn Model>, String> {
                 "the model {scheme}: names no model; give {scheme}:NAME"
             ));
         }
-        return provider_model(scheme, rest).map_err(|message| {
+        return provider_model(scheme, rest, request_timeout).map_err(|message| {
             format!(
                 "the model {} cannot be used: {}",
                 display::name(spec),
@@ -300,23 +306,46 @@ fn open_model(spec: &str) -> Result<Arc<dyn Model>, String> {
 }
 
 /// The adapter for `scheme:name`, with its key and endpoint from the
-/// conventional variables; a missing key is refused here, before any request.
+/// conventional variables and `request_timeout` for each request; a missing
+/// key is refused here, before any request.
 #[cfg_attr(
     not(any(feature = "openai", feature = "anthropic")),
     allow(unused_variables)
 )]
-fn provider_model(scheme: &str, name: &str) -> Result<Arc<dyn Model>, String> {
+fn provider_model(
+    scheme: &str,
+    name: &str,
+    request_timeout: Duration,
+) -> Result<Arc<dyn Model>, String> {
     match scheme {
         #[cfg(feature = "openai")]
-        "openai" => burrow_models::openai::OpenAiChat::from_env(name)
+        "openai" => burrow_models::openai::config_from_env()
+            .and_then(|c| {
+                burrow_models::openai::OpenAiChat::new(
+                    name,
+                    c.with_request_timeout(Some(request_timeout)),
+                )
+            })
             .map(|m| Arc::new(m) as Arc<dyn Model>)
             .map_err(|e| e.message),
         #[cfg(feature = "openai")]
-        "openai-responses" => burrow_models::openai::OpenAiResponses::from_env(name)
+        "openai-responses" => burrow_models::openai::config_from_env()
+            .and_then(|c| {
+                burrow_models::openai::OpenAiResponses::new(
+                    name,
+                    c.with_request_timeout(Some(request_timeout)),
+                )
+            })
             .map(|m| Arc::new(m) as Arc<dyn Model>)
             .map_err(|e| e.message),
         #[cfg(feature = "anthropic")]
-        "anthropic" => burrow_models::anthropic::AnthropicModel::from_env(name)
+        "anthropic" => burrow_models::anthropic::config_from_env()
+            .and_then(|c| {
+                burrow_models::anthropic::AnthropicModel::new(
+                    name,
+                    c.with_request_timeout(Some(request_timeout)),
+                )
+            })
             .map(|m| Arc::new(m) as Arc<dyn Model>)
             .map_err(|e| e.message),
         _ => Err(format!(
@@ -507,6 +536,21 @@ pub(crate) fn exit_of(outcome: &Outcome) -> Exit {
     }
 }
 
+/// The stderr line of a retried model request:
+/// `burrow: model request failed (REASON); retrying in N s, attempt 2 of 3`.
+fn retry_line(attempt: u32, attempts: u32, wait_ms: u64, reason: &str) -> String {
+    let tenths = wait_ms.saturating_add(50) / 100;
+    let wait = if tenths.is_multiple_of(10) {
+        format!("{}", tenths / 10)
+    } else {
+        format!("{}.{}", tenths / 10, tenths % 10)
+    };
+    format!(
+        "burrow: model request failed ({}); retrying in {wait} s, attempt {attempt} of {attempts}",
+        reason.trim_end_matches('.')
+    )
+}
+
 /// The agent event a live frame stands for (`None` for frames `burrow run` does not print).
 pub(crate) fn agent_event(event: LiveEvent) -> Option<AgentEvent> {
     Some(match event {
@@ -533,6 +577,19 @@ pub(crate) fn agent_event(event: LiveEvent) -> Option<AgentEvent> {
             is_error,
         },
         LiveEvent::Usage { usage } => AgentEvent::Usage { usage },
+        LiveEvent::Retry {
+            attempt,
+            attempts,
+            wait_ms,
+            kind,
+            reason,
+        } => AgentEvent::Retry {
+            attempt,
+            attempts,
+            wait_ms,
+            kind,
+            reason,
+        },
         _ => return None,
     })
 }
@@ -588,6 +645,22 @@ impl Printer {
     }
 
     pub(crate) async fn event(&mut self, event: AgentEvent) {
+        if let AgentEvent::Retry {
+            attempt,
+            attempts,
+            wait_ms,
+            reason,
+            ..
+        } = &event
+        {
+            // On stderr in both modes; `--json` also gets the event.
+            let line = retry_line(*attempt, *attempts, *wait_ms, reason);
+            self.end_text_line().await;
+            pipe::err(format!("{}\n", display::sentence(&line)).into_bytes()).await;
+            if !self.json {
+                return;
+            }
+        }
         if self.json {
             self.json_event(event).await
         } else {
@@ -822,18 +895,25 @@ mod tests {
     fn model_specs_are_checked() {
         #[cfg(not(feature = "anthropic"))]
         {
-            let refused = open_model("anthropic:claude").err().unwrap();
+            let refused = open_model("anthropic:claude", Duration::from_secs(600))
+                .err()
+                .unwrap();
             assert!(refused.contains("not built into this burrow"), "{refused}");
         }
         assert!(
-            open_model("openai:")
+            open_model("openai:", Duration::from_secs(600))
                 .err()
                 .unwrap()
                 .contains("names no model")
         );
-        assert!(open_model("gpt-4").err().unwrap().contains("not a model"));
         assert!(
-            open_model("scripted:")
+            open_model("gpt-4", Duration::from_secs(600))
+                .err()
+                .unwrap()
+                .contains("not a model")
+        );
+        assert!(
+            open_model("scripted:", Duration::from_secs(600))
                 .err()
                 .unwrap()
                 .contains("names no file")

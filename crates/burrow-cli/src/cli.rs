@@ -286,6 +286,11 @@ pub enum Command {
         #[arg(long, value_name = "N", default_value_t = 100,
               value_parser = clap::value_parser!(u32).range(1..))]
         max_turns: u32,
+        /// How long one model request waits for the provider to start answering;
+        /// a request that times out is not sent again.
+        #[arg(long, value_name = "SECONDS", default_value_t = 600,
+              value_parser = clap::value_parser!(u64).range(1..=86400))]
+        request_timeout: u64,
         /// Run in a session thread: sqlite:FILE.db, postgres://... or memory: (per process).
         #[arg(long, value_name = "SESSION", requires = "thread")]
         session: Option<String>,
@@ -352,6 +357,11 @@ pub enum ThreadCommand {
         #[arg(long, value_name = "N",
               value_parser = clap::value_parser!(u32).range(1..))]
         max_turns: Option<u32>,
+        /// How long one model request waits for the provider to start answering;
+        /// a request that times out is not sent again.
+        #[arg(long, value_name = "SECONDS", default_value_t = 600,
+              value_parser = clap::value_parser!(u64).range(1..=86400))]
+        request_timeout: u64,
         /// How long this process's claim on the thread lasts without renewal.
         #[arg(long, value_name = "SECONDS", default_value_t = 30,
               value_parser = clap::value_parser!(u64).range(1..=86400))]

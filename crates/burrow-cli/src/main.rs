@@ -111,7 +111,7 @@ async fn run(cli: Cli) -> io::Result<Exit> {
     // a bad one runs nothing (no container is started, no file created).
     #[cfg(feature = "run")]
     let run_config = match run_setup(&cli).await? {
-        Ok(Some(setup)) => match setup.load() {
+        Ok(Some(setup)) => match setup.load(request_timeout(&cli)) {
             Ok(config) => Some((config, setup)),
             Err(message) => {
                 writeln!(io::stderr(), "burrow: {message}")?;
@@ -133,6 +133,21 @@ async fn run(cli: Cli) -> io::Result<Exit> {
     }
     let outcome = run_on(cli, opened).await;
     close(closer, outcome).await
+}
+
+/// The `--request-timeout` of `burrow run` or `burrow thread answer`.
+#[cfg(feature = "run")]
+fn request_timeout(cli: &Cli) -> std::time::Duration {
+    let seconds = match &cli.command {
+        cli::Command::Run {
+            request_timeout, ..
+        }
+        | cli::Command::Thread(cli::ThreadCommand::Answer {
+            request_timeout, ..
+        }) => *request_timeout,
+        _ => 600,
+    };
+    std::time::Duration::from_secs(seconds)
 }
 
 /// How `burrow run` or `burrow thread answer` sets its agent up (`None` for

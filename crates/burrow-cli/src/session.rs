@@ -82,8 +82,12 @@ impl Setup {
         }
     }
 
-    /// The agent's configuration; refused when no model is known.
-    pub fn load(&self) -> Result<crate::agent::Config, String> {
+    /// The agent's configuration, its model requests waiting at most
+    /// `request_timeout` each; refused when no model is known.
+    pub fn load(
+        &self,
+        request_timeout: std::time::Duration,
+    ) -> Result<crate::agent::Config, String> {
         let Some(model) = &self.model else {
             return Err(
                 "the paused run does not say which model it ran with (burrow run did not start it); give --model"
@@ -94,6 +98,7 @@ impl Setup {
             model,
             self.settings.as_deref(),
             self.max_turns.unwrap_or(DEFAULT_MAX_TURNS),
+            request_timeout,
         )
     }
 

@@ -213,6 +213,19 @@ pub enum AgentEvent {
         /// The counts it reported.
         usage: Usage,
     },
+    /// A model request failed and is sent again after a wait.
+    Retry {
+        /// The attempt about to be made (2 for the first retry).
+        attempt: u32,
+        /// The most attempts made.
+        attempts: u32,
+        /// The wait before it, in milliseconds.
+        wait_ms: u64,
+        /// What kind of failure it was (`transport`, `rate_limited`, ...).
+        kind: String,
+        /// The failure, as one sentence.
+        reason: String,
+    },
     /// The run ended.
     RunEnded {
         /// `completed`, `failed`, `paused` or `stopped`.
@@ -880,6 +893,23 @@ impl Agent {
         let mut builder = ResponseBuilder::new();
         while let Some(event) = stream.next().await {
             let event = event?;
+            if let StreamEvent::Retry {
+                attempt,
+                attempts,
+                wait_ms,
+                kind,
+                reason,
+            } = event
+            {
+                on_event(AgentEvent::Retry {
+                    attempt,
+                    attempts,
+                    wait_ms,
+                    kind: kind.as_str().to_owned(),
+                    reason,
+                });
+                continue;
+            }
             first.part(span);
             match &event {
                 StreamEvent::TextDelta { text, .. } => {
