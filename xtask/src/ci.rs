@@ -1,12 +1,13 @@
 //! `cargo xtask ci` and `cargo xtask test`: the whole check, in the order that fails fastest.
 //!
-//! `ci`: rustfmt, tidy, the changelog, clippy, cargo-deny (bans, licenses, sources), the
-//! docs with warnings denied, the MSRV check, the facade's and the CLI's features each
-//! alone, the release dry run (every publishable crate packaged and built from its
-//! tarball), then setup and the tests.
+//! `ci`: rustfmt, tidy, the changelog, clippy, the facade's features each alone,
+//! cargo-deny (bans, licenses, sources), the docs with warnings denied, the MSRV check,
+//! the CLI's features each alone, the release dry run (every publishable crate packaged
+//! and built from its tarball), then setup, the doc tests and the tests.
 //!
 //! Steps keep going after a failure so one run reports every problem, and end with a
-//! summary that names the failed steps. Doc tests run before the main test run so the
+//! summary that names the failed steps. The servers setup started for the run (not
+//! those it found running) are stopped at the end unless `BURROW_KEEP_PARTS=1`. Doc tests run before the main test run so the
 //! log closes on nextest's (or cargo test's) own summary of the tests it ran.
 
 use std::fs;
@@ -18,10 +19,11 @@ use crate::cmd::{Cmd, Steps};
 use crate::manifest::Manifest;
 use crate::{changelog, deny, parts, release, setup, tidy};
 
-/// The facade whose every feature must build alone.
-const FACADE: &str = "burrow";
-/// The binary that must build without its default features.
-const CLI: &str = "burrow-cli";
+/// The facade whose every feature must build alone: its package name and its folder
+/// under `crates/` (the folder kept its old name, docs/adr/0210).
+pub const FACADE: (&str, &str) = ("burrow-agent", "burrow");
+/// The binary that must build without its default features: package and folder.
+pub const CLI: (&str, &str) = ("burrow-agent-cli", "burrow-cli");
 
 /// `cargo xtask ci`: format, tidy, changelog, clippy, deny, docs, MSRV, feature builds,
 /// the release dry run, then the tests.
@@ -53,19 +55,20 @@ pub fn ci(root: &Path) -> anyhow::Result<bool> {
         )
         .run()
     });
-    match facade_features(root) {
+    let (facade, cli) = (FACADE.0, CLI.0);
+    match crate_features(root, FACADE.1) {
         Ok(features) => {
-            steps.step(&format!("{FACADE} with no features"), || {
-                Cmd::cargo(root, &["check", "-p", FACADE, "--no-default-features"]).run()
+            steps.step(&format!("{facade} with no features"), || {
+                Cmd::cargo(root, &["check", "-p", facade, "--no-default-features"]).run()
             });
             for feature in &features {
-                steps.step(&format!("{FACADE} with only `{feature}`"), || {
+                steps.step(&format!("{facade} with only `{feature}`"), || {
                     Cmd::cargo(
                         root,
                         &[
                             "check",
                             "-p",
-                            FACADE,
+                            facade,
                             "--no-default-features",
                             "--features",
                             feature,
@@ -88,39 +91,26 @@ pub fn ci(root: &Path) -> anyhow::Result<bool> {
     );
     steps.step("docs (cargo doc --no-deps, warnings denied)", || {
         let env = vec![("RUSTDOCFLAGS".to_string(), "-D warnings".to_string())];
-        // burrow-cli's `burrow` binary would write its docs over the facade's (same
-        // name, rust-lang/cargo#6313), so it is documented in a second run.
-        Cmd::cargo(
-            root,
-            &[
-                "doc",
-                "--workspace",
-                "--exclude",
-                CLI,
-                "--no-deps",
-                "--all-features",
-            ],
-        )
-        .envs(&env)
-        .run()?;
-        Cmd::cargo(root, &["doc", "-p", CLI, "--no-deps", "--all-features"])
+        // The facade's library is `burrow_agent` and the CLI's binary `burrow`: their
+        // docs no longer share a folder (rust-lang/cargo#6313), so one run documents both.
+        Cmd::cargo(root, &["doc", "--workspace", "--no-deps", "--all-features"])
             .envs(&env)
             .run()
     });
     steps.step("MSRV (rust-version)", || msrv(root));
-    steps.step(&format!("{CLI} with no default features"), || {
-        Cmd::cargo(root, &["check", "-p", CLI, "--no-default-features"]).run()
+    steps.step(&format!("{cli} with no default features"), || {
+        Cmd::cargo(root, &["check", "-p", cli, "--no-default-features"]).run()
     });
-    match crate_features(root, CLI) {
+    match crate_features(root, CLI.1) {
         Ok(features) => {
             for feature in &features {
-                steps.step(&format!("{CLI} with only `{feature}`"), || {
+                steps.step(&format!("{cli} with only `{feature}`"), || {
                     Cmd::cargo(
                         root,
                         &[
                             "check",
                             "-p",
-                            CLI,
+                            cli,
                             "--no-default-features",
                             "--features",
                             feature,
@@ -157,7 +147,7 @@ pub fn test(root: &Path) -> anyhow::Result<bool> {
 /// otherwise its tests are left out and nextest reports them as skipped.
 fn run_tests(root: &Path, steps: &mut Steps, strict: bool) {
     crate::cmd::heading("setup");
-    let setup = setup::run(root);
+    let mut setup = setup::run(root);
     for failed in setup.failed() {
         steps.record_failure(&format!("setup: {failed}"));
     }
@@ -212,7 +202,8 @@ fn run_tests(root: &Path, steps: &mut Steps, strict: bool) {
             }
             Cmd::cargo(root, &args).envs(&env).without(&withheld).run()
         });
-        parts::report(&states, exclusion.is_some());
+        let declared = parts::declared_skips(root, &env);
+        parts::report(&states, exclusion.is_some(), &declared);
     } else {
         steps.step("tests (cargo test; cargo-nextest is missing)", || {
             Cmd::cargo(
@@ -224,16 +215,19 @@ fn run_tests(root: &Path, steps: &mut Steps, strict: bool) {
             .run()
         });
     }
+    let stopped = setup.stop_started(setup::keep_parts());
+    if !stopped.is_empty() {
+        crate::cmd::heading("the servers setup started");
+        for line in stopped {
+            println!("  {line}");
+        }
+    }
 }
 
-/// The facade's features as listed in its `[features]` table, `default` excluded.
-fn facade_features(root: &Path) -> anyhow::Result<Vec<String>> {
-    crate_features(root, FACADE)
-}
-
-/// A crate's features as listed in its `[features]` table, `default` excluded.
-fn crate_features(root: &Path, name: &str) -> anyhow::Result<Vec<String>> {
-    let path = root.join("crates").join(name).join("Cargo.toml");
+/// The features of the crate in `crates/DIR` as listed in its `[features]` table,
+/// `default` excluded.
+fn crate_features(root: &Path, dir: &str) -> anyhow::Result<Vec<String>> {
+    let path = root.join("crates").join(dir).join("Cargo.toml");
     let text = fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     Ok(Manifest::parse(&text).features())
 }

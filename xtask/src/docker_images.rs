@@ -198,3 +198,154 @@ fn import(root: &Path, rootfs: &Path, image: &str) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// The repositories of the runtime images burrow-docker's tests build
+/// (`RuntimeConfig::new("burrow test ...")` tags `burrow-runtime-burrow-test-NAME:HASH`).
+const TEST_RUNTIME_IMAGES: &str = "burrow-runtime-burrow-test-*";
+
+/// Removes what earlier test runs left, so the machine does not fill up run after run:
+/// of the test runtime images, all but the newest of each repository (a changed
+/// Dockerfile has a new hash, so the old tag would stay forever), and the untagged
+/// images built on the two test images (an image rebuilt under its tag leaves the old
+/// one untagged). An image a container still uses is left (no force).
+pub fn prune_leftovers(setup: &mut Setup) -> anyhow::Result<()> {
+    let root = setup.root().to_path_buf();
+    if !engine_ready(&root) {
+        return Ok(());
+    }
+    let reference = format!("reference={TEST_RUNTIME_IMAGES}");
+    let tagged = Cmd::new(
+        &root,
+        "docker",
+        &[
+            "image",
+            "ls",
+            "--filter",
+            &reference,
+            "--format",
+            "{{.Repository}}:{{.Tag}}\t{{.CreatedAt}}",
+        ],
+    )
+    .output_quietly()
+    .context("docker image ls failed")?;
+    let mut doomed = outdated_tags(&tagged);
+    let bases: Vec<String> = [BUSYBOX_IMAGE, PYTHON_IMAGE]
+        .iter()
+        .filter_map(|image| {
+            Cmd::new(
+                &root,
+                "docker",
+                &["image", "inspect", "-f", "{{.Id}}", image],
+            )
+            .output_quietly()
+            .map(|id| short_id(id.trim()).to_string())
+        })
+        .collect();
+    let dangling = Cmd::new(
+        &root,
+        "docker",
+        &[
+            "image",
+            "ls",
+            "-q",
+            "--no-trunc",
+            "--filter",
+            "dangling=true",
+        ],
+    )
+    .output_quietly()
+    .unwrap_or_default();
+    for id in dangling.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let history = Cmd::new(&root, "docker", &["history", "-q", id])
+            .output_quietly()
+            .unwrap_or_default();
+        if built_on(&history, &bases) {
+            doomed.push(id.to_string());
+        }
+    }
+    if doomed.is_empty() {
+        println!("  nothing to remove");
+        return Ok(());
+    }
+    for image in &doomed {
+        // A tag as it is, an untagged image by its short id.
+        let shown = if image.starts_with("sha256:") {
+            short_id(image)
+        } else {
+            image.as_str()
+        };
+        if Cmd::new(&root, "docker", &["image", "rm", image]).succeeds_quietly() {
+            println!("  removed {shown}");
+        } else {
+            println!("  kept {shown} (a container still uses it)");
+        }
+    }
+    Ok(())
+}
+
+/// From `REPOSITORY:TAG\tCREATED` lines, the tags that are not the newest of their
+/// repository.
+pub fn outdated_tags(listing: &str) -> Vec<String> {
+    let mut rows: Vec<(&str, &str, &str)> = listing
+        .lines()
+        .filter_map(|line| {
+            let (image, created) = line.split_once('\t')?;
+            let (repository, _) = image.rsplit_once(':')?;
+            Some((repository, created.trim(), image))
+        })
+        .collect();
+    // Newest first within each repository (docker's CreatedAt sorts as text).
+    rows.sort_by(|a, b| a.0.cmp(b.0).then(b.1.cmp(a.1)));
+    let mut out = Vec::new();
+    let mut last = None;
+    for (repository, _, image) in rows {
+        if last == Some(repository) {
+            out.push(image.to_string());
+        }
+        last = Some(repository);
+    }
+    out
+}
+
+/// True when `docker history -q`'s output names one of `bases` (short ids).
+pub fn built_on(history: &str, bases: &[String]) -> bool {
+    history
+        .lines()
+        .map(|l| short_id(l.trim()))
+        .any(|id| bases.iter().any(|b| b == id))
+}
+
+/// The 12 hex digits docker shows of an image id (`sha256:` dropped).
+fn short_id(id: &str) -> &str {
+    let id = id.strip_prefix("sha256:").unwrap_or(id);
+    id.get(..12).unwrap_or(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{built_on, outdated_tags};
+
+    #[test]
+    fn all_but_the_newest_tag_of_each_test_image_go() {
+        let listing = "burrow-runtime-burrow-test-busybox-runtime:aaa\t2026-12-01 21:00:00 +0000 UTC\n\
+                       burrow-runtime-burrow-test-busybox-runtime:bbb\t2026-12-01 22:00:00 +0000 UTC\n\
+                       burrow-runtime-burrow-test-python-runtime:ccc\t2026-11-30 10:00:00 +0000 UTC\n\
+                       burrow-runtime-burrow-test-busybox-runtime:ddd\t2026-11-01 09:00:00 +0000 UTC\n";
+        assert_eq!(
+            outdated_tags(listing),
+            vec![
+                "burrow-runtime-burrow-test-busybox-runtime:aaa",
+                "burrow-runtime-burrow-test-busybox-runtime:ddd",
+            ]
+        );
+        assert!(outdated_tags("").is_empty());
+    }
+
+    #[test]
+    fn an_untagged_image_is_ours_when_its_history_reaches_a_test_image() {
+        let bases = vec!["478a5b7f2851".to_string()];
+        assert!(built_on("0f1e2d3c4b5a\n<missing>\n478a5b7f2851\n", &bases));
+        assert!(!built_on("0f1e2d3c4b5a\n<missing>\n", &bases));
+        assert!(!built_on("", &bases));
+    }
+}

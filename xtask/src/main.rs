@@ -25,9 +25,11 @@ const USAGE: &str = "\
 usage: cargo xtask <command> [args]
 
 commands:
-  ci                 fmt check, tidy, clippy, deny, docs, MSRV, feature builds,
-                     changelog, release dry run, then test
-  test               setup, then doc tests and every test (nextest, else cargo test)
+  ci                 fmt check, tidy, changelog, clippy, facade features, deny,
+                     docs, MSRV, CLI features, release dry run, then test
+                     (BURROW_KEEP_PARTS=1 keeps the servers setup started)
+  test               setup, then doc tests and every test (nextest, else cargo test);
+                     stops the servers setup started unless BURROW_KEEP_PARTS=1
   tidy               check the house rules (//! headers, manifests, code map, test layout)
   setup              install and start what the tests need (idempotent)
   fuzz [SECONDS]     run every fuzz target (burrow-conformance tests/all/fuzz.rs) for

@@ -188,6 +188,11 @@ pub fn postgres_server(setup: &mut Setup) -> anyhow::Result<()> {
             "  started PostgreSQL on 127.0.0.1:{PG_PORT}; log: {}",
             log.display()
         );
+        setup.started(crate::setup::Started::Postgres {
+            bin: bin.clone(),
+            data: data.clone(),
+            as_pg_user: root_user,
+        });
     }
     let port = PG_PORT.to_string();
     let psql = bin.join("psql").to_string_lossy().into_owned();
@@ -235,4 +240,16 @@ pub fn postgres_server(setup: &mut Setup) -> anyhow::Result<()> {
         &format!("postgres://{PG_ROLE}@127.0.0.1:{PG_PORT}/{PG_DATABASE}"),
     );
     Ok(())
+}
+
+/// Stops the server whose data folder is `data` (`pg_ctl stop -m fast`, waiting).
+pub fn stop(root: &Path, bin: &Path, data: &Path, as_pg_user: bool) -> anyhow::Result<()> {
+    let data_arg = data.to_string_lossy().into_owned();
+    as_user(
+        root,
+        as_pg_user,
+        &bin.join("pg_ctl"),
+        &["-D", &data_arg, "-m", "fast", "-w", "-t", "60", "stop"],
+    )
+    .run()
 }

@@ -102,14 +102,14 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<bool> {
             return Ok(false);
         }
     }
-    let taken = names_taken(&plan);
+    let (name_lines, taken) = name_notes(&names_on_crates_io(&plan));
     if !args.dry_run && !taken.is_empty() {
         for name in &taken {
             println!("release: refused: {name}");
         }
         return Ok(false);
     }
-    notes.extend(taken);
+    notes.extend(name_lines);
     print!("{}", plan.render(args.dry_run, &notes));
 
     let mut package_args = vec!["package", "--locked"];
@@ -374,31 +374,129 @@ fn crate_named(line: &str) -> Option<(String, String)> {
     Some((name.to_string(), doing.to_string()))
 }
 
-/// The crate names crates.io already has under another repository than ours: a real
-/// release would fail there unless this project owns them.
-fn names_taken(plan: &Plan) -> Vec<String> {
-    let mut taken = Vec::new();
-    for name in &plan.order {
-        let Some(info) = Cmd::cargo(
-            &std::env::temp_dir(),
-            &["info", "--registry", "crates-io", name],
-        )
-        .output_quietly() else {
-            continue; // not on crates.io (or crates.io unreachable: publish says so)
-        };
-        let repository = info
-            .lines()
-            .find_map(|l| l.strip_prefix("repository:"))
-            .map(str::trim)
-            .unwrap_or("none given");
-        if repository != plan.repository {
-            taken.push(format!(
-                "the name {name} is taken on crates.io (repository {repository}); publishing it \
-                 needs its owners to add ours, or another name"
-            ));
+/// What crates.io's index says of one planned crate name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NameOnCratesIo {
+    /// No crate has the name: publishing creates it.
+    Free,
+    /// A crate has it, with our repository.
+    Ours,
+    /// Another project's crate has it (its repository, or "none given").
+    Taken(String),
+    /// The index could not be asked (offline, an error): the first line cargo said.
+    Unchecked(String),
+}
+
+/// Reads `cargo info --registry crates-io NAME`'s outcome: `Ok(stdout)` when it
+/// succeeded, `Err(stderr)` when it did not.
+pub fn name_status(name: &str, ours: &str, outcome: Result<&str, &str>) -> NameOnCratesIo {
+    match outcome {
+        Ok(info) => {
+            let repository = info
+                .lines()
+                .find_map(|l| l.strip_prefix("repository:"))
+                .map(str::trim)
+                .unwrap_or("none given");
+            if repository == ours {
+                NameOnCratesIo::Ours
+            } else {
+                NameOnCratesIo::Taken(repository.to_string())
+            }
+        }
+        Err(stderr) if stderr.contains(&format!("could not find `{name}`")) => NameOnCratesIo::Free,
+        Err(stderr) => {
+            let first = stderr
+                .lines()
+                .map(str::trim)
+                .find(|l| l.starts_with("error"))
+                .or_else(|| stderr.lines().map(str::trim).find(|l| !l.is_empty()))
+                .unwrap_or("cargo info failed and said nothing");
+            NameOnCratesIo::Unchecked(first.to_string())
         }
     }
-    taken
+}
+
+/// Asks crates.io's index about every planned name (`cargo info`, run from outside
+/// the workspace so the local crate is not what answers).
+fn names_on_crates_io(plan: &Plan) -> Vec<(String, NameOnCratesIo)> {
+    plan.order
+        .iter()
+        .map(|name| {
+            let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+                .args(["info", "--registry", "crates-io", name])
+                .current_dir(std::env::temp_dir())
+                .stdin(Stdio::null())
+                .output();
+            let status = match &out {
+                Ok(out) => {
+                    let stdout = String::from_utf8_lossy(&out.stdout);
+                    let stderr = String::from_utf8_lossy(&out.stderr);
+                    let outcome = if out.status.success() {
+                        Ok(stdout.as_ref())
+                    } else {
+                        Err(stderr.as_ref())
+                    };
+                    name_status(name, &plan.repository, outcome)
+                }
+                Err(err) => NameOnCratesIo::Unchecked(format!("could not run cargo info: {err}")),
+            };
+            (name.clone(), status)
+        })
+        .collect()
+}
+
+/// The plan's notes on the names: one line for the free and our own, one per name taken
+/// and one for those that could not be checked; and the refusals a real release makes
+/// (a name another project has).
+pub fn name_notes(names: &[(String, NameOnCratesIo)]) -> (Vec<String>, Vec<String>) {
+    let mut notes = Vec::new();
+    let mut refusals = Vec::new();
+    let pick = |want: fn(&NameOnCratesIo) -> bool| -> Vec<&str> {
+        names
+            .iter()
+            .filter(|(_, s)| want(s))
+            .map(|(n, _)| n.as_str())
+            .collect()
+    };
+    let free = pick(|s| *s == NameOnCratesIo::Free);
+    let ours = pick(|s| *s == NameOnCratesIo::Ours);
+    let mut checked = Vec::new();
+    if !free.is_empty() {
+        checked.push(format!("free: {}", free.join(", ")));
+    }
+    if !ours.is_empty() {
+        checked.push(format!("ours already: {}", ours.join(", ")));
+    }
+    if !checked.is_empty() {
+        notes.push(format!(
+            "names on crates.io's index: {}",
+            checked.join("; ")
+        ));
+    }
+    for (name, status) in names {
+        if let NameOnCratesIo::Taken(repository) = status {
+            let line = format!(
+                "the name {name} is taken on crates.io (repository {repository}); publishing it \
+                 needs its owners to add ours, or another name"
+            );
+            notes.push(line.clone());
+            refusals.push(line);
+        }
+    }
+    let unchecked: Vec<String> = names
+        .iter()
+        .filter_map(|(name, status)| match status {
+            NameOnCratesIo::Unchecked(why) => Some(format!("{name} ({why})")),
+            _ => None,
+        })
+        .collect();
+    if !unchecked.is_empty() {
+        notes.push(format!(
+            "could not check on crates.io's index: {}",
+            unchecked.join(", ")
+        ));
+    }
+    (notes, refusals)
 }
 
 /// True when crates.io serves `name` at `version` (`cargo info` run from outside the

@@ -47,7 +47,38 @@ pub const STEPS: &[(&str, Step)] = &[
         "Docker test image with python3 (debootstrap)",
         crate::docker_images::python_image,
     ),
+    (
+        "Docker images earlier test runs left",
+        crate::docker_images::prune_leftovers,
+    ),
 ];
+
+/// A server this setup started (not one it found running): stopped when the test run
+/// ends unless `BURROW_KEEP_PARTS=1`.
+pub enum Started {
+    /// The S3 test server, in a process group of its own.
+    S3(std::process::Child),
+    /// PostgreSQL: `pg_ctl -D data stop`, as [`crate::postgres`]'s user when `as_pg_user`.
+    Postgres {
+        bin: PathBuf,
+        data: PathBuf,
+        as_pg_user: bool,
+    },
+}
+
+impl Started {
+    fn name(&self) -> &'static str {
+        match self {
+            Started::S3(_) => "the S3 test server",
+            Started::Postgres { .. } => "PostgreSQL",
+        }
+    }
+}
+
+/// True when `BURROW_KEEP_PARTS=1`: the servers setup started keep running after the run.
+pub fn keep_parts() -> bool {
+    std::env::var("BURROW_KEEP_PARTS").is_ok_and(|v| v == "1")
+}
 
 /// Python packages the tests import, pinned: `(name, version)`.
 const PYTHON_PACKAGES: &[(&str, &str)] = &[
@@ -68,6 +99,7 @@ pub struct Setup {
     env: Env,
     nextest: bool,
     failed: Vec<String>,
+    started: Vec<Started>,
 }
 
 impl Setup {
@@ -97,6 +129,60 @@ impl Setup {
     pub fn failed(&self) -> &[String] {
         &self.failed
     }
+
+    /// Records a server this setup started, for [`Setup::stop_started`].
+    pub fn started(&mut self, server: Started) {
+        self.started.push(server);
+    }
+
+    /// At the end of a test run: stops every server this setup started, unless `keep`
+    /// (`BURROW_KEEP_PARTS=1`); one it found running is never touched. Returns a line
+    /// per server saying what became of it.
+    pub fn stop_started(&mut self, keep: bool) -> Vec<String> {
+        let started = std::mem::take(&mut self.started);
+        if keep {
+            return started
+                .iter()
+                .map(|s| format!("{} keeps running (BURROW_KEEP_PARTS=1)", s.name()))
+                .collect();
+        }
+        started
+            .into_iter()
+            .map(|server| {
+                let name = server.name();
+                match stop(&self.root, server) {
+                    Ok(()) => format!("stopped {name}, which setup started"),
+                    Err(err) => format!("could not stop {name}: {err:#}"),
+                }
+            })
+            .collect()
+    }
+}
+
+/// Stops one server setup started, waiting until it has gone.
+fn stop(root: &Path, server: Started) -> anyhow::Result<()> {
+    match server {
+        Started::S3(mut child) => {
+            // The whole process group: the launcher and anything it started.
+            let group = format!("-{}", child.id());
+            let _ = Cmd::new(root, "kill", &["-TERM", "--", &group]).succeeds_quietly();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while child.try_wait()?.is_none() {
+                if Instant::now() > deadline {
+                    child.kill()?;
+                    child.wait()?;
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Ok(())
+        }
+        Started::Postgres {
+            bin,
+            data,
+            as_pg_user,
+        } => crate::postgres::stop(root, &bin, &data, as_pg_user),
+    }
 }
 
 /// Runs every step, continuing past failures; the caller decides what a failure means.
@@ -106,6 +192,7 @@ pub fn run(root: &Path) -> Setup {
         env: Env::new(),
         nextest: false,
         failed: Vec::new(),
+        started: Vec::new(),
     };
     for (name, step) in STEPS {
         println!("setup: {name}");
@@ -311,6 +398,7 @@ fn s3_server(setup: &mut Setup) -> anyhow::Result<()> {
             child.id(),
             log.display()
         );
+        setup.started(Started::S3(child));
         let deadline = Instant::now() + Duration::from_secs(60);
         while !s3_answers(S3_PORT) {
             if Instant::now() > deadline {
@@ -351,4 +439,61 @@ fn http_status(port: u16, method: &str, path: &str) -> anyhow::Result<String> {
         .nth(1)
         .unwrap_or_default()
         .to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Setup, Started};
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+
+    fn setup() -> Setup {
+        Setup {
+            root: std::env::temp_dir(),
+            env: Vec::new(),
+            nextest: false,
+            failed: Vec::new(),
+            started: Vec::new(),
+        }
+    }
+
+    /// A process in a group of its own, as the S3 server is started.
+    fn server() -> std::process::Child {
+        let mut command = Command::new("sleep");
+        command.arg("300").stdin(Stdio::null()).process_group(0);
+        command.spawn().unwrap()
+    }
+
+    fn alive(pid: u32) -> bool {
+        std::path::Path::new(&format!("/proc/{pid}")).exists()
+    }
+
+    #[test]
+    fn a_server_setup_started_is_stopped_at_the_end_unless_kept() {
+        let mut s = setup();
+        let child = server();
+        let pid = child.id();
+        s.started(Started::S3(child));
+        assert_eq!(
+            s.stop_started(false),
+            ["stopped the S3 test server, which setup started"]
+        );
+        assert!(!alive(pid), "pid {pid} still runs");
+        // Nothing is left to stop a second time.
+        assert!(s.stop_started(false).is_empty());
+    }
+
+    #[test]
+    fn burrow_keep_parts_leaves_it_running() {
+        let mut s = setup();
+        let child = server();
+        let pid = child.id();
+        s.started(Started::S3(child));
+        assert_eq!(
+            s.stop_started(true),
+            ["the S3 test server keeps running (BURROW_KEEP_PARTS=1)"]
+        );
+        assert!(alive(pid));
+        let _ = Command::new("kill").arg(pid.to_string()).status();
+    }
 }

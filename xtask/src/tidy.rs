@@ -8,12 +8,14 @@
 //! - every crate manifest inherits version, edition, rust-version and license from the
 //!   workspace, inherits or disables `publish`, and has `[lints] workspace = true`;
 //! - every crate under `crates/` has a heading in the Code Map of docs/ARCHITECTURE.md;
-//! - no library crate (every crate under `crates/` but the `burrow-cli` binary) depends
+//! - no library crate (every crate under `crates/` but the `burrow-agent-cli` binary) depends
 //!   on `anyhow`;
 //! - a crate's integration tests form one binary, `tests/all.rs`, whose modules live
 //!   in `tests/all/`;
 //! - no test under a crate's `tests/` prints a skip and returns (`"SKIP `, `skipping`):
-//!   a test that needs a real part calls `burrow_testkit::require` (ADR 0051).
+//!   a test that needs a real part calls `burrow_testkit::require` (ADR 0051);
+//! - the README's feature tables list exactly the facade's and the CLI's features and
+//!   mark exactly their defaults ([`readme`]).
 
 use std::fmt;
 use std::fs;
@@ -24,7 +26,7 @@ use anyhow::Context;
 use crate::manifest::{Manifest, inherits};
 
 /// Crates allowed to depend on `anyhow`: binaries, not libraries.
-const ANYHOW_ALLOWED: &[&str] = &["burrow-cli"];
+const ANYHOW_ALLOWED: &[&str] = &["burrow-agent-cli"];
 
 /// Folders never scanned for `.rs` files.
 const SKIPPED_DIRS: &[&str] = &["target", "fixtures", "node_modules"];
@@ -67,6 +69,7 @@ pub fn check(root: &Path) -> anyhow::Result<Vec<Violation>> {
         no_silent_skips(root, dir, &mut out)?;
     }
     code_map(root, &crates, &mut out)?;
+    readme::feature_tables(root, &mut out)?;
     Ok(out)
 }
 
@@ -344,5 +347,6 @@ fn violation(root: &Path, file: &Path, message: &str) -> Violation {
     }
 }
 
+mod readme;
 #[cfg(test)]
 mod tests;

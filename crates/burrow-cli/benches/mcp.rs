@@ -4,7 +4,7 @@
 //! 100-line file, then times batches of 100 sequential `tools/call
 //! read_file` requests (each waits for its response before the next is
 //! sent). Prints the median, fastest and slowest batch of `SAMPLES`.
-//! Run with `cargo bench -p burrow-cli --bench mcp`.
+//! Run with `cargo bench -p burrow-agent-cli --bench mcp`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

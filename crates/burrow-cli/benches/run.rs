@@ -5,7 +5,7 @@
 //! times whole runs of the real binary with `--json` (stdout and stderr to
 //! /dev/null): process start, the loop, the tools, the event printing.
 //! Prints the median, fastest and slowest run of `SAMPLES` and the median
-//! per turn. Run with `cargo bench -p burrow-cli --bench run`.
+//! per turn. Run with `cargo bench -p burrow-agent-cli --bench run`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

@@ -12,19 +12,23 @@ use std::collections::VecDeque;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use burrow::FileContext;
 use burrow_runtime::ToolConfig;
 use burrow_runtime::agent::{Agent, AgentEvent, CancelToken, Outcome, RunOptions, RunResult};
-use burrow_runtime::hooks::{HookEvent, Hooks};
-use burrow_runtime::message::Usage;
+use burrow_runtime::hooks::{HookEvent, HookFailure, Hooks, Transcript};
+use burrow_runtime::message::{AssistantPart, Message, ToolCall, ToolResult, Usage};
 use burrow_runtime::model::{Model, ScriptedModel};
+use burrow_runtime::runner::{FanoutChannel, LiveChannel, LiveEvent, LiveFrame};
 use burrow_runtime::tool::{ToolRegistry, file_tools};
+use futures::StreamExt;
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::display;
 use crate::output::Exit;
+use crate::pipe;
 use crate::spec::Opened;
 
 /// Provider model specs (their adapters live in burrow-models, one cargo feature each).
@@ -35,6 +39,10 @@ const NOT_FIRED: [HookEvent; 1] = [HookEvent::SubagentStop];
 
 /// Longest argument summary a progress line shows (characters).
 const SUMMARY_CHARS: usize = 80;
+
+/// Live frames kept for the printer of a run this process drives: it reads
+/// them as fast as the output queue takes them (docs/adr/0262).
+pub const LIVE_FRAMES: usize = 1 << 16;
 
 /// A run's configuration, checked before anything runs.
 pub struct Config {
@@ -47,8 +55,13 @@ pub struct Config {
 
 impl Config {
     /// Reads the model spec and the settings file; an `Err` is one sentence.
-    pub fn load(model: &str, settings: Option<&Path>, max_turns: u32) -> Result<Config, String> {
-        let model = open_model(model)?;
+    pub fn load(
+        model: &str,
+        settings: Option<&Path>,
+        max_turns: u32,
+        request_timeout: Duration,
+    ) -> Result<Config, String> {
+        let model = open_model(model, request_timeout)?;
         let (hooks, notes) = match settings {
             Some(path) => load_hooks(path)?,
             None => (Hooks::new(), Vec::new()),
@@ -71,16 +84,177 @@ impl Config {
         Ok(())
     }
 
-    /// The agent: the model, the file tools over `opened` as `ctx`, the hooks.
-    pub fn agent(self, opened: &Opened, ctx: FileContext) -> Agent {
+    /// The agent: the model, the file tools over `opened` as `ctx`, the
+    /// hooks (their ignored failures printed as `json` says, told of the
+    /// transcript of `session` when there is one); and a handle on the hooks
+    /// to settle their background runs with.
+    pub fn agent_for(
+        self,
+        opened: &Opened,
+        ctx: FileContext,
+        json: bool,
+        session: Option<&str>,
+    ) -> (Agent, Hooks) {
         let mut tools = ToolRegistry::new();
         for tool in file_tools(opened.backend.clone(), ctx, ToolConfig::default()) {
             tools.add_arc(tool);
         }
-        Agent::new(self.model)
+        let mut hooks = self
+            .hooks
+            .with_failure_sink(Arc::new(move |f| report(&f, json)));
+        if let (Some(dir), Some(_)) = (transcript_dir(), session) {
+            hooks = hooks.with_transcripts(dir);
+        }
+        let agent = Agent::new(self.model)
             .with_tools(tools)
-            .with_hooks(self.hooks)
-            .with_max_turns(self.max_turns)
+            .with_hooks(hooks.clone())
+            .with_max_turns(self.max_turns);
+        (agent, hooks)
+    }
+}
+
+/// Reports a hook failure its policy ignored: a line on stderr, and with
+/// `--json` a `hook_error` event on stdout too. Queued at once: the hook's
+/// caller never waits for the reader.
+fn report(failure: &HookFailure, json: bool) {
+    let line = format!(
+        "burrow: a {} hook failed and was ignored (on_error: allow): {}",
+        failure.event.as_str(),
+        failure.message
+    );
+    pipe::now(format!("{}\n", display::sentence(&line)), false);
+    if json {
+        let event = serde_json::json!({
+            "type": "hook_error",
+            "event": failure.event.as_str(),
+            "hook": failure.hook,
+            "message": failure.message,
+        });
+        pipe::now(format!("{event}\n"), true);
+    }
+}
+
+/// Where the transcripts hooks read are written (docs/adr/0260):
+/// `$BURROW_TRANSCRIPT_DIR`, else `$XDG_STATE_HOME/burrow/transcripts`, else
+/// `~/.local/state/burrow/transcripts`; `None` when none of them is set.
+pub fn transcript_dir() -> Option<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(dir) = var("BURROW_TRANSCRIPT_DIR") {
+        return Some(PathBuf::from(dir));
+    }
+    if let Some(state) = var("XDG_STATE_HOME") {
+        return Some(PathBuf::from(state).join("burrow").join("transcripts"));
+    }
+    var("HOME").map(|home| {
+        PathBuf::from(home)
+            .join(".local")
+            .join("state")
+            .join("burrow")
+            .join("transcripts")
+    })
+}
+
+/// Writes a session's transcript from the run's events as they happen (in
+/// the run's own task, so a `PreToolUse` hook always finds the call it is
+/// asked about). As in Claude Code's transcripts, an answer is written one
+/// part a line: its text, then each call.
+pub struct TranscriptWriter {
+    file: Transcript,
+    run_id: Option<String>,
+    /// This process's prompt, written once the model is asked (a prompt a
+    /// hook blocks never reaches the transcript).
+    prompt: Option<String>,
+    /// The answer text being streamed.
+    text: String,
+}
+
+impl TranscriptWriter {
+    /// A fresh transcript of `session` in `dir` holding `history`; `None`
+    /// (with a note on stderr) when it cannot be written.
+    pub fn create(dir: &Path, session: &str, history: &[Message]) -> Option<Self> {
+        let made = Transcript::create(dir, session).and_then(|mut file| {
+            for message in history {
+                file.append(message, None)?;
+            }
+            Ok(file)
+        });
+        match made {
+            Ok(file) => Some(Self {
+                file,
+                run_id: None,
+                prompt: None,
+                text: String::new(),
+            }),
+            Err(e) => {
+                let _ = writeln!(
+                    io::stderr(),
+                    "burrow: note: the transcript for hooks cannot be written ({}); hooks get its path all the same",
+                    e.kind()
+                );
+                None
+            }
+        }
+    }
+
+    /// The same writer, to write `prompt` once the model is asked.
+    pub fn with_prompt(mut self, prompt: &str) -> Self {
+        self.prompt = Some(prompt.to_owned());
+        self
+    }
+
+    fn append(&mut self, message: &Message) {
+        let _ = self.file.append(message, self.run_id.as_deref());
+    }
+
+    /// Follows one event of the run.
+    pub fn event(&mut self, event: &AgentEvent) {
+        if !matches!(
+            event,
+            AgentEvent::RunStarted { .. } | AgentEvent::RunEnded { .. }
+        ) && let Some(prompt) = self.prompt.take()
+        {
+            self.append(&Message::user(prompt));
+        }
+        match event {
+            AgentEvent::RunStarted { run_id, .. } => self.run_id = Some(run_id.clone()),
+            AgentEvent::TextDelta { text } => self.text.push_str(text),
+            AgentEvent::Usage { .. } | AgentEvent::RunEnded { .. } => self.text(),
+            AgentEvent::ToolCall {
+                id,
+                name,
+                arguments,
+            } => {
+                self.text();
+                let call = ToolCall {
+                    id: id.clone(),
+                    name: name.clone(),
+                    arguments: arguments.clone(),
+                };
+                self.append(&Message::Assistant {
+                    parts: vec![AssistantPart::ToolCall(call)],
+                });
+            }
+            AgentEvent::ToolResult {
+                id,
+                name,
+                content,
+                is_error,
+            } => self.append(&Message::ToolResult(ToolResult {
+                call_id: id.clone(),
+                name: name.clone(),
+                content: content.clone(),
+                is_error: *is_error,
+            })),
+            _ => {}
+        }
+    }
+
+    /// Writes the answer text gathered so far, if any.
+    fn text(&mut self) {
+        if !self.text.is_empty() {
+            let text = std::mem::take(&mut self.text);
+            self.append(&Message::assistant_text(text));
+        }
     }
 }
 
@@ -90,7 +264,7 @@ pub fn idle_agent() -> Agent {
 }
 
 /// The model `spec` names.
-fn open_model(spec: &str) -> Result<Arc<dyn Model>, String> {
+fn open_model(spec: &str, request_timeout: Duration) -> Result<Arc<dyn Model>, String> {
     if spec.is_empty() {
         return Err(
             "the --model value is empty: give scripted:FILE.jsonl, openai:NAME, openai-responses:NAME or anthropic:NAME"
@@ -120,7 +294,7 @@ fn open_model(spec: &str) -> Result<Arc<dyn Model>, String> {
                 "the model {scheme}: names no model; give {scheme}:NAME"
             ));
         }
-        return provider_model(scheme, rest).map_err(|message| {
+        return provider_model(scheme, rest, request_timeout).map_err(|message| {
             format!(
                 "the model {} cannot be used: {}",
                 display::name(spec),
@@ -132,27 +306,50 @@ fn open_model(spec: &str) -> Result<Arc<dyn Model>, String> {
 }
 
 /// The adapter for `scheme:name`, with its key and endpoint from the
-/// conventional variables; a missing key is refused here, before any request.
+/// conventional variables and `request_timeout` for each request; a missing
+/// key is refused here, before any request.
 #[cfg_attr(
     not(any(feature = "openai", feature = "anthropic")),
     allow(unused_variables)
 )]
-fn provider_model(scheme: &str, name: &str) -> Result<Arc<dyn Model>, String> {
+fn provider_model(
+    scheme: &str,
+    name: &str,
+    request_timeout: Duration,
+) -> Result<Arc<dyn Model>, String> {
     match scheme {
         #[cfg(feature = "openai")]
-        "openai" => burrow_models::openai::OpenAiChat::from_env(name)
+        "openai" => burrow_models::openai::config_from_env()
+            .and_then(|c| {
+                burrow_models::openai::OpenAiChat::new(
+                    name,
+                    c.with_request_timeout(Some(request_timeout)),
+                )
+            })
             .map(|m| Arc::new(m) as Arc<dyn Model>)
             .map_err(|e| e.message),
         #[cfg(feature = "openai")]
-        "openai-responses" => burrow_models::openai::OpenAiResponses::from_env(name)
+        "openai-responses" => burrow_models::openai::config_from_env()
+            .and_then(|c| {
+                burrow_models::openai::OpenAiResponses::new(
+                    name,
+                    c.with_request_timeout(Some(request_timeout)),
+                )
+            })
             .map(|m| Arc::new(m) as Arc<dyn Model>)
             .map_err(|e| e.message),
         #[cfg(feature = "anthropic")]
-        "anthropic" => burrow_models::anthropic::AnthropicModel::from_env(name)
+        "anthropic" => burrow_models::anthropic::config_from_env()
+            .and_then(|c| {
+                burrow_models::anthropic::AnthropicModel::new(
+                    name,
+                    c.with_request_timeout(Some(request_timeout)),
+                )
+            })
             .map(|m| Arc::new(m) as Arc<dyn Model>)
             .map_err(|e| e.message),
         _ => Err(format!(
-            "the {scheme} adapter is not built into this burrow (rebuild burrow-cli with its `{}` feature)",
+            "the {scheme} adapter is not built into this burrow (rebuild burrow-agent-cli with its `{}` feature)",
             scheme.split('-').next().unwrap_or(scheme)
         )),
     }
@@ -198,6 +395,11 @@ fn load_hooks(path: &Path) -> Result<(Hooks, Vec<String>), String> {
 }
 
 /// Runs the agent over `opened` as `ctx`, printing as `json` says.
+///
+/// The run is a task of its own whose events go to a live channel that
+/// never blocks it; this function prints them as a watcher, the way a
+/// session run is printed (docs/adr/0262), so a slow reader of stdout
+/// slows the printing only.
 pub async fn run(
     config: Config,
     prompt: String,
@@ -205,31 +407,106 @@ pub async fn run(
     ctx: FileContext,
     json: bool,
 ) -> io::Result<Exit> {
-    for note in &config.notes {
-        writeln!(io::stderr(), "burrow: note: {note}")?;
-    }
-    let agent = config.agent(opened, ctx);
-    let mut history = Vec::new();
+    config.print_notes()?;
+    let run_id = format!("run_{}", uuid::Uuid::now_v7().simple());
+    let (agent, hooks) = config.agent_for(opened, ctx, json, Some(&run_id));
+    let live = Arc::new(FanoutChannel::new(LIVE_FRAMES));
+    live.open(&run_id);
+    let frames = live.watch(&run_id);
+    let options = RunOptions {
+        run_id: Some(run_id.clone()),
+        ..RunOptions::default()
+    };
+    let cancel = options.cancel.clone();
+    let interrupts = cancel_on_interrupt(cancel.clone());
+    let task = {
+        let (live, run_id) = (live.clone(), run_id.clone());
+        tokio::spawn(async move {
+            let mut history = Vec::new();
+            let mut transcript = hooks_transcript(&agent, &run_id, &prompt);
+            let result = agent
+                .run_with(&mut history, Some(prompt), options, &mut |event| {
+                    if let Some(t) = transcript.as_mut() {
+                        t.event(&event);
+                    }
+                    if let Some(event) = LiveEvent::from_agent(event) {
+                        live.send(LiveFrame {
+                            run_id: run_id.clone(),
+                            event,
+                        });
+                    }
+                })
+                .await;
+            live.close(
+                &run_id,
+                LiveEvent::End {
+                    outcome: Some(result.outcome.name().to_owned()),
+                    reason: result.outcome.reason().map(str::to_owned),
+                },
+            );
+            result
+        })
+    };
     let mut printer = Printer::new(json);
-    let options = RunOptions::default();
-    let interrupts = cancel_on_interrupt(options.cancel.clone());
-    let result = agent
-        .run_with(&mut history, Some(prompt), options, &mut |event| {
-            printer.event(event)
+    printer
+        .event(AgentEvent::RunStarted {
+            run_id: run_id.clone(),
+            thread_id: None,
         })
         .await;
+    if let Some(frames) = frames {
+        printer.frames(frames, || cancel.cancel()).await;
+    }
+    let result = match task.await {
+        Ok(result) => result,
+        Err(e) => {
+            pipe::flush().await?;
+            let why = if e.is_panic() {
+                "panicked"
+            } else {
+                "was cancelled"
+            };
+            writeln!(io::stderr(), "burrow: the run {why} before it ended")?;
+            return Ok(Exit::Failed);
+        }
+    };
     if let Some(interrupts) = interrupts {
         interrupts.abort();
     }
+    // Background hooks run to their end before burrow exits.
+    hooks.settle().await;
     // Outside a group this saves nothing more (each change saved itself);
     // it surfaces a save that a composite's part still owes.
     let saved = opened.finish();
-    printer.end(&result)?;
+    printer.event(run_ended(&result)).await;
+    printer.end(&result).await?;
     if let Err(e) = saved {
         writeln!(io::stderr(), "{}", crate::output::error_text(&e))?;
         return Ok(Exit::Failed);
     }
     Ok(exit_of(&result.outcome))
+}
+
+/// The `run_ended` event of `result`.
+pub(crate) fn run_ended(result: &RunResult) -> AgentEvent {
+    AgentEvent::RunEnded {
+        outcome: result.outcome.name().to_owned(),
+        reason: result.outcome.reason().map(str::to_owned),
+        message: match &result.outcome {
+            Outcome::Failed { message, .. } => Some(message.clone()),
+            _ => None,
+        },
+        usage: result.usage,
+    }
+}
+
+/// The transcript writer of a plain run (its session is the run), when it has hooks.
+fn hooks_transcript(agent: &Agent, run_id: &str, prompt: &str) -> Option<TranscriptWriter> {
+    let dir = transcript_dir()?;
+    if agent.hooks().is_empty() {
+        return None;
+    }
+    Some(TranscriptWriter::create(&dir, run_id, &[])?.with_prompt(prompt))
 }
 
 /// Ctrl-C (SIGINT) cancels the run: calls in flight end "cancelled", the
@@ -259,16 +536,73 @@ pub(crate) fn exit_of(outcome: &Outcome) -> Exit {
     }
 }
 
-/// Prints a run's events as they come. Write errors are kept (the first
-/// one) and end the printing, not the run: the run's changes are made
-/// whether or not anyone reads them.
+/// The stderr line of a retried model request:
+/// `burrow: model request failed (REASON); retrying in N s, attempt 2 of 3`.
+fn retry_line(attempt: u32, attempts: u32, wait_ms: u64, reason: &str) -> String {
+    let tenths = wait_ms.saturating_add(50) / 100;
+    let wait = if tenths.is_multiple_of(10) {
+        format!("{}", tenths / 10)
+    } else {
+        format!("{}.{}", tenths / 10, tenths % 10)
+    };
+    format!(
+        "burrow: model request failed ({}); retrying in {wait} s, attempt {attempt} of {attempts}",
+        reason.trim_end_matches('.')
+    )
+}
+
+/// The agent event a live frame stands for (`None` for frames `burrow run` does not print).
+pub(crate) fn agent_event(event: LiveEvent) -> Option<AgentEvent> {
+    Some(match event {
+        LiveEvent::TextDelta { text } => AgentEvent::TextDelta { text },
+        LiveEvent::ThinkingDelta { text } => AgentEvent::ThinkingDelta { text },
+        LiveEvent::ToolCall {
+            id,
+            name,
+            arguments,
+        } => AgentEvent::ToolCall {
+            id,
+            name,
+            arguments,
+        },
+        LiveEvent::ToolResult {
+            id,
+            name,
+            content,
+            is_error,
+        } => AgentEvent::ToolResult {
+            id,
+            name,
+            content,
+            is_error,
+        },
+        LiveEvent::Usage { usage } => AgentEvent::Usage { usage },
+        LiveEvent::Retry {
+            attempt,
+            attempts,
+            wait_ms,
+            kind,
+            reason,
+        } => AgentEvent::Retry {
+            attempt,
+            attempts,
+            wait_ms,
+            kind,
+            reason,
+        },
+        _ => return None,
+    })
+}
+
+/// Prints a run's events as they come, through the output thread
+/// ([`crate::pipe`]). Once the reader is gone the events are dropped: the
+/// run's changes are made whether or not anyone reads them.
 pub(crate) struct Printer {
     json: bool,
     /// The calls of the current batch, in call order, waiting for their results.
     pending: VecDeque<(String, Value)>,
     /// Human output: stdout holds text not ended by a newline.
     mid_line: bool,
-    error: Option<io::Error>,
 }
 
 impl Printer {
@@ -277,59 +611,115 @@ impl Printer {
             json,
             pending: VecDeque::new(),
             mid_line: false,
-            error: None,
         }
     }
 
-    pub(crate) fn event(&mut self, event: AgentEvent) {
-        if self.error.is_some() {
-            return;
+    /// Prints `frames` until their end; `stop` is called once if the reader
+    /// goes away meanwhile (the run is then stopped cleanly and recorded so).
+    pub(crate) async fn frames(
+        &mut self,
+        mut frames: futures::stream::BoxStream<'static, LiveFrame>,
+        stop: impl FnOnce(),
+    ) {
+        let mut stop = Some(stop);
+        loop {
+            let frame = tokio::select! {
+                frame = frames.next() => frame,
+                () = pipe::closed(), if stop.is_some() => {
+                    if let Some(stop) = stop.take() {
+                        stop();
+                    }
+                    continue;
+                }
+            };
+            let Some(frame) = frame else { break };
+            match frame.event {
+                LiveEvent::Gap { missed } => self.gap(missed).await,
+                event => {
+                    if let Some(event) = agent_event(event) {
+                        self.event(event).await;
+                    }
+                }
+            }
         }
-        let written = if self.json {
-            self.json_event(event)
+    }
+
+    pub(crate) async fn event(&mut self, event: AgentEvent) {
+        if let AgentEvent::Retry {
+            attempt,
+            attempts,
+            wait_ms,
+            reason,
+            ..
+        } = &event
+        {
+            // On stderr in both modes; `--json` also gets the event.
+            let line = retry_line(*attempt, *attempts, *wait_ms, reason);
+            self.end_text_line().await;
+            pipe::err(format!("{}\n", display::sentence(&line)).into_bytes()).await;
+            if !self.json {
+                return;
+            }
+        }
+        if self.json {
+            self.json_event(event).await
         } else {
-            self.human_event(event)
-        };
-        if let Err(e) = written {
-            self.error = Some(e);
+            self.human_event(event).await
         }
     }
 
-    fn json_event(&mut self, event: AgentEvent) -> io::Result<()> {
+    /// The printer fell so far behind that the live channel dropped frames.
+    async fn gap(&mut self, missed: u64) {
+        if self.json {
+            json_line(&serde_json::json!({"type": "gap", "missed": missed})).await;
+        } else {
+            self.end_text_line().await;
+            let line = format!(
+                "burrow: the output fell {missed} live frames behind the run and skipped them; the run's record has them\n"
+            );
+            pipe::err(line.into_bytes()).await;
+        }
+    }
+
+    async fn json_event(&mut self, event: AgentEvent) {
         match event {
             AgentEvent::RunEnded {
                 outcome,
                 reason,
                 message,
                 usage,
-            } => json_line(&RunEnded {
-                kind: "run_ended",
-                outcome: &outcome,
-                reason: reason.as_deref(),
-                message: message.as_deref(),
-                usage,
-            }),
+            } => {
+                json_line(&RunEnded {
+                    kind: "run_ended",
+                    outcome: &outcome,
+                    reason: reason.as_deref(),
+                    message: message.as_deref(),
+                    usage,
+                })
+                .await
+            }
             // thread_id is always there (null until runs belong to sessions).
-            AgentEvent::RunStarted { run_id, thread_id } => json_line(&RunStarted {
-                kind: "run_started",
-                run_id,
-                thread_id,
-            }),
+            AgentEvent::RunStarted { run_id, thread_id } => {
+                json_line(&RunStarted {
+                    kind: "run_started",
+                    run_id,
+                    thread_id,
+                })
+                .await
+            }
             // The runtime's own form: "type" first, then the event's fields.
-            other => json_line(&other),
+            other => json_line(&other).await,
         }
     }
 
-    fn human_event(&mut self, event: AgentEvent) -> io::Result<()> {
+    async fn human_event(&mut self, event: AgentEvent) {
         match event {
             AgentEvent::TextDelta { text } => {
                 if text.is_empty() {
-                    return Ok(());
+                    return;
                 }
-                let mut out = io::stdout().lock();
-                out.write_all(text.as_bytes())?;
-                out.flush()?;
                 self.mid_line = !text.ends_with('\n');
+                pipe::out(text.into_bytes()).await;
             }
             AgentEvent::ToolCall {
                 name, arguments, ..
@@ -344,52 +734,44 @@ impl Printer {
                     Some((_, arguments)) => arguments,
                     None => Value::Null,
                 };
-                self.end_text_line()?;
+                self.end_text_line().await;
                 let outcome = if is_error {
                     format!("refused: {}", first_line(&content))
                 } else {
                     "ok".to_owned()
                 };
                 let line = format!("burrow: tool {name} {}: {outcome}", summary(&arguments));
-                writeln!(io::stderr(), "{}", display::sentence(&line))?;
+                pipe::err(format!("{}\n", display::sentence(&line)).into_bytes()).await;
             }
             // Thinking is not the answer; usage is summed in the closing line.
-            AgentEvent::ThinkingDelta { .. }
-            | AgentEvent::Usage { .. }
-            | AgentEvent::RunStarted { .. }
-            | AgentEvent::RunEnded { .. } => {}
+            _ => {}
         }
-        Ok(())
     }
 
     /// Ends a line of answer text on stdout, so stderr lines start on their own.
-    fn end_text_line(&mut self) -> io::Result<()> {
+    async fn end_text_line(&mut self) {
         if self.mid_line {
-            let mut out = io::stdout().lock();
-            out.write_all(b"\n")?;
-            out.flush()?;
             self.mid_line = false;
+            pipe::out(b"\n".to_vec()).await;
         }
-        Ok(())
     }
 
-    /// Prints the end of the run: the closing line (`--json` printed `run_ended` already).
-    pub(crate) fn end(mut self, result: &RunResult) -> io::Result<()> {
-        if let Some(e) = self.error.take() {
-            return Err(e);
+    /// Prints the end of the run: the closing line (`--json` printed
+    /// `run_ended` already), then waits until the reader has it all. An
+    /// `Err` when the output could not be written (a broken pipe included).
+    pub(crate) async fn end(mut self, result: &RunResult) -> io::Result<()> {
+        if !self.json {
+            self.end_text_line().await;
+            let line = format!(
+                "burrow: run {}: {}, {}, {}",
+                outcome_text(&result.outcome),
+                count(result.turns, "turn"),
+                count(result.tool_calls, "tool call"),
+                usage_text(&result.usage)
+            );
+            pipe::err(format!("{}\n", display::sentence(&line)).into_bytes()).await;
         }
-        if self.json {
-            return Ok(());
-        }
-        self.end_text_line()?;
-        let line = format!(
-            "burrow: run {}: {}, {}, {}",
-            outcome_text(&result.outcome),
-            count(result.turns, "turn"),
-            count(result.tool_calls, "tool call"),
-            usage_text(&result.usage)
-        );
-        writeln!(io::stderr(), "{}", display::sentence(&line))
+        pipe::flush().await
     }
 }
 
@@ -415,11 +797,12 @@ struct RunEnded<'a> {
     usage: Usage,
 }
 
-fn json_line(value: &impl Serialize) -> io::Result<()> {
-    let line = serde_json::to_string(value).map_err(io::Error::other)?;
-    let mut out = io::stdout().lock();
-    writeln!(out, "{line}")?;
-    out.flush()
+async fn json_line(value: &impl Serialize) {
+    // Plain data with string keys: serialising cannot fail.
+    if let Ok(mut line) = serde_json::to_vec(value) {
+        line.push(b'\n');
+        pipe::out(line).await;
+    }
 }
 
 /// `completed`, `failed (model_error: ...)`, `paused (...)`, `stopped (...)`.
@@ -512,18 +895,25 @@ mod tests {
     fn model_specs_are_checked() {
         #[cfg(not(feature = "anthropic"))]
         {
-            let refused = open_model("anthropic:claude").err().unwrap();
+            let refused = open_model("anthropic:claude", Duration::from_secs(600))
+                .err()
+                .unwrap();
             assert!(refused.contains("not built into this burrow"), "{refused}");
         }
         assert!(
-            open_model("openai:")
+            open_model("openai:", Duration::from_secs(600))
                 .err()
                 .unwrap()
                 .contains("names no model")
         );
-        assert!(open_model("gpt-4").err().unwrap().contains("not a model"));
         assert!(
-            open_model("scripted:")
+            open_model("gpt-4", Duration::from_secs(600))
+                .err()
+                .unwrap()
+                .contains("not a model")
+        );
+        assert!(
+            open_model("scripted:", Duration::from_secs(600))
                 .err()
                 .unwrap()
                 .contains("names no file")

@@ -1,4 +1,4 @@
-//! The command line as clap sees it: global options and one subcommand per operation (DESIGN.md §7).
+//! The command line as clap sees it: global options and one subcommand per operation.
 
 use std::path::PathBuf;
 
@@ -18,7 +18,9 @@ use crate::spec::BackendArg;
 #[command(name = "burrow", version, max_term_width = 100)]
 #[command(after_help = AFTER_HELP)]
 pub struct Cli {
-    /// The backend to work on (default: memory:). See SPEC below.
+    /// The backend to work on (default: memory:): memory:, state:FILE.json, fs:DIR,
+    /// sqlite:FILE.db, s3://BUCKET/PREFIX or docker:IMAGE; PREFIX=SPEC mounts one
+    /// (repeat it); `burrow --help` says what each is.
     #[arg(long = "backend", value_name = "SPEC", global = true)]
     pub backends: Vec<BackendArg>,
 
@@ -32,6 +34,34 @@ pub struct Cli {
 
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// Parses the command line: help and version as clap prints them, a usage error as
+/// one `burrow: ...` message on stderr (exit 2), like every other burrow error.
+pub fn parse() -> Cli {
+    match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => exit_usage(err),
+    }
+}
+
+/// Ends the process for a clap error: help and version (and the help printed for a
+/// missing subcommand) as clap does, anything else with the `burrow:` prefix instead of
+/// clap's `error:`.
+pub fn exit_usage(err: clap::Error) -> ! {
+    use clap::error::ErrorKind;
+    if matches!(
+        err.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        err.exit()
+    }
+    let text = err.render().to_string();
+    let text = text.strip_prefix("error: ").unwrap_or(&text);
+    eprint!("burrow: {text}");
+    std::process::exit(err.exit_code())
 }
 
 const AFTER_HELP: &str = "\
@@ -235,13 +265,13 @@ pub enum Command {
     #[cfg(feature = "mcp")]
     #[command(long_about = MCP_HELP)]
     Mcp,
-    /// Docker engine housekeeping (needs no --backend).
+    /// Docker engine housekeeping; opens no backend, so --backend and --tenant do nothing here.
     #[cfg(feature = "docker")]
     #[command(subcommand)]
     Docker(DockerCommand),
     /// Run an agent in the workspace: the model answers PROMPT, calling the file tools.
     #[cfg(feature = "run")]
-    #[command(long_about = RUN_HELP)]
+    #[command(after_long_help = RUN_HELP)]
     Run {
         /// What the user asks.
         prompt: String,
@@ -256,6 +286,11 @@ pub enum Command {
         #[arg(long, value_name = "N", default_value_t = 100,
               value_parser = clap::value_parser!(u32).range(1..))]
         max_turns: u32,
+        /// How long one model request waits for the provider to start answering;
+        /// a request that times out is not sent again.
+        #[arg(long, value_name = "SECONDS", default_value_t = 600,
+              value_parser = clap::value_parser!(u64).range(1..=86400))]
+        request_timeout: u64,
         /// Run in a session thread: sqlite:FILE.db, postgres://... or memory: (per process).
         #[arg(long, value_name = "SESSION", requires = "thread")]
         session: Option<String>,
@@ -322,6 +357,11 @@ pub enum ThreadCommand {
         #[arg(long, value_name = "N",
               value_parser = clap::value_parser!(u32).range(1..))]
         max_turns: Option<u32>,
+        /// How long one model request waits for the provider to start answering;
+        /// a request that times out is not sent again.
+        #[arg(long, value_name = "SECONDS", default_value_t = 600,
+              value_parser = clap::value_parser!(u64).range(1..=86400))]
+        request_timeout: u64,
         /// How long this process's claim on the thread lasts without renewal.
         #[arg(long, value_name = "SECONDS", default_value_t = 30,
               value_parser = clap::value_parser!(u64).range(1..=86400))]

@@ -1,4 +1,4 @@
-//! The `burrow` binary: drives any burrow backend from the shell (DESIGN.md §7).
+//! The `burrow` binary: drives any burrow backend from the shell.
 //!
 //! # Key design decision: one operation type under every front end
 //!
@@ -41,6 +41,8 @@ mod mounts;
 mod op;
 mod output;
 #[cfg(feature = "run")]
+mod pipe;
+#[cfg(feature = "run")]
 mod session;
 mod spec;
 #[cfg(feature = "state")]
@@ -50,22 +52,23 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use burrow::{Error, FileContext};
-use clap::{CommandFactory, Parser};
+use clap::CommandFactory;
 
 use crate::cli::Cli;
 use crate::op::Op;
 use crate::output::{Exit, error_json, error_text};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = cli::parse();
     log::install();
     if let Err(message) = spec::check(&cli.backends) {
-        Cli::command()
-            .error(clap::error::ErrorKind::ArgumentConflict, message)
-            .exit();
+        cli::exit_usage(Cli::command().error(clap::error::ErrorKind::ArgumentConflict, message));
     }
     let json = cli.json;
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+    // Two workers: a run, its claim renewal and its printer never share one
+    // thread's time with a blocked write (docs/adr/0262).
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
         .enable_all()
         .build()
     {
@@ -108,10 +111,10 @@ async fn run(cli: Cli) -> io::Result<Exit> {
     // a bad one runs nothing (no container is started, no file created).
     #[cfg(feature = "run")]
     let run_config = match run_setup(&cli).await? {
-        Ok(Some(setup)) => match setup.load() {
+        Ok(Some(setup)) => match setup.load(request_timeout(&cli)) {
             Ok(config) => Some((config, setup)),
             Err(message) => {
-                writeln!(io::stderr(), "burrow run: {message}")?;
+                writeln!(io::stderr(), "burrow: {message}")?;
                 return Ok(Exit::Failed);
             }
         },
@@ -130,6 +133,21 @@ async fn run(cli: Cli) -> io::Result<Exit> {
     }
     let outcome = run_on(cli, opened).await;
     close(closer, outcome).await
+}
+
+/// The `--request-timeout` of `burrow run` or `burrow thread answer`.
+#[cfg(feature = "run")]
+fn request_timeout(cli: &Cli) -> std::time::Duration {
+    let seconds = match &cli.command {
+        cli::Command::Run {
+            request_timeout, ..
+        }
+        | cli::Command::Thread(cli::ThreadCommand::Answer {
+            request_timeout, ..
+        }) => *request_timeout,
+        _ => 600,
+    };
+    std::time::Duration::from_secs(seconds)
 }
 
 /// How `burrow run` or `burrow thread answer` sets its agent up (`None` for
@@ -206,8 +224,12 @@ async fn run_agent(
                 claim_ttl,
                 setup,
             };
-            let agent = config.agent(opened, ctx);
-            session::run(agent, &args, &thread, &prompt, command_id.as_deref(), json).await
+            let (agent, hooks) = config.agent_for(opened, ctx, json, Some(&thread));
+            let outcome =
+                session::run(agent, &args, &thread, &prompt, command_id.as_deref(), json).await;
+            // Background hooks run to their end before burrow exits.
+            hooks.settle().await;
+            outcome
         }
         cli::Command::Run { prompt, .. } => {
             return agent::run(config, prompt, opened, ctx, json).await;
@@ -228,8 +250,10 @@ async fn run_agent(
                 claim_ttl,
                 setup,
             };
-            let agent = config.agent(opened, ctx);
-            session::answer(agent, &args, &id, &request, &text, approve, json).await
+            let (agent, hooks) = config.agent_for(opened, ctx, json, Some(&id));
+            let outcome = session::answer(agent, &args, &id, &request, &text, approve, json).await;
+            hooks.settle().await;
+            outcome
         }
         _ => return Ok(Exit::Failed),
     };

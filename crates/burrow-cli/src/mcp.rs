@@ -60,7 +60,7 @@ pub async fn run(opened: Opened, ctx: FileContext) -> io::Result<Exit> {
     match served {
         Ok(()) => Ok(Exit::Success),
         Err(e) => {
-            writeln!(io::stderr(), "burrow mcp: {e}")?;
+            writeln!(io::stderr(), "burrow: {e}")?;
             Ok(Exit::of(&e))
         }
     }

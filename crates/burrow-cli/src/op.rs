@@ -386,7 +386,7 @@ fn kind_of(value: &Value) -> &'static str {
 }
 
 /// The op one batch line (a JSON object) names, with its fields: the
-/// subcommands' argument and option names (DESIGN.md §7), `replace_all`
+/// subcommands' argument and option names, `replace_all`
 /// (or `all`) for `--all`, and `content` / `content_b64` for `write`'s bytes.
 fn parse_line(line: &str) -> Result<Op> {
     let value: Value = serde_json::from_str(line)

@@ -37,7 +37,7 @@ impl Output {
 
     /// The `--json` form: burrow-types JSON with fields in the types'
     /// declaration order; `ls`, `glob` and `grep` wrap their list in an
-    /// object that also says whether it was truncated (DESIGN.md §7).
+    /// object that also says whether it was truncated.
     pub fn to_json(&self) -> String {
         let text = match self {
             Output::Listing { listing, .. } => serde_json::to_string(&Entries {

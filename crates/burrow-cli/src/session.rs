@@ -9,22 +9,22 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use burrow_runtime::agent::{Agent, AgentEvent, Outcome, RunResult};
+use burrow_runtime::agent::{Agent, AgentEvent, Outcome};
 use burrow_runtime::message::{AssistantPart, Message};
 use burrow_runtime::runner::{
-    Command, LiveEvent, RunHandle, Runner, RunnerConfig, StopRequest, Taken,
+    Command, FanoutChannel, LiveChannel, LiveEvent, LiveFrame, RunHandle, Runner, RunnerConfig,
+    StopRequest, Taken,
 };
 use burrow_runtime::session::{
     Answer, CommandKey, MemoryStore, RequestKind, RunRecord, RunStatus, Scope, SessionStore,
     SqliteStore, ThreadKey,
 };
-use futures::StreamExt;
 use serde_json::{Value, json};
 
-use crate::agent::Printer;
+use crate::agent::{Printer, TranscriptWriter};
 use crate::display;
 use crate::output::Exit;
 
@@ -82,8 +82,12 @@ impl Setup {
         }
     }
 
-    /// The agent's configuration; refused when no model is known.
-    pub fn load(&self) -> Result<crate::agent::Config, String> {
+    /// The agent's configuration, its model requests waiting at most
+    /// `request_timeout` each; refused when no model is known.
+    pub fn load(
+        &self,
+        request_timeout: std::time::Duration,
+    ) -> Result<crate::agent::Config, String> {
         let Some(model) = &self.model else {
             return Err(
                 "the paused run does not say which model it ran with (burrow run did not start it); give --model"
@@ -94,6 +98,7 @@ impl Setup {
             model,
             self.settings.as_deref(),
             self.max_turns.unwrap_or(DEFAULT_MAX_TURNS),
+            request_timeout,
         )
     }
 
@@ -171,6 +176,9 @@ impl Refused {
 
     /// Prints it (JSON on stdout, or a sentence on stderr) and returns its exit.
     pub fn report(&self, json: bool) -> io::Result<Exit> {
+        if self.kind == BROKEN_PIPE {
+            return Ok(self.exit);
+        }
         if json {
             print_json(&json!({"error": {"kind": self.kind, "message": self.message}}))?;
         } else {
@@ -198,9 +206,20 @@ impl From<burrow_runtime::runner::RunnerError> for Refused {
 
 impl From<io::Error> for Refused {
     fn from(e: io::Error) -> Self {
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            // The reader went away (`| head`): a quiet end, as for any command.
+            return Refused {
+                exit: Exit::Success,
+                kind: BROKEN_PIPE,
+                message: String::new(),
+            };
+        }
         Refused::failure(format!("cannot write output: {e}"))
     }
 }
+
+/// The kind of a [`Refused`] that is no refusal: stdout's reader went away.
+const BROKEN_PIPE: &str = "broken_pipe";
 
 /// Opens the session store `spec` names.
 pub async fn open_store(spec: &str) -> Result<Arc<dyn SessionStore>, Refused> {
@@ -237,7 +256,7 @@ async fn open_postgres(url: &str) -> Result<Arc<dyn SessionStore>, Refused> {
 #[cfg(not(feature = "postgres"))]
 async fn open_postgres(_url: &str) -> Result<Arc<dyn SessionStore>, Refused> {
     Err(Refused::usage(
-        "PostgreSQL sessions are not built into this burrow (rebuild burrow-cli with its `postgres` feature)",
+        "PostgreSQL sessions are not built into this burrow (rebuild burrow-agent-cli with its `postgres` feature)",
     ))
 }
 
@@ -245,10 +264,21 @@ fn scope(tenant: &str) -> Scope {
     Scope::new(tenant, WORKSPACE)
 }
 
-fn runner(agent: Agent, store: Arc<dyn SessionStore>, args: &SessionArgs) -> Runner {
+fn runner(
+    agent: Agent,
+    store: Arc<dyn SessionStore>,
+    args: &SessionArgs,
+    transcript: Option<TranscriptWriter>,
+) -> Runner {
+    let live = Live {
+        fanout: FanoutChannel::new(crate::agent::LIVE_FRAMES),
+        transcript: Mutex::new(transcript),
+        watched: Mutex::default(),
+    };
     let mut config = RunnerConfig::default()
         .with_claim_ttl(Duration::from_secs(args.claim_ttl))
-        .with_ask_user(true);
+        .with_ask_user(true)
+        .with_live(Arc::new(live));
     for (name, value) in args.setup.labels() {
         config = config.with_run_label(name, value);
     }
@@ -267,7 +297,10 @@ pub async fn run(
     let store = open_store(&args.spec).await?;
     let scope = scope(&args.tenant);
     let key = scope.thread(thread);
-    let runner = runner(agent, store.clone(), args);
+    let transcript = transcript(&agent, &*store, &key)
+        .await
+        .map(|t| t.with_prompt(prompt));
+    let runner = runner(agent, store.clone(), args, transcript);
     let exit = post_and_follow(&runner, &key, prompt, command_id, json).await;
     runner.drain().await;
     runner.aclose().await;
@@ -395,28 +428,34 @@ fn note(json: bool, value: Value, text: &str) -> io::Result<()> {
     }
 }
 
-/// Streams the run segment `handle` as `burrow run` prints a run, and its end.
+/// Streams the run segment `handle` as `burrow run` prints a run, and its
+/// end: the printer is a watcher of the run's live frames, so a slow reader
+/// slows it only; a reader that goes away stops the run cleanly (docs/adr/0262).
 async fn stream(runner: &Runner, handle: RunHandle, json: bool) -> Result<Exit, Refused> {
     let scope = handle.thread().scope.clone();
     let thread_id = handle.thread().thread.clone();
-    let mut frames = runner.watch(&scope, handle.run_id());
+    let frames = runner.watch(&scope, handle.run_id());
     let mut printer = Printer::new(json);
-    printer.event(AgentEvent::RunStarted {
-        run_id: handle.run_id().to_owned(),
-        thread_id: Some(thread_id),
-    });
+    printer
+        .event(AgentEvent::RunStarted {
+            run_id: handle.run_id().to_owned(),
+            thread_id: Some(thread_id),
+        })
+        .await;
     let interrupts = stop_on_interrupt(runner, handle.run_id());
-    while let Some(frame) = frames.next().await {
-        if let Some(event) = agent_event(frame.event) {
-            printer.event(event);
-        }
-    }
+    printer
+        .frames(frames, || {
+            runner.stop(handle.run_id());
+        })
+        .await;
     let result = handle.wait().await;
     if let Some(interrupts) = interrupts {
         interrupts.abort();
     }
-    printer.event(run_ended(&result));
-    printer.end(&result)?;
+    printer.event(crate::agent::run_ended(&result)).await;
+    if let Err(e) = printer.end(&result).await {
+        return Err(e.into());
+    }
     if matches!(result.outcome, Outcome::Paused { .. }) {
         print_pending(runner, &scope, handle.run_id(), json).await?;
     }
@@ -441,46 +480,112 @@ fn stop_on_interrupt(runner: &Runner, run_id: &str) -> Option<tokio::task::JoinH
     }))
 }
 
-/// The agent event a live frame stands for (`None` for frames `burrow run` does not print).
-fn agent_event(event: LiveEvent) -> Option<AgentEvent> {
-    Some(match event {
-        LiveEvent::TextDelta { text } => AgentEvent::TextDelta { text },
-        LiveEvent::ThinkingDelta { text } => AgentEvent::ThinkingDelta { text },
-        LiveEvent::ToolCall {
-            id,
-            name,
-            arguments,
-        } => AgentEvent::ToolCall {
-            id,
-            name,
-            arguments,
-        },
-        LiveEvent::ToolResult {
-            id,
-            name,
-            content,
-            is_error,
-        } => AgentEvent::ToolResult {
-            id,
-            name,
-            content,
-            is_error,
-        },
-        LiveEvent::Usage { usage } => AgentEvent::Usage { usage },
-        _ => return None,
-    })
+/// The runner's live channel: an in-process fan-out with room for
+/// [`crate::agent::LIVE_FRAMES`] frames, writing the session's transcript
+/// from the frames as the run sends them, when its hooks are told of one.
+/// A run that ends before this process watched it is kept until it is
+/// watched (the run no longer waits for the printer, so it may end first).
+struct Live {
+    fanout: FanoutChannel,
+    transcript: Mutex<Option<TranscriptWriter>>,
+    /// Runs watched here, and the ends of runs closed before their watch.
+    watched: Mutex<(
+        std::collections::HashSet<String>,
+        BTreeMap<String, LiveEvent>,
+    )>,
 }
 
-fn run_ended(result: &RunResult) -> AgentEvent {
-    AgentEvent::RunEnded {
-        outcome: result.outcome.name().to_owned(),
-        reason: result.outcome.reason().map(str::to_owned),
-        message: match &result.outcome {
-            Outcome::Failed { message, .. } => Some(message.clone()),
-            _ => None,
-        },
-        usage: result.usage,
+impl Live {
+    fn watched(
+        &self,
+    ) -> std::sync::MutexGuard<
+        '_,
+        (
+            std::collections::HashSet<String>,
+            BTreeMap<String, LiveEvent>,
+        ),
+    > {
+        self.watched.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+impl LiveChannel for Live {
+    fn open(&self, run_id: &str) {
+        // A new segment (a paused run resumed) waits for a watch of its own.
+        self.watched().0.remove(run_id);
+        self.fanout.open(run_id);
+    }
+
+    fn send(&self, frame: LiveFrame) {
+        if let Some(t) = self
+            .transcript
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_mut()
+        {
+            match &frame.event {
+                LiveEvent::Started { thread_id } => t.event(&AgentEvent::RunStarted {
+                    run_id: frame.run_id.clone(),
+                    thread_id: thread_id.clone(),
+                }),
+                other => {
+                    if let Some(event) = crate::agent::agent_event(other.clone()) {
+                        t.event(&event);
+                    }
+                }
+            }
+        }
+        self.fanout.send(frame);
+    }
+
+    fn close(&self, run_id: &str, end: LiveEvent) {
+        if let Some(t) = self
+            .transcript
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_mut()
+        {
+            t.event(&AgentEvent::RunEnded {
+                outcome: String::new(),
+                reason: None,
+                message: None,
+                usage: burrow_runtime::message::Usage::UNKNOWN,
+            });
+        }
+        let mut watched = self.watched();
+        if watched.0.contains(run_id) {
+            self.fanout.close(run_id, end);
+        } else {
+            watched.1.insert(run_id.to_owned(), end);
+        }
+    }
+
+    fn watch(&self, run_id: &str) -> Option<futures::stream::BoxStream<'static, LiveFrame>> {
+        let mut watched = self.watched();
+        watched.0.insert(run_id.to_owned());
+        let frames = self.fanout.watch(run_id);
+        if let Some(end) = watched.1.remove(run_id) {
+            self.fanout.close(run_id, end);
+        }
+        frames
+    }
+}
+
+/// The transcript of `thread` for the agent's hooks, holding the thread's
+/// history so far (`None` without hooks or a transcript folder).
+async fn transcript(
+    agent: &Agent,
+    store: &dyn SessionStore,
+    thread: &ThreadKey,
+) -> Option<TranscriptWriter> {
+    if agent.hooks().is_empty() {
+        return None;
+    }
+    let dir = crate::agent::transcript_dir()?;
+    let history = burrow_runtime::session::load_history(store, thread)
+        .await
+        .unwrap_or_default();
+    TranscriptWriter::create(&dir, &thread.thread, &history)
 }
 
 /// After a pause: the open requests, so `burrow thread answer` can name one.
@@ -735,7 +840,8 @@ pub async fn answer(
         text: Some(text.to_owned()),
         message_id: None,
     };
-    let runner = runner(agent, store, args);
+    let transcript = transcript(&agent, &*store, &key).await;
+    let runner = runner(agent, store, args, transcript);
     let exit = match runner.answer(&key, &run_id, request, answer).await {
         Ok(sent) => match sent.run {
             Some(handle) => stream(&runner, handle, json).await,
@@ -764,7 +870,7 @@ pub async fn stop(
 ) -> Result<Exit, Refused> {
     let store = open_store(&args.spec).await?;
     let key = scope(&args.tenant).thread(thread);
-    let runner = runner(agent, store, args);
+    let runner = runner(agent, store, args, None);
     let run_id = match runner.request_stop(&key).await? {
         StopRequest::Idle => {
             note(

@@ -17,6 +17,7 @@ mod all {
     mod exit_codes;
     #[cfg(feature = "fs")]
     mod fs;
+    mod help;
     #[cfg(feature = "mcp")]
     mod hostile;
     mod json;
@@ -24,6 +25,10 @@ mod all {
     mod mcp;
     #[cfg(feature = "run")]
     mod run;
+    #[cfg(all(feature = "run", feature = "fs"))]
+    mod run_hooks;
+    #[cfg(feature = "run")]
+    mod run_output;
     #[cfg(all(any(feature = "openai", feature = "anthropic"), feature = "fs"))]
     mod run_providers;
     #[cfg(feature = "s3")]

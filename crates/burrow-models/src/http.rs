@@ -86,10 +86,18 @@ pub struct ClientConfig {
     pub base_url: String,
     /// The key the adapter sends in its auth header.
     pub api_key: ApiKey,
-    /// How long to wait for the response to start, and for each next chunk
-    /// of the stream (an idle timeout, so a long answer is never cut while it
-    /// flows). `None` waits forever. Default 600 s, as the official SDKs.
+    /// How long one attempt waits for the response to start (its status and
+    /// headers; for an error status, its body too). An attempt that times out
+    /// is not sent again: a server silent that long is not expected to answer
+    /// the next time, so a silent server costs this much once, not once per
+    /// retry (docs/adr/0230). `None` waits forever. Default 600 s, as the
+    /// official SDKs.
     pub request_timeout: Option<Duration>,
+    /// How long a started stream may send no byte at all; past it the attempt
+    /// fails as a cut connection does (retried while nothing of the answer
+    /// reached the caller). A long answer is never cut while bytes flow, and
+    /// providers' keep-alives count. `None` waits forever. Default 120 s.
+    pub idle_timeout: Option<Duration>,
     /// How long to wait for the TCP and TLS connection. `None` waits as long
     /// as the system does. Default 5 s, as the official SDKs.
     pub connect_timeout: Option<Duration>,
@@ -107,6 +115,7 @@ impl ClientConfig {
             base_url: base_url.into(),
             api_key: api_key.into(),
             request_timeout: Some(Duration::from_secs(600)),
+            idle_timeout: Some(Duration::from_secs(120)),
             connect_timeout: Some(Duration::from_secs(5)),
             pool_idle_timeout: Some(Duration::from_secs(90)),
             retry: RetryPolicy::default(),
@@ -116,6 +125,18 @@ impl ClientConfig {
     /// The same configuration with another retry policy.
     pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
         self.retry = retry;
+        self
+    }
+
+    /// The same configuration with another request timeout (see [`request_timeout`](Self::request_timeout)).
+    pub fn with_request_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// The same configuration with another stream idle timeout (see [`idle_timeout`](Self::idle_timeout)).
+    pub fn with_idle_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.idle_timeout = timeout;
         self
     }
 }
@@ -462,10 +483,13 @@ impl HttpClient {
     /// retrying as the configuration's policy says.
     ///
     /// # Behavior
-    /// Resolves once the first event of the answer is there (or the request
-    /// failed for good: the outer `Err`). Retries happen only before that
-    /// point; an error after it is the stream's last item. A stream that
-    /// ends before its end marker is a `Transport` error.
+    /// Resolves once the first event of the answer is there, or the first
+    /// attempt failed and is retried (the stream's first item is then a
+    /// [`StreamEvent::Retry`], one before each retry's wait), or the first
+    /// attempt failed for good (the outer `Err`). Retries happen only before
+    /// the answer's first part; an error after a retry or after a part is the
+    /// stream's last item. A stream that ends before its end marker is a
+    /// `Transport` error.
     pub async fn stream<W: Wire>(
         &self,
         request: JsonRequest,
@@ -484,6 +508,7 @@ impl HttpClient {
             done: false,
             error: None,
             over: false,
+            wait: None,
         };
         match driver.next().await {
             Some(Ok(first)) => {
@@ -544,11 +569,16 @@ struct Driver<W: Wire> {
     error: Option<ModelError>,
     /// Nothing more will be handed out.
     over: bool,
+    /// The wait before the next attempt, announced and not yet waited.
+    wait: Option<Duration>,
 }
 
 impl<W: Wire> Driver<W> {
     async fn next(&mut self) -> Option<Result<StreamEvent, ModelError>> {
         loop {
+            if let Some(wait) = self.wait.take() {
+                tokio::time::sleep(wait).await;
+            }
             if self.committed
                 && let Some(event) = self.out.pop_front()
             {
@@ -592,7 +622,15 @@ impl<W: Wire> Driver<W> {
                     self.out.clear();
                     self.decoder = None;
                     self.parser = SseParser::new();
-                    tokio::time::sleep(wait).await;
+                    self.wait = Some(wait);
+                    let max = self.client.config.retry.max_retries;
+                    return Some(Ok(StreamEvent::Retry {
+                        attempt: self.retries.saturating_add(1),
+                        attempts: max.saturating_add(1),
+                        wait_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+                        kind: error.kind,
+                        reason: error.message,
+                    }));
                 }
             }
         }
@@ -614,7 +652,7 @@ impl<W: Wire> Driver<W> {
             ));
         };
         let mut decoded = false;
-        while let Some(event) = self.parser.next_event() {
+        while let Some(event) = self.parser.next_event().map_err(parse_failure)? {
             decoded = true;
             if decoder.event(event, &mut self.out)? == Flow::Done {
                 self.done = true;
@@ -625,7 +663,7 @@ impl<W: Wire> Driver<W> {
         if decoded {
             return Ok(());
         }
-        let timeout = self.client.config.request_timeout;
+        let timeout = self.client.config.idle_timeout;
         let Some(body) = self.body.as_mut() else {
             return Ok(());
         };
@@ -657,7 +695,7 @@ impl<W: Wire> Driver<W> {
                 ),
             )),
             None => {
-                while let Some(event) = self.parser.finish() {
+                while let Some(event) = self.parser.finish().map_err(parse_failure)? {
                     if decoder.event(event, &mut self.out)? == Flow::Done {
                         self.done = true;
                         self.body = None;
@@ -686,6 +724,7 @@ impl<W: Wire> Driver<W> {
             Some(limit) => match tokio::time::timeout(limit, send).await {
                 Ok(sent) => sent,
                 Err(_) => {
+                    // One attempt: see `ClientConfig::request_timeout`.
                     return Err(Failure::of(
                         ModelErrorKind::Transport,
                         format!(
@@ -693,7 +732,8 @@ impl<W: Wire> Driver<W> {
                             self.client.host(),
                             limit.as_secs_f64()
                         ),
-                    ));
+                    )
+                    .no_retry());
                 }
             },
             None => send.await,
@@ -738,6 +778,12 @@ impl<W: Wire> Driver<W> {
         };
         Failure::of(ModelErrorKind::Transport, message)
     }
+}
+
+/// A stream the SSE parser refused (a line past its limit): never retried,
+/// the same answer would come again.
+fn parse_failure(error: ModelError) -> Failure {
+    Failure::new(error).no_retry()
 }
 
 /// Reads at most [`ERROR_BODY_LIMIT`] bytes of an error body (what cannot be read is left out).

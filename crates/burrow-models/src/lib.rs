@@ -31,6 +31,7 @@
 //! (`http`, `retry`, `sse`) for an adapter of one's own.
 
 pub mod http;
+pub mod ids;
 pub mod retry;
 pub mod sse;
 

@@ -13,6 +13,18 @@
 //!
 //! Bytes are kept until a whole line is there, so a chunk boundary inside a
 //! multi-byte UTF-8 character or between a CR and its LF changes nothing.
+//!
+//! Work is linear in the input: the search for a line's end resumes where
+//! the last search stopped, so a line that arrives in many chunks is
+//! scanned once ([`SseParser::scanned_bytes`] counts it). A line longer
+//! than the limit ([`MAX_LINE_BYTES`], 16 MiB, by default) or an event whose
+//! data grows past it is an `invalid_stream` error, and the parser holds no
+//! more than about the limit of one line.
+
+use burrow_runtime::model::{ModelError, ModelErrorKind};
+
+/// The longest line (and the largest event data) a parser takes by default: 16 MiB.
+pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
 /// One dispatched event.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -29,11 +41,18 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// An incremental parser: [`push`](SseParser::push) bytes as they arrive,
 /// take events with [`next_event`](SseParser::next_event).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SseParser {
     buf: Vec<u8>,
     /// Where the unparsed bytes of `buf` start.
     pos: usize,
+    /// Where the search for the current line's end resumes (`buf[pos..scan]`
+    /// holds no line break).
+    scan: usize,
+    /// Bytes looked at by line-end searches so far.
+    scanned: u64,
+    /// The longest line, and the largest event data, taken.
+    max_line: usize,
     /// Whether the start of the stream was checked for a BOM.
     started: bool,
     event: Option<String>,
@@ -53,10 +72,39 @@ enum Line {
     Incomplete,
 }
 
+impl Default for SseParser {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl SseParser {
-    /// A parser at the start of a stream.
+    /// A parser at the start of a stream, with the default line limit ([`MAX_LINE_BYTES`]).
     pub fn new() -> Self {
-        Self::default()
+        Self::with_max_line(MAX_LINE_BYTES)
+    }
+
+    /// A parser whose lines, and events' data, may be at most `max_line` bytes.
+    pub fn with_max_line(max_line: usize) -> Self {
+        Self {
+            buf: Vec::new(),
+            pos: 0,
+            scan: 0,
+            scanned: 0,
+            max_line,
+            started: false,
+            event: None,
+            data: String::new(),
+            has_data: false,
+            last_id: None,
+        }
+    }
+
+    /// How many bytes the line-end searches have looked at so far: about the
+    /// number of bytes pushed, however they were split (the parser's work is
+    /// linear in its input).
+    pub fn scanned_bytes(&self) -> u64 {
+        self.scanned
     }
 
     /// Appends the next bytes of the stream.
@@ -64,62 +112,109 @@ impl SseParser {
         if self.pos == self.buf.len() {
             self.buf.clear();
             self.pos = 0;
+            self.scan = 0;
         } else if self.pos > 8192 && self.pos * 2 > self.buf.len() {
             self.buf.drain(..self.pos);
+            self.scan = self.scan.saturating_sub(self.pos);
             self.pos = 0;
         }
         self.buf.extend_from_slice(bytes);
     }
 
     /// The next complete event among the bytes pushed so far, if there is one.
-    pub fn next_event(&mut self) -> Option<SseEvent> {
+    ///
+    /// # Errors
+    /// An `invalid_stream` error when a line, or an event's data, is longer
+    /// than the limit; the stream cannot be read on after it.
+    pub fn next_event(&mut self) -> Result<Option<SseEvent>, ModelError> {
         self.parse(false)
     }
 
     /// At the end of the stream: the remaining events, one per call,
     /// including a last one whose closing blank line never came (see the
     /// module docs). A partial last line is dropped.
-    pub fn finish(&mut self) -> Option<SseEvent> {
-        if let Some(event) = self.parse(true) {
-            return Some(event);
+    ///
+    /// # Errors
+    /// As [`next_event`](Self::next_event).
+    pub fn finish(&mut self) -> Result<Option<SseEvent>, ModelError> {
+        if let Some(event) = self.parse(true)? {
+            return Ok(Some(event));
         }
-        self.dispatch()
+        Ok(self.dispatch())
     }
 
-    fn parse(&mut self, at_end: bool) -> Option<SseEvent> {
+    fn parse(&mut self, at_end: bool) -> Result<Option<SseEvent>, ModelError> {
         if !self.started {
             let rest = &self.buf[self.pos..];
             if rest.len() < BOM.len() && BOM.starts_with(rest) && !at_end {
-                return None;
+                return Ok(None);
             }
             if rest.starts_with(BOM) {
                 self.pos += BOM.len();
+                self.scan = self.scan.max(self.pos);
             }
             self.started = true;
         }
         loop {
             let (start, end, next) = match self.next_line(at_end) {
                 Line::At { start, end, next } => (start, end, next),
-                Line::Incomplete => return None,
+                Line::Incomplete => {
+                    if self.buf.len() - self.pos > self.max_line {
+                        return Err(self.too_long());
+                    }
+                    return Ok(None);
+                }
             };
+            if end - start > self.max_line {
+                return Err(self.too_long());
+            }
             self.pos = next;
+            self.scan = next;
             if start == end {
                 if let Some(event) = self.dispatch() {
-                    return Some(event);
+                    return Ok(Some(event));
                 }
                 continue;
             }
             self.field(start, end);
+            if self.data.len() > self.max_line {
+                return Err(ModelError::new(
+                    ModelErrorKind::InvalidStream,
+                    format!(
+                        "the model's stream sent an event whose data is longer than {} bytes, the most burrow reads",
+                        self.max_line
+                    ),
+                ));
+            }
         }
     }
 
-    fn next_line(&self, at_end: bool) -> Line {
-        let rest = &self.buf[self.pos..];
-        let Some(i) = rest.iter().position(|&b| b == b'\n' || b == b'\r') else {
+    fn too_long(&self) -> ModelError {
+        ModelError::new(
+            ModelErrorKind::InvalidStream,
+            format!(
+                "the model's stream sent a line longer than {} bytes, the most burrow reads",
+                self.max_line
+            ),
+        )
+    }
+
+    fn next_line(&mut self, at_end: bool) -> Line {
+        let from = self.scan.max(self.pos);
+        let unseen = &self.buf[from..];
+        let found = unseen.iter().position(|&b| b == b'\n' || b == b'\r');
+        let Some(i) = found else {
+            self.scanned += unseen.len() as u64;
+            self.scan = self.buf.len();
             return Line::Incomplete;
         };
+        self.scanned += i as u64 + 1;
         let start = self.pos;
-        let end = start + i;
+        let end = from + i;
+        // Resume at the break itself: a CR may still wait for its LF.
+        self.scan = end;
+        let rest = &self.buf[self.pos..];
+        let i = end - start;
         if rest[i] == b'\n' {
             return Line::At {
                 start,
@@ -214,14 +309,33 @@ mod tests {
         let mut out = Vec::new();
         for chunk in chunks {
             parser.push(chunk);
-            while let Some(e) = parser.next_event() {
+            while let Some(e) = parser.next_event().unwrap() {
                 out.push(e);
             }
         }
-        while let Some(e) = parser.finish() {
+        while let Some(e) = parser.finish().unwrap() {
             out.push(e);
         }
         out
+    }
+
+    /// One `data:` line of `len` bytes pushed in `chunk`-byte pieces, asking
+    /// for an event after each piece as the HTTP driver does: the parser's
+    /// scanned-byte count and the event.
+    fn long_line(len: usize, chunk: usize) -> (u64, SseEvent) {
+        let mut parser = SseParser::new();
+        parser.push(b"data: ");
+        let piece = vec![b'x'; chunk];
+        let mut sent = 0;
+        while sent < len {
+            let n = chunk.min(len - sent);
+            parser.push(&piece[..n]);
+            sent += n;
+            assert_eq!(parser.next_event().unwrap(), None);
+        }
+        parser.push(b"\n\n");
+        let event = parser.next_event().unwrap().unwrap();
+        (parser.scanned_bytes(), event)
     }
 
     fn data(events: &[SseEvent]) -> Vec<&str> {
@@ -269,5 +383,67 @@ mod tests {
     #[test]
     fn only_one_space_after_the_colon_is_dropped() {
         assert_eq!(data(&all(&[b"data:  two\n\n"])), [" two"]);
+    }
+
+    #[test]
+    fn a_long_line_in_small_chunks_is_scanned_once() {
+        // 40 MB would be over the limit; the work per byte is what is checked.
+        for len in [4 << 20, 12 << 20] {
+            let (scanned, event) = long_line(len, 16 * 1024);
+            assert_eq!(event.data.len(), len);
+            let input = (len + 8) as u64;
+            assert!(
+                scanned <= input + 2,
+                "{scanned} bytes scanned for {input} bytes of input"
+            );
+        }
+    }
+
+    #[test]
+    fn a_line_past_the_limit_is_an_error_even_before_it_ends() {
+        let mut parser = SseParser::with_max_line(1024);
+        parser.push(b"data: ");
+        parser.push(&[b'x'; 1000]);
+        assert_eq!(parser.next_event().unwrap(), None);
+        parser.push(&[b'x'; 100]);
+        let error = parser.next_event().unwrap_err();
+        assert_eq!(error.kind, ModelErrorKind::InvalidStream);
+        assert_eq!(
+            error.message,
+            "the model's stream sent a line longer than 1024 bytes, the most burrow reads"
+        );
+        // A whole line past the limit in one chunk is refused the same way.
+        let mut parser = SseParser::with_max_line(1024);
+        parser.push(&[b'x'; 2000]);
+        parser.push(b"\n\n");
+        assert!(parser.next_event().is_err());
+    }
+
+    #[test]
+    fn the_default_limit_is_16_mib() {
+        let mut parser = SseParser::new();
+        parser.push(b"data: ");
+        parser.push(&vec![b'x'; MAX_LINE_BYTES - 6]);
+        parser.push(b"\n\n");
+        assert_eq!(
+            parser.next_event().unwrap().map(|e| e.data.len()),
+            Some(MAX_LINE_BYTES - 6)
+        );
+        let mut parser = SseParser::new();
+        parser.push(b"data: ");
+        parser.push(&vec![b'x'; MAX_LINE_BYTES]);
+        assert!(parser.next_event().is_err());
+    }
+
+    #[test]
+    fn an_event_whose_data_lines_add_up_past_the_limit_is_an_error() {
+        let mut parser = SseParser::with_max_line(100);
+        for _ in 0..3 {
+            parser.push(b"data: ");
+            parser.push(&[b'y'; 40]);
+            parser.push(b"\n");
+        }
+        let error = parser.next_event().unwrap_err();
+        assert!(error.message.contains("data is longer than 100 bytes"));
     }
 }

@@ -114,7 +114,7 @@ impl StateBackend {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn write_tree(&self) -> RwLockWriteGuard<'_, Tree> {
+    pub(crate) fn write_tree(&self) -> RwLockWriteGuard<'_, Tree> {
         self.shared
             .tree
             .write()
@@ -142,7 +142,7 @@ fn file_info(path: &str, name: &str, file: &FileEntry) -> FileInfo {
         path: path.to_owned(),
         is_dir: false,
         size: Some(file.bytes.len() as u64),
-        modified_at: Some(file.modified_at.render()),
+        modified_at: file.modified_at.known(),
     }
 }
 

@@ -1,9 +1,12 @@
 //! The workspace as a FileData document: `StateBackend::files` and `StateBackend::from_files`.
 
+use std::collections::BTreeMap;
+
 use burrow_backend::{Error, Limits, Result, VPath};
 use burrow_types::{FileData, FilesDocument};
 
 use crate::backend::StateBackend;
+use crate::journal::Change;
 use crate::tree::{FileEntry, Stamp, Tree};
 
 impl StateBackend {
@@ -40,20 +43,28 @@ impl StateBackend {
 
     /// As [`StateBackend::from_files`], with `limits`.
     pub fn from_files_with_limits(doc: FilesDocument, limits: Limits) -> Result<StateBackend> {
-        let mut tree = Tree::default();
+        Self::from_files_replayed(doc, Vec::new(), limits)
+    }
+
+    /// A workspace holding the files of `doc` with the journal's `changes`
+    /// replayed over it, in order (see [`crate::journal`]).
+    ///
+    /// Changes are applied to the files by path before the tree is built,
+    /// so a journal whose records are already folded into `doc` (each record
+    /// is an effect, not an operation) gives `doc` back.
+    ///
+    /// # Errors
+    ///
+    /// As [`StateBackend::from_files`], for the document's keys and for the
+    /// changes' paths alike.
+    pub fn from_files_replayed(
+        doc: FilesDocument,
+        changes: Vec<Change>,
+        limits: Limits,
+    ) -> Result<StateBackend> {
+        let mut files: BTreeMap<String, FileEntry> = BTreeMap::new();
         for (key, data) in doc {
-            let path = VPath::parse(&key).map_err(|e| {
-                Error::failure(
-                    format!("the files document cannot be loaded: {}", e.message()),
-                    e,
-                )
-            })?;
-            if path.as_str() != key {
-                return Err(Error::failure_msg(format!(
-                    "the files document cannot be loaded: the path {key:?} is not in normal form (it would be {:?}).",
-                    path.as_str()
-                )));
-            }
+            let path = normal_path(&key)?;
             let bytes = data.to_bytes().map_err(|e| {
                 Error::failure(
                     format!(
@@ -67,6 +78,32 @@ impl StateBackend {
                 created_at: Stamp::Text(data.created_at),
                 modified_at: Stamp::Text(data.modified_at),
             };
+            files.insert(key, entry);
+        }
+        for change in changes {
+            normal_path(change.path())?;
+            match change {
+                Change::Put {
+                    path,
+                    bytes,
+                    created_at,
+                    modified_at,
+                } => {
+                    let entry = FileEntry {
+                        bytes,
+                        created_at: Stamp::Text(created_at),
+                        modified_at: Stamp::Text(modified_at),
+                    };
+                    files.insert(path, entry);
+                }
+                Change::Delete { path } => {
+                    files.remove(&path);
+                }
+            }
+        }
+        let mut tree = Tree::default();
+        for (key, entry) in files {
+            let path = normal_path(&key)?;
             tree.restore(&path, entry).map_err(|e| {
                 Error::failure(
                     format!("the files document cannot be loaded: {}", e.message()),
@@ -76,4 +113,72 @@ impl StateBackend {
         }
         Ok(StateBackend::from_tree(tree, limits))
     }
+
+    /// The state of `path` as a journal change: its file as it is now, or
+    /// its deletion when no file stands there. O(size of the file).
+    pub fn change_at(&self, path: &VPath) -> Change {
+        let tree = self.read_tree();
+        match tree.file(path.as_str()) {
+            Some(file) => Change::Put {
+                path: path.as_str().to_owned(),
+                bytes: file.bytes.clone(),
+                created_at: file.created_at.render(),
+                modified_at: file.modified_at.render(),
+            },
+            None => Change::Delete {
+                path: path.as_str().to_owned(),
+            },
+        }
+    }
+
+    /// Applies a journal change (one another process made) to this
+    /// workspace. O(depth · log n + size of the file).
+    ///
+    /// # Errors
+    ///
+    /// A failure, changing nothing, when the change's path is not in normal
+    /// form or a put does not fit the tree (a directory stands there, or a
+    /// file above it).
+    pub fn apply(&self, change: Change) -> Result<()> {
+        let path = normal_path(change.path())?;
+        let mut tree = self.write_tree();
+        match change {
+            Change::Put {
+                bytes,
+                created_at,
+                modified_at,
+                ..
+            } => {
+                let entry = FileEntry {
+                    bytes,
+                    created_at: Stamp::Text(created_at),
+                    modified_at: Stamp::Text(modified_at),
+                };
+                tree.restore(&path, entry).map_err(|e| {
+                    Error::failure(format!("the journal does not apply: {}", e.message()), e)
+                })
+            }
+            Change::Delete { .. } => {
+                tree.remove_file(path.as_str());
+                Ok(())
+            }
+        }
+    }
+}
+
+/// `key` as a path, refused unless already in normal form.
+fn normal_path(key: &str) -> Result<VPath> {
+    let path = VPath::parse(key).map_err(|e| {
+        Error::failure(
+            format!("the files document cannot be loaded: {}", e.message()),
+            e,
+        )
+    })?;
+    if path.as_str() != key {
+        return Err(Error::failure_msg(format!(
+            "the files document cannot be loaded: the path {key:?} is not in normal form (it would be {:?}).",
+            path.as_str()
+        )));
+    }
+    Ok(path)
 }

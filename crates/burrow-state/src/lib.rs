@@ -29,6 +29,7 @@
 
 mod backend;
 mod document;
+pub mod journal;
 mod tree;
 
 pub use backend::StateBackend;

@@ -35,7 +35,16 @@ impl Stamp {
         Stamp::At(jiff::Timestamp::now())
     }
 
-    /// The RFC 3339 text of this stamp.
+    /// The RFC 3339 text of this stamp; `None` when unknown (a loaded
+    /// document had no such key: the empty text).
+    pub(crate) fn known(&self) -> Option<String> {
+        match self {
+            Stamp::Text(text) if text.is_empty() => None,
+            other => Some(other.render()),
+        }
+    }
+
+    /// The RFC 3339 text of this stamp (empty when unknown).
     pub(crate) fn render(&self) -> String {
         match self {
             Stamp::Text(text) => text.clone(),

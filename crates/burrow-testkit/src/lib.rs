@@ -215,15 +215,15 @@ mod tests {
 
     #[test]
     fn a_part_selects_its_modules_at_any_depth_and_nothing_else() {
-        assert!(Part::S3.selects("burrow-cli", "all::s3::a_test"));
+        assert!(Part::S3.selects("burrow-agent-cli", "all::s3::a_test"));
         assert!(Part::S3.selects("x", "all::conformance_s3::s3::ls_sorted"));
         assert!(Part::S3.selects("x", "s3::top"));
         assert!(!Part::S3.selects("x", "all::s3_env::a_test"));
         assert!(!Part::S3.selects("x", "all::news3::a_test"));
         assert!(!Part::S3.selects("x", "all::a_test_s3"));
         assert!(Part::Docker.selects("burrow-docker", "all::runtime::anything"));
-        assert!(Part::Docker.selects("burrow-cli", "all::docker::exec"));
-        assert!(!Part::Docker.selects("burrow-cli", "all::docker_python::pip"));
+        assert!(Part::Docker.selects("burrow-agent-cli", "all::docker::exec"));
+        assert!(!Part::Docker.selects("burrow-agent-cli", "all::docker_python::pip"));
         assert!(Part::DockerPython.selects("burrow-docker", "all::runtime::docker_python::pip"));
         assert_eq!(Part::S3.filter(), "(kind(test) & test(/(^|::)s3::/))");
         assert_eq!(

@@ -1,9 +1,9 @@
 //! Quickstart: the burrow file contract on the embedded default backend (StateBackend), step by step.
 //!
-//! Run it with `cargo run -p burrow --example quickstart`. It needs nothing
+//! Run it with `cargo run -p burrow-agent --example quickstart`. It needs nothing
 //! but the crate: the StateBackend keeps the files in memory.
 
-use burrow::{Backend, Error, FileContext, GrepQuery, StateBackend, VPath};
+use burrow_agent::{Backend, Error, FileContext, GrepQuery, StateBackend, VPath};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {

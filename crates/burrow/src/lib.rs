@@ -23,7 +23,7 @@
 //!   [`text`], [`glob`] and [`grep`] for people writing a backend.
 //!
 //! Start with `examples/quickstart.rs`:
-//! `cargo run -p burrow --example quickstart`.
+//! `cargo run -p burrow-agent --example quickstart`.
 //!
 //! # Feature flags
 //!

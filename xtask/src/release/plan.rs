@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use serde_json::Value;
 
-/// DESIGN.md §2's layers, lowest first, as `(crate, layer)`: the expected order the
+/// The crates' layers (docs/ARCHITECTURE.md), lowest first, as `(crate, layer)`: the expected order the
 /// graph must agree with. Crates not listed (a new backend, a new adapter) get the layer
 /// above the highest of their dependencies, so they need no entry here.
 const LAYERS: &[(&str, u32)] = &[
@@ -22,8 +22,8 @@ const LAYERS: &[(&str, u32)] = &[
     ("burrow-composite", 4),
     ("burrow-runtime", 5),
     ("burrow-models", 6),
-    ("burrow", 7),
-    ("burrow-cli", 8),
+    ("burrow-agent", 7),
+    ("burrow-agent-cli", 8),
 ];
 
 /// The layers' names, for messages.
@@ -488,7 +488,7 @@ fn ordering_edges<'a>(ws: &'a Workspace, p: &'a Package) -> Vec<(&'a str, Kind)>
         .collect()
 }
 
-/// The publish order: each crate after what it needs, ties broken by DESIGN.md §2's
+/// The publish order: each crate after what it needs, ties broken by the crates'
 /// layer and then by name; or the cycles and layer violations that prevent one.
 pub fn order(ws: &Workspace) -> Result<Vec<String>, Vec<String>> {
     let nodes: Vec<&Package> = ws.packages.iter().filter(|p| p.publish).collect();
@@ -548,7 +548,7 @@ pub fn order(ws: &Workspace) -> Result<Vec<String>, Vec<String>> {
                 };
                 problems.push(format!(
                     "{from} ({}) depends on {to} ({}){dev}, so {to} would be published first, \
-                     against DESIGN.md §2's order (types, backend, each backend, conformance, \
+                     against the layers' order (types, backend, each backend, conformance, \
                      composite, runtime, models, facade, cli)",
                     layer_name(lf),
                     layer_name(lt)

@@ -71,9 +71,12 @@ fn needs(mut p: Package, deps: &[&str]) -> Package {
 fn burrow_like(dir: &Dir) -> Vec<Package> {
     let be = ["burrow-types", "burrow-backend"];
     vec![
-        needs(krate(dir, "burrow-cli"), &["burrow", "burrow-runtime"]),
         needs(
-            krate(dir, "burrow"),
+            krate(dir, "burrow-agent-cli"),
+            &["burrow-agent", "burrow-runtime"],
+        ),
+        needs(
+            krate(dir, "burrow-agent"),
             &[
                 "burrow-types",
                 "burrow-backend",
@@ -133,8 +136,8 @@ fn order_follows_the_graph_then_design_layers() {
             "burrow-composite",
             "burrow-runtime",
             "burrow-models",
-            "burrow",
-            "burrow-cli",
+            "burrow-agent",
+            "burrow-agent-cli",
         ]
     );
     assert_eq!(plan.version, "0.1.0");
@@ -163,7 +166,7 @@ fn crates_it_has_never_seen_find_their_place_from_the_graph() {
     assert!(at("burrow-postgres") < at("burrow-conformance"));
     // A crate over the runtime comes after it, before the facade.
     assert!(at("burrow-runtime") < at("burrow-a2a"));
-    assert!(at("burrow-a2a") < at("burrow"));
+    assert!(at("burrow-a2a") < at("burrow-agent"));
 }
 
 #[test]
@@ -323,7 +326,7 @@ fn a_dependency_against_design_layers_is_refused() {
         vec![
             "burrow-fs (each backend) depends on burrow-conformance (conformance) (a \
              dev-dependency with a version: make it path-only), so burrow-conformance would \
-             be published first, against DESIGN.md §2's order (types, backend, each backend, \
+             be published first, against the layers' order (types, backend, each backend, \
              conformance, composite, runtime, models, facade, cli)"
         ]
     );
@@ -456,7 +459,7 @@ fn the_real_workspace_publishes_in_design_order() {
         Ok(plan) => plan,
         Err(refusals) => panic!("the workspace cannot be released:\n{}", refusals.join("\n")),
     };
-    // DESIGN.md §2 / issue 17: types, backend, each backend, conformance, composite,
+    // The layers (docs/ARCHITECTURE.md, issue 17): types, backend, each backend, conformance, composite,
     // runtime, models, facade, cli.
     let expected = [
         "burrow-types",
@@ -465,8 +468,8 @@ fn the_real_workspace_publishes_in_design_order() {
         "burrow-composite",
         "burrow-runtime",
         "burrow-models",
-        "burrow",
-        "burrow-cli",
+        "burrow-agent",
+        "burrow-agent-cli",
     ];
     let known: Vec<&str> = plan
         .order
@@ -564,4 +567,72 @@ fn a_failing_cargo_package_names_the_crate_and_the_step() {
         ),
         "{text}"
     );
+}
+
+#[test]
+fn crates_io_answers_read_as_free_ours_taken_or_unchecked() {
+    use super::{NameOnCratesIo as N, name_status};
+    let ours = "https://github.com/burrow-rs/burrow";
+    // What `cargo info --registry crates-io` prints and says, as captured.
+    let missing = "    Updating crates.io index\nerror: could not find `burrow-agent` in registry \
+                   `https://github.com/rust-lang/crates.io-index`\n";
+    assert_eq!(name_status("burrow-agent", ours, Err(missing)), N::Free);
+    let info =
+        "burrow\nversion: 0.0.1\nlicense: MIT\nrepository: https://github.com/kirino-org/burrow\n";
+    assert_eq!(
+        name_status("burrow", ours, Ok(info)),
+        N::Taken("https://github.com/kirino-org/burrow".into())
+    );
+    let mine = format!("burrow-types\nversion: 0.1.0\nrepository: {ours}\n");
+    assert_eq!(name_status("burrow-types", ours, Ok(&mine)), N::Ours);
+    assert_eq!(
+        name_status("burrow-x", ours, Ok("burrow-x\nversion: 1.0.0\n")),
+        N::Taken("none given".into())
+    );
+    let offline = "    Updating crates.io index\nwarning: spurious network error\n\
+                   error: failed to query replaced source registry `crates-io`\n";
+    assert_eq!(
+        name_status("burrow-fs", ours, Err(offline)),
+        N::Unchecked("error: failed to query replaced source registry `crates-io`".into())
+    );
+    // Another name's "could not find" is not this one's.
+    assert!(matches!(
+        name_status("burrow-fs", ours, Err(missing)),
+        N::Unchecked(_)
+    ));
+}
+
+#[test]
+fn name_notes_say_which_are_free_taken_and_unchecked() {
+    use super::{NameOnCratesIo as N, name_notes};
+    let names = vec![
+        ("burrow-types".to_string(), N::Free),
+        ("burrow-agent".to_string(), N::Free),
+        ("burrow-fs".to_string(), N::Ours),
+        (
+            "burrow".to_string(),
+            N::Taken("https://github.com/kirino-org/burrow".into()),
+        ),
+        (
+            "burrow-cli".to_string(),
+            N::Unchecked("error: offline".into()),
+        ),
+    ];
+    let (notes, refusals) = name_notes(&names);
+    assert_eq!(
+        notes,
+        vec![
+            "names on crates.io's index: free: burrow-types, burrow-agent; ours already: burrow-fs",
+            "the name burrow is taken on crates.io (repository https://github.com/kirino-org/burrow); \
+             publishing it needs its owners to add ours, or another name",
+            "could not check on crates.io's index: burrow-cli (error: offline)",
+        ]
+    );
+    assert_eq!(refusals, vec![notes[1].clone()]);
+    let (notes, refusals) = name_notes(&[("burrow-agent".to_string(), N::Free)]);
+    assert_eq!(
+        notes,
+        vec!["names on crates.io's index: free: burrow-agent"]
+    );
+    assert!(refusals.is_empty());
 }

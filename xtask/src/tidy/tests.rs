@@ -85,7 +85,7 @@ fn clean_tree() -> Tree {
         )
         .write(
             "crates/burrow-cli/Cargo.toml",
-            &good_manifest("burrow-cli", "anyhow.workspace = true"),
+            &good_manifest("burrow-agent-cli", "anyhow.workspace = true"),
         )
         .write(
             "crates/burrow-cli/src/main.rs",

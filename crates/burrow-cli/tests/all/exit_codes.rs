@@ -133,7 +133,11 @@ fn bad_usage_is_exit_2_from_clap() {
         let run = burrow_in(ws.dir(), args, b"");
         run.assert_code(2);
         assert!(run.stdout.is_empty(), "{args:?}: {}", run.out());
-        assert!(run.stderr.contains("error:"), "{args:?}: {}", run.stderr);
+        assert!(
+            run.stderr.starts_with("burrow: "),
+            "{args:?}: {}",
+            run.stderr
+        );
     }
 }
 

@@ -268,6 +268,42 @@ const CASES: &[Case] = &[
         never: &[],
     },
     Case {
+        what: "mcp: a request whose id is null gets -32600 with id null, and the next is answered",
+        args: &["mcp"],
+        input: Input::Built(|| {
+            mcp_with(concat!(
+                r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
+                "\n",
+                r#"{"jsonrpc":"2.0","id":11,"method":"ping"}"#
+            ))
+        }),
+        code: 0,
+        out: &[
+            "\"id\":null", "-32600",
+            r#""id":11,"result":{}"#,
+        ],
+        err: &[],
+        never: &[],
+    },
+    Case {
+        what: "mcp: a request whose id is an object gets -32600 with id null",
+        args: &["mcp"],
+        input: Input::Built(|| mcp_with(r#"{"jsonrpc":"2.0","id":{"n":1},"method":"tools/list"}"#)),
+        code: 0,
+        out: &["\"id\":null", "-32600", "must be a string or an integer"],
+        err: &[],
+        never: &["\"n\":1"],
+    },
+    Case {
+        what: "mcp: a request whose id is a boolean gets -32600 with id null",
+        args: &["mcp"],
+        input: Input::Built(|| mcp_with(r#"{"jsonrpc":"2.0","id":true,"method":"ping"}"#)),
+        code: 0,
+        out: &["\"id\":null", "-32600"],
+        err: &[],
+        never: &["\"id\":true"],
+    },
+    Case {
         what: "mcp: tools/call without params is invalid params",
         args: &["mcp"],
         input: Input::Built(|| mcp_with(r#"{"jsonrpc":"2.0","id":5,"method":"tools/call"}"#)),

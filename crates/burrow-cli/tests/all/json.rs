@@ -1,4 +1,4 @@
-//! Every command with `--json`: the burrow-types JSON shapes of DESIGN.md §7.
+//! Every command with `--json`: the burrow-types JSON shapes the README lists.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;

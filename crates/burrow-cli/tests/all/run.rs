@@ -412,7 +412,7 @@ fn assert_bad_config(args: &[&str], expected: &str) {
         assert_eq!(run.out(), "", "{:?}", run.args);
         let lines: Vec<&str> = run.stderr.lines().collect();
         assert_eq!(lines.len(), 1, "{}", run.stderr);
-        assert!(lines[0].starts_with("burrow run: "), "{}", run.stderr);
+        assert!(lines[0].starts_with("burrow: "), "{}", run.stderr);
         assert!(lines[0].contains(expected), "{}", run.stderr);
         assert!(!ws.state.exists(), "a tool ran: {:?}", run.args);
         assert_eq!(ws.dir_entries(), Vec::<String>::new(), "{:?}", run.args);
@@ -553,7 +553,7 @@ fn the_readme_tour_runs_from_the_repository_root() {
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
     let line = readme
         .lines()
-        .find(|l| l.starts_with("cargo run -p burrow-cli -- run "))
+        .find(|l| l.starts_with("cargo run -p burrow-agent-cli -- run "))
         .expect("the README's Try it block has a `burrow run` line");
     let command = line.split('#').next().unwrap();
     let words = shell_words(command);

@@ -165,10 +165,15 @@ struct Out {
 }
 
 fn burrow(dir: &Path, server: &ReplayServer, key: Option<&str>, args: &[&str]) -> Out {
+    burrow_at(dir, &server.url(), key, args)
+}
+
+/// [`burrow`] with the providers at `url`.
+fn burrow_at(dir: &Path, url: &str, key: Option<&str>, args: &[&str]) -> Out {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_burrow"));
     cmd.current_dir(dir)
-        .env("OPENAI_BASE_URL", server.url())
-        .env("ANTHROPIC_BASE_URL", server.url())
+        .env("OPENAI_BASE_URL", url)
+        .env("ANTHROPIC_BASE_URL", url)
         .env_remove("OPENAI_API_KEY")
         .env_remove("ANTHROPIC_API_KEY");
     if let Some(key) = key {
@@ -361,7 +366,7 @@ fn a_missing_key_is_one_sentence_before_any_request() {
         assert_eq!(out.stdout, "");
         let lines: Vec<&str> = out.stderr.lines().collect();
         assert_eq!(lines.len(), 1, "{}", out.stderr);
-        assert!(lines[0].starts_with("burrow run: "), "{}", lines[0]);
+        assert!(lines[0].starts_with("burrow: "), "{}", lines[0]);
         assert!(
             lines[0].contains(&format!("{var} is not set")),
             "{}",
@@ -395,4 +400,111 @@ fn a_model_failure_ends_the_run_with_exit_2_and_no_key() {
     assert_eq!(last["reason"], "model_error");
     assert!(!out.stdout.contains(KEY) && !out.stderr.contains(KEY));
     assert_eq!(server.request_count(), 1, "a 401 is not retried");
+}
+
+/// A server on 127.0.0.1 that accepts every connection, reads its request
+/// and never answers. Its base URL and a count of the connections it took.
+fn silent_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::Read;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = count.clone();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { break };
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let mut request = [0u8; 16 * 1024];
+            let _ = stream.read(&mut request);
+            held.push(stream);
+        }
+    });
+    (url, count)
+}
+
+#[cfg(feature = "openai")]
+#[test]
+fn a_server_that_never_answers_fails_the_run_after_one_request_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, connections) = silent_server();
+    let out = burrow_at(
+        dir.path(),
+        &url,
+        Some(KEY),
+        &[
+            "--json",
+            "run",
+            "hi",
+            "--model",
+            "openai:gpt-test",
+            "--request-timeout",
+            "2",
+        ],
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    let last: Value = serde_json::from_str(out.stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(last["type"], "run_ended");
+    assert_eq!(last["outcome"], "failed");
+    assert_eq!(last["reason"], "model_error");
+    let message = last["message"].as_str().unwrap();
+    assert!(message.contains("did not answer within 2 s"), "{message}");
+    assert!(!out.stderr.contains("retrying"), "{}", out.stderr);
+    assert_eq!(
+        connections.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "a timed-out request is one attempt"
+    );
+}
+
+#[cfg(feature = "openai")]
+#[test]
+fn a_retry_is_a_line_on_stderr_and_a_retry_event_with_json() {
+    let retry_line = |stderr: &str| {
+        let line = stderr
+            .lines()
+            .find(|l| l.contains("retrying"))
+            .unwrap_or_else(|| panic!("no retry line: {stderr}"))
+            .to_owned();
+        assert!(
+            line.starts_with("burrow: model request failed (the model provider answered HTTP 500 (Internal Server Error)); retrying in 0."),
+            "{line}"
+        );
+        assert!(line.ends_with(" s, attempt 2 of 3"), "{line}");
+        assert_eq!(stderr.matches("retrying").count(), 1, "{stderr}");
+    };
+    for json in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let server = ReplayServer::start([Reply::json(500, "{}"), chat(Some("hi"), None)]);
+        let mut args = vec!["run", "hi", "--model", "openai:gpt-test"];
+        if json {
+            args.insert(0, "--json");
+        }
+        let out = burrow(dir.path(), &server, Some(KEY), &args);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        retry_line(&out.stderr);
+        assert_eq!(server.request_count(), 2);
+        if !json {
+            assert_eq!(out.stdout, "hi\n");
+            continue;
+        }
+        let events: Vec<Value> = out
+            .stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let retries: Vec<&Value> = events.iter().filter(|e| e["type"] == "retry").collect();
+        assert_eq!(retries.len(), 1, "{}", out.stdout);
+        let retry = retries[0];
+        assert_eq!(retry["attempt"], 2);
+        assert_eq!(retry["attempts"], 3);
+        assert_eq!(retry["kind"], "server");
+        let wait = retry["wait_ms"].as_u64().unwrap();
+        assert!((375..=500).contains(&wait), "{wait}");
+        assert_eq!(
+            retry["reason"],
+            "the model provider answered HTTP 500 (Internal Server Error)"
+        );
+        assert_eq!(events.last().unwrap()["outcome"], "completed");
+    }
 }

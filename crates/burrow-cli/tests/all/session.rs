@@ -780,3 +780,122 @@ mod postgres {
             .as_nanos()
     }
 }
+
+/// Settings whose UserPromptSubmit hook blocks any prompt naming hunter2,
+/// with the blocking PreToolUse hook on `ls` of [`Session::blocking_settings`].
+fn guarded_settings(s: &Session) -> String {
+    let path = s.path("guard.json");
+    let settings = json!({"hooks": {
+        "UserPromptSubmit": [{"hooks": [{"type": "command",
+            "command": "if grep -q hunter2; then echo 'no secrets in prompts' >&2; exit 2; fi"}]}],
+        "PreToolUse": [{"matcher": "ls", "hooks": [{"type": "command",
+            "command": "touch started; while [ ! -e go ]; do sleep 0.01; done"}]}],
+    }});
+    std::fs::write(&path, settings.to_string()).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn a_blocking_user_prompt_submit_stops_a_session_run_before_the_model_sees_the_prompt() {
+    let s = Session::new();
+    let settings = guarded_settings(&s);
+    let model = s.script("m.jsonl", &[json!({"text": "hello"})]);
+    let spec = s.spec();
+    let args = |prompt: &'static str| {
+        vec![
+            "--json".to_owned(),
+            "run".to_owned(),
+            prompt.to_owned(),
+            "--model".to_owned(),
+            model.clone(),
+            "--settings".to_owned(),
+            settings.clone(),
+            "--session".to_owned(),
+            spec.clone(),
+            "--thread".to_owned(),
+            "t".to_owned(),
+        ]
+    };
+    let blocked: Vec<String> = args("the password is hunter2");
+    let run = s.burrow(&blocked.iter().map(String::as_str).collect::<Vec<_>>());
+    run.assert_code(2);
+    let events = stdout_lines(&run);
+    let last = events.last().unwrap();
+    assert_eq!(last["outcome"], "stopped");
+    assert!(
+        last["reason"].as_str().unwrap().contains("no secrets"),
+        "{last}"
+    );
+    assert!(
+        !events.iter().any(|e| e["type"] == "usage"),
+        "the model was asked"
+    );
+    // The thread goes on with the next prompt; the blocked one is in no history.
+    let ok: Vec<String> = args("hello");
+    let run = s.burrow(&ok.iter().map(String::as_str).collect::<Vec<_>>());
+    run.assert_code(0);
+    let shown = s.show("t");
+    let texts: Vec<String> = user_texts(&shown).into_iter().map(|(t, _)| t).collect();
+    assert_eq!(texts, ["hello"]);
+    assert!(!shown.to_string().contains("hunter2"), "{shown}");
+}
+
+#[test]
+fn a_steering_message_a_user_prompt_submit_hook_blocks_never_reaches_the_run() {
+    let s = Session::new();
+    let settings = guarded_settings(&s);
+    let held = s.held_script("held.jsonl", "done");
+    let spec = s.spec();
+    let mut holder = s.spawn(&[
+        "--json",
+        "run",
+        "first",
+        "--model",
+        &held,
+        "--settings",
+        &settings,
+        "--session",
+        &spec,
+        "--thread",
+        "t",
+    ]);
+    let holder_lines = lines(holder.stdout.take().unwrap());
+    s.wait_for("started");
+    let unused = s.script("unused.jsonl", &[json!({"text": "never asked"})]);
+    let steer = |text: &str| {
+        let mut child = s.spawn(&[
+            "--json",
+            "run",
+            text,
+            "--model",
+            &unused,
+            "--settings",
+            &settings,
+            "--session",
+            &spec,
+            "--thread",
+            "t",
+        ]);
+        let rx = lines(child.stdout.take().unwrap());
+        read_until(&rx, "steering");
+        (child, rx)
+    };
+    let (secret, secret_lines) = steer("the password is hunter2");
+    let (allowed, allowed_lines) = steer("use tabs");
+    s.release();
+    assert_eq!(
+        read_until(&holder_lines, "run_ended").last().unwrap()["outcome"],
+        "completed"
+    );
+    for (child, rx) in [(secret, secret_lines), (allowed, allowed_lines)] {
+        read_until(&rx, "run_ended");
+        let (code, stderr) = finish(child);
+        assert_eq!(code, 0, "{stderr}");
+    }
+    let (code, stderr) = finish(holder);
+    assert_eq!(code, 0, "{stderr}");
+    let shown = s.show("t");
+    let texts: Vec<String> = user_texts(&shown).into_iter().map(|(t, _)| t).collect();
+    assert_eq!(texts, ["first", "use tabs"], "{shown}");
+    assert!(!shown.to_string().contains("hunter2"), "{shown}");
+}

@@ -18,6 +18,7 @@ use serde_json::Value;
 use super::error::{WireError, stream_failure};
 use super::request::REDACTED_PREFIX;
 use crate::http::{self, Failure, Flow};
+use crate::ids::CallIds;
 use crate::sse::SseEvent;
 
 #[derive(Deserialize)]
@@ -98,6 +99,7 @@ enum WireBlock {
         data: String,
     },
     ToolUse {
+        #[serde(default)]
         id: String,
         name: String,
         #[serde(default)]
@@ -149,6 +151,8 @@ struct Block {
 /// Turns one answer's SSE events into stream events.
 #[derive(Debug, Default)]
 pub(crate) struct Decoder {
+    /// The ids made up for calls that came without one.
+    ids: CallIds,
     blocks: HashMap<u64, Block>,
     open: usize,
     next_part: usize,
@@ -284,6 +288,7 @@ impl Decoder {
                 (BlockKind::Thinking, None)
             }
             WireBlock::ToolUse { id, name, input } => {
+                let id = if id.is_empty() { self.ids.make() } else { id };
                 out.push_back(StreamEvent::PartStart {
                     index: part,
                     part: PartKind::ToolCall { id, name },
@@ -387,7 +392,17 @@ impl http::Decoder for Decoder {
         self.decode(&event.data, out)
     }
 
-    fn end(&mut self, _out: &mut Out) -> Result<(), Failure> {
+    /// A stream closed after its `message_delta` gave the stop reason, every
+    /// block ended, but before `message_stop`, is complete; any other early
+    /// end was cut.
+    fn end(&mut self, out: &mut Out) -> Result<(), Failure> {
+        if self.open == 0
+            && let Some(reason) = self.stop_reason.take()
+        {
+            self.done = true;
+            out.push_back(StreamEvent::Finish { reason });
+            return Ok(());
+        }
         Err(Failure::of(
             ModelErrorKind::Transport,
             "the Anthropic stream ended before message_stop (the connection was probably cut)",

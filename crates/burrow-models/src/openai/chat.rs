@@ -9,7 +9,10 @@
 //! join already has a name and arguments starts a new call (servers that
 //! send every call at index 0 without ids). A call's part starts once its
 //! name is known; parts end, and the answer finishes, at `[DONE]`, after
-//! the usage chunk `stream_options.include_usage` asks for.
+//! the usage chunk `stream_options.include_usage` asks for (or, when the
+//! server closes the stream after a `finish_reason` without `[DONE]`, at
+//! that close). A call sent without an id gets one made up
+//! ([`CallIds`](crate::ids::CallIds)), unique across turns and runs.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -24,6 +27,7 @@ use serde_json::{Map, Value, json};
 
 use super::{ErrorInfo, arguments_text, bearer_request, chat_tool_choice, chat_tools};
 use crate::http::{ClientConfig, Decoder, Failure, Flow, HttpClient, Wire};
+use crate::ids::CallIds;
 use crate::sse::SseEvent;
 
 /// A chat-completions model: `openai:NAME`, over OpenAI or any compatible server.
@@ -272,6 +276,8 @@ struct Call {
 /// Decodes one chat-completions stream.
 #[derive(Debug, Default)]
 pub struct ChatDecoder {
+    /// The ids made up for calls the server sent without one.
+    ids: CallIds,
     next_index: usize,
     text: Option<usize>,
     thinking: Option<usize>,
@@ -383,12 +389,15 @@ impl ChatDecoder {
     }
 
     fn start_call(&mut self, slot: usize, out: &mut VecDeque<StreamEvent>) {
-        let next = self.next_index;
         let call = &mut self.calls[slot];
-        let id = call
-            .id
-            .get_or_insert_with(|| format!("call_burrow_{next}"))
-            .clone();
+        let id = match &call.id {
+            Some(id) => id.clone(),
+            None => {
+                let id = self.ids.make();
+                call.id = Some(id.clone());
+                id
+            }
+        };
         let name = call.name.clone().unwrap_or_default();
         let pending = std::mem::take(&mut call.pending);
         let index = self.start(PartKind::ToolCall { id, name }, out);
@@ -497,5 +506,16 @@ impl Decoder for ChatDecoder {
         })?;
         self.chunk(chunk, out)?;
         Ok(Flow::More)
+    }
+
+    /// A stream that ends after its `finish_reason` but without `[DONE]`
+    /// (some compatible servers close there) is complete; one that ends
+    /// before its `finish_reason` was cut.
+    fn end(&mut self, out: &mut VecDeque<StreamEvent>) -> Result<(), Failure> {
+        if self.finish.is_none() {
+            return Err(Failure::ended_early());
+        }
+        self.done(out);
+        Ok(())
     }
 }

@@ -26,6 +26,7 @@ use serde_json::{Map, Value, json};
 
 use super::{ErrorInfo, arguments_text, bearer_request, responses_tool_choice, responses_tools};
 use crate::http::{ClientConfig, Decoder, Failure, Flow, HttpClient, Wire};
+use crate::ids::CallIds;
 use crate::sse::SseEvent;
 
 /// A Responses model: `openai-responses:NAME`.
@@ -220,6 +221,8 @@ struct Item {
 /// Decodes one Responses stream.
 #[derive(Debug, Default)]
 pub struct ResponsesDecoder {
+    /// The ids made up for calls that came with neither `call_id` nor `id`.
+    ids: CallIds,
     next_index: usize,
     items: Vec<Item>,
     /// Parts started and not ended, in start order.
@@ -322,6 +325,9 @@ impl ResponsesDecoder {
         let mut id = text("call_id");
         if id.is_empty() {
             id = text("id");
+        }
+        if id.is_empty() {
+            id = self.ids.make();
         }
         let part = PartKind::ToolCall {
             id,

@@ -746,3 +746,12 @@ async fn collected_answer_matches_the_streamed_one() {
     assert_eq!(response.parts.len(), 3);
     assert_eq!(response.usage, usage(Some(472), Some(89), None, None));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_closed_after_its_stop_reason_without_message_stop_completes() {
+    let text = fixture_text("anthropic/text.sse");
+    let cut = text.split("event: message_stop").next().unwrap().to_owned();
+    let (response, events) = response_of(Reply::sse(cut)).await;
+    assert_well_formed(&events);
+    assert_eq!(response.finish, FinishReason::Stop);
+}

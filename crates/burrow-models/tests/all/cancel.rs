@@ -91,6 +91,7 @@ fn endless_server(events: &'static [&'static str]) -> (String, JoinHandle<io::Re
 fn no_timeouts(url: &str) -> ClientConfig {
     let mut config = ClientConfig::new(url, TEST_KEY);
     config.request_timeout = None;
+    config.idle_timeout = None;
     config.retry = RetryPolicy::none();
     config
 }

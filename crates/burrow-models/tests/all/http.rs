@@ -100,8 +100,7 @@ async fn send(
 async fn answer(
     server: &ReplayServer,
 ) -> Result<(Vec<StreamEvent>, Option<ModelError>), ModelError> {
-    let stream = send(server, config(server)).await?;
-    Ok(drain(stream).await)
+    settle(send(server, config(server)).await).await
 }
 
 fn too_many(header: (&str, &str)) -> Reply {
@@ -295,7 +294,7 @@ async fn a_refused_connection_names_the_host_not_the_key() {
     let server = ReplayServer::start([]);
     let mut config = quick_config(&server);
     config.base_url = format!("http://127.0.0.1:{port}/v1");
-    let error = send(&server, config).await.err().unwrap();
+    let error = settle(send(&server, config).await).await.err().unwrap();
     assert_eq!(error.kind, ModelErrorKind::Transport);
     assert!(
         error.message.contains(&format!("127.0.0.1:{port}")),
@@ -312,4 +311,121 @@ async fn events_split_anywhere_decode_the_same() {
     let (events, error) = answer(&server).await.unwrap();
     assert!(error.is_none());
     assert_eq!(text_of(&events), "h\u{e9}llo \u{2713}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn each_retry_is_announced_before_its_wait() {
+    let server = ReplayServer::start([
+        Reply::json(529, "{}"),
+        Reply::json(503, "{}"),
+        Reply::sse(OK),
+    ]);
+    let stream = send(&server, config(&server)).await.unwrap();
+    let (retries, events, error) = drain_all(stream).await;
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(text_of(&events), "hello");
+    let announced: Vec<(u32, u32, u64, ModelErrorKind)> = retries
+        .iter()
+        .map(|r| match r {
+            StreamEvent::Retry {
+                attempt,
+                attempts,
+                wait_ms,
+                kind,
+                reason,
+            } => {
+                assert!(reason.contains("HTTP 5"), "{reason}");
+                (*attempt, *attempts, *wait_ms, *kind)
+            }
+            other => panic!("not a retry: {other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        announced,
+        [
+            (2, 3, 500, ModelErrorKind::Overloaded),
+            (3, 3, 1000, ModelErrorKind::Overloaded)
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_request_that_fails_for_good_after_retries_ends_its_stream_with_the_error() {
+    let server = ReplayServer::start([
+        Reply::json(500, "{}"),
+        Reply::json(500, "{}"),
+        Reply::json(500, "{}"),
+    ]);
+    let stream = send(&server, config(&server)).await.unwrap();
+    let (retries, events, error) = drain_all(stream).await;
+    assert_eq!(retries.len(), 2);
+    assert!(events.is_empty());
+    assert_eq!(error.unwrap().kind, ModelErrorKind::Server);
+    assert_eq!(server.request_count(), 3);
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_costs_one_request_timeout_not_one_per_retry() {
+    let (url, connections) = silent_server(b"");
+    let server = ReplayServer::start([]);
+    let mut config = quick_config(&server);
+    config.base_url = url;
+    config.request_timeout = Some(Duration::from_millis(300));
+    let sent = send(&server, config).await;
+    let error = sent.err().expect("the first attempt fails for good");
+    assert_eq!(error.kind, ModelErrorKind::Transport);
+    assert!(
+        error.message.contains("did not answer within 0.3 s"),
+        "{}",
+        error.message
+    );
+    assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_stream_that_goes_silent_before_any_part_is_retried_after_the_idle_timeout() {
+    let head: &'static str = Box::leak(format!("{STREAM_HEAD}data: usage:1\n\n").into_boxed_str());
+    let (url, connections) = silent_server(head.as_bytes());
+    let server = ReplayServer::start([]);
+    let mut config = quick_config(&server);
+    config.base_url = url;
+    config.idle_timeout = Some(Duration::from_millis(200));
+    let stream = send(&server, config).await.unwrap();
+    let (retries, events, error) = drain_all(stream).await;
+    assert_eq!(retries.len(), 2, "{retries:?}");
+    assert!(events.is_empty());
+    let error = error.unwrap();
+    assert_eq!(error.kind, ModelErrorKind::Transport);
+    assert_eq!(error.message, "the model's stream sent nothing for 0.2 s");
+    assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn a_stream_that_goes_silent_after_its_first_text_ends_with_a_transport_error() {
+    let head: &'static str =
+        Box::leak(format!("{STREAM_HEAD}data: text:partial\n\n").into_boxed_str());
+    let (url, connections) = silent_server(head.as_bytes());
+    let server = ReplayServer::start([]);
+    let mut config = quick_config(&server);
+    config.base_url = url;
+    config.idle_timeout = Some(Duration::from_millis(200));
+    let (events, error) = settle(send(&server, config).await).await.unwrap();
+    assert_eq!(text_of(&events), "partial");
+    assert_eq!(error.unwrap().kind, ModelErrorKind::Transport);
+    assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_line_over_16_mib_fails_the_request_with_one_sentence_and_no_retry() {
+    let mut body = b"data: text:".to_vec();
+    body.extend(std::iter::repeat_n(b'x', 17 << 20));
+    body.extend_from_slice(b"\n\ndata: end\n\n");
+    let server = ReplayServer::start([Reply::sse(body), Reply::sse(OK)]);
+    let error = answer(&server).await.err().unwrap();
+    assert_eq!(error.kind, ModelErrorKind::InvalidStream);
+    assert_eq!(
+        error.message,
+        "the model's stream sent a line longer than 16777216 bytes, the most burrow reads"
+    );
+    assert_eq!(server.request_count(), 1);
 }

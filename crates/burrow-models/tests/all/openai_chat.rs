@@ -28,8 +28,7 @@ async fn answer(
     server: &ReplayServer,
 ) -> Result<(Vec<StreamEvent>, Option<ModelError>), ModelError> {
     let messages = [Message::user("hi")];
-    let stream = model(server).stream(plain(&messages)).await?;
-    Ok(drain(stream).await)
+    settle(model(server).stream(plain(&messages)).await).await
 }
 
 /// The whole answer to a plain request served from fixture `rel`, checked well formed.
@@ -299,17 +298,111 @@ async fn a_connection_dropped_after_the_first_part_is_a_transport_error() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_stream_without_done_is_a_transport_failure() {
+async fn a_stream_that_ends_after_its_finish_reason_without_done_completes() {
     let server = ReplayServer::start([sse("openai_chat/no_done.sse")]);
+    let (events, error) = answer(&server).await.unwrap();
+    assert!(error.is_none(), "{error:?}");
+    assert_well_formed(&events);
+    assert_eq!(text_of(&events), "Hello");
+    assert_eq!(
+        events.last(),
+        Some(&StreamEvent::Finish {
+            reason: FinishReason::Stop
+        })
+    );
+    assert!(
+        events.iter().any(|e| matches!(e, StreamEvent::Usage(_))),
+        "the usage chunk before the close is kept"
+    );
+    assert_eq!(server.request_count(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_cut_before_its_finish_reason_is_a_transport_failure() {
+    let text = fixture_text("openai_chat/no_done.sse");
+    let cut = Reply::sse(text.clone()).cut_before("\"finish_reason\":\"stop\"");
+    let server = ReplayServer::start([cut]);
     let (events, error) = answer(&server).await.unwrap();
     assert_eq!(text_of(&events), "Hello");
     assert!(
         !events
             .iter()
             .any(|e| matches!(e, StreamEvent::Finish { .. })),
-        "no finish without [DONE]"
+        "no finish without a finish_reason"
     );
     assert_eq!(error.unwrap().kind, ModelErrorKind::Transport);
+}
+
+/// An answer of two `read_file` calls sent without ids (as some compatible servers do).
+fn two_calls_without_ids() -> Reply {
+    let chunk = |delta: &str, finish: &str| {
+        format!(
+            "data: {{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\"delta\":{delta},\"finish_reason\":{finish}}}]}}\n\n"
+        )
+    };
+    let call = |index: u32, path: &str| {
+        chunk(
+            &format!(
+                "{{\"tool_calls\":[{{\"index\":{index},\"type\":\"function\",\"function\":{{\"name\":\"read_file\",\"arguments\":\"{{\\\"file_path\\\":\\\"{path}\\\"}}\"}}}}]}}"
+            ),
+            "null",
+        )
+    };
+    Reply::sse(format!(
+        "{}{}{}data: [DONE]\n\n",
+        call(0, "/a.txt"),
+        call(1, "/b.txt"),
+        chunk("{}", "\"tool_calls\""),
+    ))
+}
+
+#[tokio::test]
+async fn ids_made_up_for_calls_without_ids_are_unique_across_turns() {
+    let server = ReplayServer::start([
+        two_calls_without_ids(),
+        two_calls_without_ids(),
+        sse("openai_chat/text.sse"),
+    ]);
+    let runs = Arc::new(AtomicUsize::new(0));
+    let mut tools = ToolRegistry::new();
+    let counter = runs.clone();
+    tools.add_typed("read_file", "Read a file.", move |_: ReadArgs, _| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        async { Ok(ToolOutput::ok("contents")) }
+    });
+    let agent = Agent::new(Arc::new(model(&server))).with_tools(tools);
+    let mut history = Vec::new();
+    let result = agent.run(&mut history, "read both, twice").await;
+    assert_eq!(result.outcome, Outcome::Completed, "{:?}", result.outcome);
+    assert_eq!(runs.load(Ordering::SeqCst), 4, "every call ran");
+    let ids: Vec<String> = history
+        .iter()
+        .filter_map(|m| match m {
+            Message::ToolResult(r) => Some(r.call_id.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ids.len(), 4);
+    let distinct: std::collections::HashSet<&String> = ids.iter().collect();
+    assert_eq!(distinct.len(), 4, "made-up ids repeat: {ids:?}");
+    assert!(
+        ids.iter().all(|id| id.starts_with("call_burrow_")),
+        "{ids:?}"
+    );
+    // The provider sees the same ids on the calls and on their results.
+    let last = body(&server.requests()[2]);
+    let mut sent_calls = Vec::new();
+    let mut sent_results = Vec::new();
+    for message in last["messages"].as_array().unwrap() {
+        for call in message["tool_calls"].as_array().into_iter().flatten() {
+            sent_calls.push(call["id"].as_str().unwrap().to_owned());
+        }
+        if let Some(id) = message["tool_call_id"].as_str() {
+            sent_results.push(id.to_owned());
+        }
+    }
+    assert_eq!(sent_calls, ids);
+    assert_eq!(sent_results, ids);
 }
 
 fn rate_limited() -> Reply {

@@ -20,8 +20,7 @@ async fn answer(
     server: &ReplayServer,
 ) -> Result<(Vec<StreamEvent>, Option<ModelError>), ModelError> {
     let messages = [Message::user("hi")];
-    let stream = model(server).stream(plain(&messages)).await?;
-    Ok(drain(stream).await)
+    settle(model(server).stream(plain(&messages)).await).await
 }
 
 async fn fixture_answer(reply: Reply) -> (ModelResponse, Vec<StreamEvent>) {

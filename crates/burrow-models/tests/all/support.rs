@@ -1,7 +1,11 @@
 //! Shared test support: the local replay server, fixture paths, a test client configuration, stream collection and golden files.
 #![allow(dead_code)]
 
+use std::io::{Read, Write};
+use std::net::TcpListener;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use burrow_models::{ClientConfig, RetryPolicy};
@@ -48,6 +52,7 @@ pub fn exact_retry() -> RetryPolicy {
 pub fn config(server: &ReplayServer) -> ClientConfig {
     let mut config = ClientConfig::new(server.url(), TEST_KEY);
     config.request_timeout = None;
+    config.idle_timeout = None;
     config.connect_timeout = None;
     config.pool_idle_timeout = None;
     config.retry = exact_retry();
@@ -62,19 +67,44 @@ pub fn quick_config(server: &ReplayServer) -> ClientConfig {
     config
 }
 
-/// Every item of a stream: the events, and the error that ended it, if any.
-pub async fn drain(mut stream: EventStream) -> (Vec<StreamEvent>, Option<ModelError>) {
+/// Every item of a stream: the retry notices, the answer's events, and the
+/// error that ended it, if any.
+pub async fn drain_all(
+    mut stream: EventStream,
+) -> (Vec<StreamEvent>, Vec<StreamEvent>, Option<ModelError>) {
+    let mut retries = Vec::new();
     let mut events = Vec::new();
     while let Some(item) = stream.next().await {
         match item {
+            Ok(e @ StreamEvent::Retry { .. }) => {
+                assert!(events.is_empty(), "a retry notice after a part: {e:?}");
+                retries.push(e);
+            }
             Ok(e) => events.push(e),
             Err(e) => {
                 assert!(stream.next().await.is_none(), "nothing follows an error");
-                return (events, Some(e));
+                return (retries, events, Some(e));
             }
         }
     }
-    (events, None)
+    (retries, events, None)
+}
+
+/// The answer's events of a stream (retry notices left out), and the error that ended it, if any.
+pub async fn drain(stream: EventStream) -> (Vec<StreamEvent>, Option<ModelError>) {
+    let (_, events, error) = drain_all(stream).await;
+    (events, error)
+}
+
+/// A request's result as the caller sees it in the end: an error with no
+/// answer at all (at once, or after retries) is the `Err`.
+pub async fn settle(
+    sent: Result<EventStream, ModelError>,
+) -> Result<(Vec<StreamEvent>, Option<ModelError>), ModelError> {
+    match drain(sent?).await {
+        (events, Some(error)) if events.is_empty() => Err(error),
+        answer => Ok(answer),
+    }
 }
 
 /// Asserts `events` are a well-formed stream.
@@ -220,3 +250,31 @@ pub fn assert_golden(rel: &str, actual: &Value) {
 pub fn body(recorded: &Recorded) -> Value {
     serde_json::from_slice(&recorded.body).expect("the request body is JSON")
 }
+
+/// A server on 127.0.0.1 that reads each connection's request, writes
+/// `head` (perhaps nothing: a server that never answers) and then holds the
+/// connection open without another byte. Its base URL, and a count of the
+/// connections it took.
+pub fn silent_server(head: &'static [u8]) -> (String, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let connections = Arc::new(AtomicUsize::new(0));
+    let counted = connections.clone();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { break };
+            counted.fetch_add(1, Ordering::SeqCst);
+            let mut request = [0u8; 16 * 1024];
+            let _ = stream.read(&mut request);
+            let _ = stream.write_all(head);
+            let _ = stream.flush();
+            held.push(stream);
+        }
+    });
+    (url, connections)
+}
+
+/// The head of a 200 event stream that ends when the connection closes.
+pub const STREAM_HEAD: &str =
+    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";

@@ -219,6 +219,19 @@ pub enum AgentEvent {
         /// The counts it reported.
         usage: Usage,
     },
+    /// A model request failed and is sent again after a wait.
+    Retry {
+        /// The attempt about to be made (2 for the first retry).
+        attempt: u32,
+        /// The most attempts made.
+        attempts: u32,
+        /// The wait before it, in milliseconds.
+        wait_ms: u64,
+        /// What kind of failure it was (`transport`, `rate_limited`, ...).
+        kind: String,
+        /// The failure, as one sentence.
+        reason: String,
+    },
     /// The run ended.
     RunEnded {
         /// `completed`, `failed`, `paused` or `stopped`.
@@ -572,7 +585,11 @@ impl Agent {
         let cancel = &options.cancel;
         if let Some(Observer(observer)) = &options.observer {
             match observer.before_request(history).await {
-                Ok(steering) => history.extend(steering),
+                Ok(steering) => {
+                    if let Some(outcome) = self.steer(history, steering, hook_cx, cancel).await {
+                        return Some(outcome);
+                    }
+                }
                 Err(failure) => return Some(failure.into_outcome()),
             }
         }
@@ -834,6 +851,48 @@ impl Agent {
         None
     }
 
+    /// Appends steering messages to the history, each user message through
+    /// the `UserPromptSubmit` hooks like a prompt: a block erases it (the run
+    /// goes on), their context joins it. `Some` when the hooks end the run.
+    async fn steer(
+        &self,
+        history: &mut Vec<Message>,
+        steering: Vec<Message>,
+        hook_cx: &HookContext,
+        cancel: &CancelToken,
+    ) -> Option<Outcome> {
+        if !self.hooks.has_event(HookEvent::UserPromptSubmit) {
+            history.extend(steering);
+            return None;
+        }
+        for message in steering {
+            let Message::User { text } = message else {
+                history.push(message);
+                continue;
+            };
+            let said = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Some(stopped_by_cancel()),
+                said = self.hooks.user_prompt_submit(hook_cx, &text) => said,
+            };
+            if let Some(message) = said.run_failure {
+                return Some(hook_failed(message));
+            }
+            if let Some(reason) = said.stop {
+                return Some(Outcome::Stopped { reason });
+            }
+            if said.block.is_some() {
+                continue;
+            }
+            history.push(Message::user(if said.context.is_empty() {
+                text
+            } else {
+                format!("{text}\n\n{}", said.context.join("\n\n"))
+            }));
+        }
+        None
+    }
+
     /// Records a model request asked at `asked` (when the agent has metrics).
     #[cfg(feature = "otel")]
     fn time_request(
@@ -859,6 +918,23 @@ impl Agent {
         let mut builder = ResponseBuilder::new();
         while let Some(event) = stream.next().await {
             let event = event?;
+            if let StreamEvent::Retry {
+                attempt,
+                attempts,
+                wait_ms,
+                kind,
+                reason,
+            } = event
+            {
+                on_event(AgentEvent::Retry {
+                    attempt,
+                    attempts,
+                    wait_ms,
+                    kind: kind.as_str().to_owned(),
+                    reason,
+                });
+                continue;
+            }
             first.part(span);
             match &event {
                 StreamEvent::TextDelta { text, .. } => {

@@ -1,4 +1,4 @@
-//! Runs a command hook: `sh -c` in its own process group, the event as JSON on stdin, output capped, the group killed at the timeout and when the hook exits.
+//! Runs a command hook: `sh -c` in its own process group, the event as JSON on stdin, stdout read whole up to 1 MiB and stderr capped, the group killed at the timeout and when the hook exits.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -7,16 +7,20 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
-/// Most characters of a hook's stdout or stderr that are kept.
+/// Most characters of a hook's stderr (and of its plain-text stdout) that are kept.
 pub const HOOK_OUTPUT_CAP: usize = 10_000;
+
+/// Most bytes of a hook's stdout read as its decision: more is a failure of the hook.
+pub const HOOK_DECISION_LIMIT: usize = 1 << 20;
 
 /// How a command hook ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum CommandEnd {
-    /// It exited with `code`.
+    /// It exited with `code`; `stdout` is `None` when it printed more than
+    /// [`HOOK_DECISION_LIMIT`] bytes.
     Exited {
         code: i32,
-        stdout: String,
+        stdout: Option<String>,
         stderr: String,
     },
     /// It could not start, was killed by a signal, or timed out.
@@ -36,7 +40,12 @@ pub(crate) async fn run(command: &str, input: &[u8], cwd: &Path, timeout: Durati
         .kill_on_drop(true);
     let mut child = match cmd.spawn() {
         Ok(child) => child,
-        Err(e) => return CommandEnd::Failed(format!("the hook command could not start: {e}")),
+        Err(e) => {
+            return CommandEnd::Failed(format!(
+                "the hook command could not start: {}",
+                start_error(&e)
+            ));
+        }
     };
     let pid = child.id();
     // Dropped before the hook ends (the run was cancelled): the whole group goes.
@@ -63,7 +72,7 @@ pub(crate) async fn run(command: &str, input: &[u8], cwd: &Path, timeout: Durati
                 kill_group(pid).await;
                 status
             },
-            read_capped(stdout),
+            read_whole(stdout, HOOK_DECISION_LIMIT),
             read_capped(stderr),
         );
         (status, out, err)
@@ -123,6 +132,36 @@ async fn kill_group(pid: Option<u32>) {
         .stderr(Stdio::null())
         .status()
         .await;
+}
+
+/// Why a hook could not start, in words (no host path: the hook's folder is the user's own).
+fn start_error(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "its folder or the shell (sh) does not exist".to_owned(),
+        std::io::ErrorKind::PermissionDenied => {
+            "its folder or the shell (sh) may not be used".to_owned()
+        }
+        _ => e.to_string(),
+    }
+}
+
+/// Reads a pipe to its end; `None` when it carried more than `limit` bytes
+/// (the rest is drained, so a flood never blocks the hook nor grows memory).
+async fn read_whole(mut pipe: impl AsyncRead + Unpin, limit: usize) -> Option<String> {
+    let mut kept = Vec::new();
+    let mut over = false;
+    let mut buf = [0u8; 8192];
+    loop {
+        match pipe.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) if over || kept.len() + n > limit => {
+                over = true;
+                kept = Vec::new();
+            }
+            Ok(n) => kept.extend_from_slice(&buf[..n]),
+        }
+    }
+    (!over).then(|| String::from_utf8_lossy(&kept).into_owned())
 }
 
 /// Reads a pipe to its end, keeping the first [`HOOK_OUTPUT_CAP`] characters

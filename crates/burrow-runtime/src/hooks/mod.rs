@@ -1,11 +1,12 @@
 //! Hooks on Claude Code's wire: handlers (closures) and shell commands, configured in Claude Code's settings form, run around tool calls and at the loop's own events.
 //!
-//! A command hook gets the event as JSON on stdin. Exit 0: stdout may be
-//! JSON (`hookSpecificOutput` with `permissionDecision`, `updatedInput`,
+//! A command hook gets the event as JSON on stdin (with Claude Code's
+//! `transcript_path` and `permission_mode`). Exit 0: stdout, read whole up to
+//! 1 MiB, may be JSON (`hookSpecificOutput` with `permissionDecision`, `updatedInput`,
 //! `additionalContext`; top-level `decision: "block"` with `reason`;
 //! `continue: false`). Exit 2: the call is denied and stderr is the reason
 //! the model sees. Any other exit, a timeout, a command that cannot start,
-//! or JSON that does not parse: the hook **failed**.
+//! stdout over 1 MiB, or JSON that does not parse: the hook **failed**.
 //!
 //! How several matching hooks combine: they run in parallel; deny beats ask
 //! beats allow; every `additionalContext` is kept (in configured order);
@@ -18,8 +19,12 @@
 //! hook that fails **denies** the call unless it says `on_error: "allow"`;
 //! Claude Code lets the call run, which is how approval hooks that timed out
 //! were bypassed. Other events' hooks fail open unless they say
-//! `on_error: "deny"`, which then ends the run (`hook_failed`). Background
-//! hooks are started and never waited for.
+//! `on_error: "deny"`, which then ends the run (`hook_failed`). A failure
+//! ignored under `on_error: "allow"` is reported to the hooks' failure sink
+//! ([`Hooks::with_failure_sink`]), never silently dropped. Background
+//! (`async`) hooks are never waited for by the call or the event; they run to
+//! their end (bounded by their timeout), and [`Hooks::settle`] waits for them
+//! before a process exits.
 //!
 //! The loop's own events (docs/adr/0138): `SessionStart` when a run starts
 //! over an empty history (source `startup`), `UserPromptSubmit` for the
@@ -31,9 +36,10 @@
 mod command;
 mod matcher;
 mod settings;
+mod transcript;
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -45,8 +51,9 @@ use serde_json::Value;
 use crate::message::ToolCall;
 use crate::tool::ToolOutput;
 
-pub use command::HOOK_OUTPUT_CAP;
+pub use command::{HOOK_DECISION_LIMIT, HOOK_OUTPUT_CAP};
 pub use matcher::Matcher;
+pub use transcript::{Transcript, transcript_file};
 
 /// A hook configuration that cannot be used (one sentence).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -128,6 +135,13 @@ pub struct HookInput {
     pub run_id: String,
     /// The directory command hooks run in.
     pub cwd: String,
+    /// Where the JSONL transcript of the session is (Claude Code's field),
+    /// when the driver writes one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript_path: Option<String>,
+    /// The permission mode (Claude Code's field): `default` unless the driver says otherwise.
+    #[serde(default)]
+    pub permission_mode: String,
     /// The event's name.
     pub hook_event_name: HookEvent,
     /// The tool (tool events).
@@ -310,7 +324,9 @@ pub struct Hook {
     pub timeout: Duration,
     /// What its failure means (`None`: deny for `PreToolUse`, allow for the rest).
     pub on_error: Option<OnError>,
-    /// Started and never waited for; its output is ignored.
+    /// Never waited for by the call or event, its output ignored (a failure
+    /// is reported to the failure sink); it runs to its end, which
+    /// [`Hooks::settle`] waits for.
     pub background: bool,
 }
 
@@ -449,12 +465,45 @@ pub struct PostToolUse {
     pub run_failure: Option<String>,
 }
 
+/// A hook failure that its `on_error: allow` policy ignored (or a
+/// background hook's failure, whose output is ignored by nature).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HookFailure {
+    /// The event the hook ran for.
+    pub event: HookEvent,
+    /// The hook: its command, or `handler`.
+    pub hook: String,
+    /// What failed (one sentence).
+    pub message: String,
+}
+
+/// Where ignored hook failures are reported.
+pub type FailureSink = Arc<dyn Fn(HookFailure) + Send + Sync>;
+
+#[derive(Clone, Default)]
+struct Sink(Option<FailureSink>);
+
+impl std::fmt::Debug for Sink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "Sink" } else { "NoSink" })
+    }
+}
+
+/// The background hooks started so far and not yet ended (shared by clones).
+#[derive(Debug, Clone, Default)]
+struct Background(Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>>);
+
 /// The hooks of an agent.
 #[derive(Debug, Clone)]
 pub struct Hooks {
     hooks: Vec<Hook>,
     cwd: PathBuf,
     ignored_events: Vec<String>,
+    /// The directory of the sessions' transcripts (`SESSION.jsonl`), if any.
+    transcripts: Option<PathBuf>,
+    permission_mode: String,
+    sink: Sink,
+    background: Background,
 }
 
 impl Default for Hooks {
@@ -463,6 +512,10 @@ impl Default for Hooks {
             hooks: Vec::new(),
             cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
             ignored_events: Vec::new(),
+            transcripts: None,
+            permission_mode: "default".to_owned(),
+            sink: Sink::default(),
+            background: Background::default(),
         }
     }
 }
@@ -483,6 +536,59 @@ impl Hooks {
     pub fn with_cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
         self.cwd = cwd.into();
         self
+    }
+
+    /// The same hooks, telling each hook that the session's transcript is
+    /// [`transcript_file`]`(dir, session)` (the driver writes it, with [`Transcript`]).
+    pub fn with_transcripts(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.transcripts = Some(dir.into());
+        self
+    }
+
+    /// The same hooks, telling each hook the permission mode `mode` (`default` otherwise).
+    pub fn with_permission_mode(mut self, mode: impl Into<String>) -> Self {
+        self.permission_mode = mode.into();
+        self
+    }
+
+    /// The same hooks, reporting to `sink` every failure they ignore (a hook
+    /// under `on_error: allow`, a background hook).
+    pub fn with_failure_sink(mut self, sink: FailureSink) -> Self {
+        self.sink = Sink(Some(sink));
+        self
+    }
+
+    /// Waits until every background hook started so far (by these hooks or a
+    /// clone of them) has ended; each is bounded by its timeout.
+    pub async fn settle(&self) {
+        loop {
+            let started: Vec<_> = std::mem::take(
+                &mut *self
+                    .background
+                    .0
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner),
+            );
+            if started.is_empty() {
+                return;
+            }
+            for handle in started {
+                let _ = handle.await;
+            }
+        }
+    }
+
+    /// Reports a failure the hooks ignore.
+    fn ignored(&self, i: usize, message: &str) {
+        if let (Some(sink), Some(hook)) = (&self.sink.0, self.hooks.get(i)) {
+            sink(failure(hook, message));
+        }
+    }
+
+    fn transcript_path(&self, cx: &HookContext) -> Option<String> {
+        self.transcripts
+            .as_ref()
+            .map(|dir| transcript_file(dir, &cx.session_id).display().to_string())
     }
 
     /// The hooks, in configured order.
@@ -525,6 +631,8 @@ impl Hooks {
             session_id: cx.session_id.clone(),
             run_id: cx.run_id.clone(),
             cwd: self.cwd.display().to_string(),
+            transcript_path: self.transcript_path(cx),
+            permission_mode: self.permission_mode.clone(),
             hook_event_name: event,
             tool_name: Some(call.name.clone()),
             tool_input: Some(args.clone()),
@@ -544,6 +652,8 @@ impl Hooks {
             session_id: cx.session_id.clone(),
             run_id: cx.run_id.clone(),
             cwd: self.cwd.display().to_string(),
+            transcript_path: self.transcript_path(cx),
+            permission_mode: self.permission_mode.clone(),
             hook_event_name: event,
             tool_name: None,
             tool_input: None,
@@ -558,7 +668,8 @@ impl Hooks {
     }
 
     /// Runs the matching hooks of `input`'s event: background ones are
-    /// started and left; the others run in parallel. Returns, for each
+    /// started and left to run to their end (see [`Hooks::settle`]); the
+    /// others run in parallel. Returns, for each
     /// waited-for hook, its index in configured order, its completion rank
     /// and how it ended.
     async fn dispatch(
@@ -578,9 +689,21 @@ impl Hooks {
                 // (and a command hook could not run at all): it is skipped.
                 if let Ok(runtime) = tokio::runtime::Handle::try_current() {
                     let (hook, input, cwd) = (hook.clone(), input.clone(), self.cwd.clone());
-                    runtime.spawn(async move {
-                        let _ = run_hook(&hook, &input, &cwd).await;
+                    let sink = self.sink.clone();
+                    let handle = runtime.spawn(async move {
+                        if let HookRun::Failed(why) = run_hook(&hook, &input, &cwd).await
+                            && let Some(sink) = sink.0
+                        {
+                            sink(failure(&hook, &format!("a background hook failed: {why}")));
+                        }
                     });
+                    let mut started = self
+                        .background
+                        .0
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner);
+                    started.retain(|h| !h.is_finished());
+                    started.push(handle);
                 }
                 continue;
             }
@@ -628,7 +751,10 @@ impl Hooks {
                     out.failures.push(format!("{why} (the call is denied)"));
                     deny.get_or_insert(format!("a PreToolUse hook failed: {why}"));
                 }
-                OnError::Allow => out.failures.push(format!("{why} (ignored)")),
+                OnError::Allow => {
+                    self.ignored(i, &why);
+                    out.failures.push(format!("{why} (ignored)"));
+                }
             }
         };
         for (i, rank, run) in ended {
@@ -750,6 +876,8 @@ impl Hooks {
                     if self.hooks[i].policy() == OnError::Deny {
                         out.run_failure
                             .get_or_insert(format!("a {event} hook failed: {why}"));
+                    } else {
+                        self.ignored(i, &why);
                     }
                 }
                 HookRun::Blocked(stderr) => {
@@ -841,6 +969,8 @@ impl Hooks {
                     if self.hooks[i].policy() == OnError::Deny {
                         out.run_failure
                             .get_or_insert(format!("a {event} hook failed: {why}"));
+                    } else {
+                        self.ignored(i, &why);
                     }
                 }
                 HookRun::Blocked(stderr) => {
@@ -921,13 +1051,23 @@ async fn run_hook(hook: &Hook, input: &HookInput, cwd: &std::path::Path) -> Hook
             match command::run(cmd, &json, cwd, hook.timeout).await {
                 command::CommandEnd::Failed(why) => HookRun::Failed(why),
                 command::CommandEnd::Exited {
-                    code: 0, stdout, ..
+                    code: 2, stderr, ..
+                } => HookRun::Blocked(stderr),
+                command::CommandEnd::Exited { stdout: None, .. } => HookRun::Failed(format!(
+                    "the hook printed more than {} MiB on stdout",
+                    command::HOOK_DECISION_LIMIT >> 20
+                )),
+                command::CommandEnd::Exited {
+                    code: 0,
+                    stdout: Some(stdout),
+                    ..
                 } => {
                     let text = stdout.trim();
                     if !text.starts_with('{') {
                         // Plain text: not a decision; context for the events
-                        // that take it (Claude Code logs it for the others).
-                        return HookRun::Text(text.to_owned());
+                        // that take it (Claude Code logs it for the others),
+                        // cut like stderr.
+                        return HookRun::Text(cut(text, HOOK_OUTPUT_CAP).to_owned());
                     }
                     match serde_json::from_str::<HookOutput>(text) {
                         Ok(output) => HookRun::Output(output),
@@ -937,14 +1077,39 @@ async fn run_hook(hook: &Hook, input: &HookInput, cwd: &std::path::Path) -> Hook
                     }
                 }
                 command::CommandEnd::Exited {
-                    code: 2, stderr, ..
-                } => HookRun::Blocked(stderr),
+                    code: code @ (126 | 127),
+                    stderr,
+                    ..
+                } => HookRun::Failed(format!(
+                    "the hook command could not be run (the shell exited with code {code}){}",
+                    first_line(&stderr)
+                )),
                 command::CommandEnd::Exited { code, stderr, .. } => HookRun::Failed(format!(
                     "the hook exited with code {code}{}",
                     first_line(&stderr)
                 )),
             }
         }
+    }
+}
+
+/// The failure report of `hook`.
+fn failure(hook: &Hook, message: &str) -> HookFailure {
+    HookFailure {
+        event: hook.event,
+        hook: match &hook.action {
+            HookAction::Command(c) => c.clone(),
+            HookAction::Handler(_) => "handler".to_owned(),
+        },
+        message: message.to_owned(),
+    }
+}
+
+/// The first `max` characters of `text`.
+fn cut(text: &str, max: usize) -> &str {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => &text[..at],
+        None => text,
     }
 }
 

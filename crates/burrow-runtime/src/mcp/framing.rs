@@ -12,6 +12,10 @@
 //!   limit (128): a parse error (-32700), `id` null.
 //! - JSON that is not a JSON-RPC 2.0 message (not an object, an array
 //!   batch, no `"jsonrpc": "2.0"`): invalid request (-32600).
+//! - A message whose `id` is there but neither a string nor an integer
+//!   (`null`, a boolean, an object, an array, `1.5`): invalid request
+//!   (-32600) with `id` null, since no answer can name it; only a message
+//!   with no `id` at all is a notification (no answer).
 //! - A request of a known method whose `params` do not fit (a `tools/call`
 //!   without a `name`, `arguments` that are not an object ...): invalid
 //!   params (-32602), with the request's `id`.
@@ -146,8 +150,18 @@ fn check(line: &[u8]) -> Result<ClientJsonRpcMessage, Option<(Value, i64, String
         return Err(Some((Value::Null, INVALID_REQUEST, why.to_owned())));
     };
     let id = match object.get("id") {
-        Some(id @ (Value::Number(_) | Value::String(_))) => Some(id.clone()),
-        _ => None,
+        Some(id @ Value::String(_)) => Some(id.clone()),
+        Some(id @ Value::Number(n)) if n.is_i64() => Some(id.clone()),
+        // A request whose id is null, a boolean, an object, an array, a
+        // fraction or past i64 can carry no answer to it: refused with id null.
+        Some(_) => {
+            return Err(Some((
+                Value::Null,
+                INVALID_REQUEST,
+                "Invalid request: \"id\" must be a string or an integer.".to_owned(),
+            )));
+        }
+        None => None,
     };
     let refuse = |code: i64, why: String| match &id {
         Some(id) => Some((id.clone(), code, why)),
@@ -311,5 +325,35 @@ mod tests {
             None
         );
         assert_eq!(code(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#), None);
+        assert_eq!(code(r#"{"jsonrpc":"2.0","id":"a","method":"ping"}"#), None);
+    }
+
+    #[test]
+    fn an_invalid_id_is_an_invalid_request_answered_with_id_null() {
+        for id in [
+            "null",
+            "true",
+            "false",
+            "{}",
+            r#"{"a":1}"#,
+            "[1]",
+            "1.5",
+            "18446744073709551615",
+        ] {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+            match check(line.as_bytes()) {
+                Err(Some((answer_id, code, why))) => {
+                    assert_eq!(answer_id, Value::Null, "{id}");
+                    assert_eq!(code, INVALID_REQUEST, "{id}");
+                    assert!(why.contains("\"id\" must be"), "{why}");
+                }
+                other => panic!("{id}: {other:?}"),
+            }
+        }
+        // Even on a line that would be a notification otherwise.
+        assert_eq!(
+            code(r#"{"jsonrpc":"2.0","id":null,"method":"notifications/initialized"}"#),
+            Some(INVALID_REQUEST)
+        );
     }
 }

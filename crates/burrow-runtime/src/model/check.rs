@@ -140,7 +140,7 @@ impl StreamChecker {
                 part.1 = false;
                 self.open -= 1;
             }
-            StreamEvent::Usage(_) => {}
+            StreamEvent::Usage(_) | StreamEvent::Retry { .. } => {}
             StreamEvent::Finish { .. } => {
                 if self.open > 0 {
                     let mut open: Vec<usize> = self

@@ -160,6 +160,21 @@ pub enum StreamEvent {
         /// Why the model stopped.
         reason: FinishReason,
     },
+    /// The request failed and is sent again after a wait: a notice for the
+    /// run's events, never part of the answer (it comes only before the
+    /// answer's first part, and builders and checkers pass over it).
+    Retry {
+        /// The attempt about to be made (2 for the first retry).
+        attempt: u32,
+        /// The most attempts the adapter makes.
+        attempts: u32,
+        /// The wait before it, in milliseconds.
+        wait_ms: u64,
+        /// What kind of failure it was.
+        kind: ModelErrorKind,
+        /// The failure, as one sentence.
+        reason: String,
+    },
 }
 
 /// What kind of model error this is, so a retry policy and a run can decide.
@@ -354,6 +369,7 @@ impl ResponseBuilder {
             }
             StreamEvent::Usage(usage) => self.usage.update(&usage),
             StreamEvent::Finish { reason } => self.finish = Some(reason),
+            StreamEvent::Retry { .. } => {}
         }
         Ok(())
     }

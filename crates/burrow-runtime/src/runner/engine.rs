@@ -1279,18 +1279,25 @@ impl Inner {
             state: Mutex::new(RunBook {
                 persisted: history.len(),
                 posted: VecDeque::new(),
+                queued: VecDeque::new(),
                 delivered: taken,
             }),
             recorded,
             asked: asked.clone(),
         });
+        // A new segment's first message is the agent's prompt, so its
+        // SessionStart and UserPromptSubmit hooks fire as in any run; the
+        // others follow as steering (docs/adr/0261).
+        let mut first = None;
         match segment {
             Segment::New { prompt, .. } => {
                 let mut book = durable.book();
-                for m in prompt {
-                    book.posted.push_back((history.len(), m.id));
-                    history.push(Message::user(m.text));
+                let mut prompt = prompt.into_iter();
+                if let Some(m) = prompt.next() {
+                    book.posted.push_back((history.len(), m.id, m.text.clone()));
+                    first = Some(m.text);
                 }
+                book.queued.extend(prompt.map(|m| (m.id, m.text)));
             }
             Segment::Resume { run } => {
                 let text = self.answers_text(&history, &run, &log).await;
@@ -1315,7 +1322,7 @@ impl Inner {
         let mut result = with_live(
             live,
             run_id,
-            agent.run_with(&mut history, None, options, &mut |event| {
+            agent.run_with(&mut history, first, options, &mut |event| {
                 if let Some(event) = LiveEvent::from_agent(event) {
                     forward.send(LiveFrame {
                         run_id: frame_run.clone(),
@@ -1686,8 +1693,12 @@ impl CallLog for StoreLog {
 struct RunBook {
     /// How many history messages are in the store.
     persisted: usize,
-    /// Posted messages appended to the history, by position, not yet saved.
-    posted: VecDeque<(usize, String)>,
+    /// Posted messages appended to the history, by position (with their
+    /// text), not yet saved. A position whose message is not that text (a
+    /// hook erased it or added context) is saved as a message of its own.
+    posted: VecDeque<(usize, String, String)>,
+    /// Posted messages of the segment's prompt after its first, for the first request.
+    queued: VecDeque<(String, String)>,
     /// The seq through which posted messages are consumed by this run.
     delivered: u64,
 }
@@ -1717,8 +1728,12 @@ impl DurableRun {
         let from = book.persisted.min(history.len());
         let mut items = Vec::with_capacity(history.len() - from);
         for (i, message) in history.iter().enumerate().skip(from) {
-            if book.posted.front().is_some_and(|(at, _)| *at == i)
-                && let Some((_, id)) = book.posted.pop_front()
+            while book.posted.front().is_some_and(|(at, _, _)| *at < i) {
+                book.posted.pop_front();
+            }
+            if book.posted.front().is_some_and(|(at, _, _)| *at == i)
+                && let Some((_, id, text)) = book.posted.pop_front()
+                && matches!(message, Message::User { text: said } if *said == text)
             {
                 items.push(HistoryItem::Posted { message_id: id });
                 continue;
@@ -1788,10 +1803,19 @@ fn store_failure(e: StoreError) -> RunFailure {
 #[async_trait]
 impl RunObserver for DurableRun {
     async fn before_request(&self, history: &[Message]) -> Result<Vec<Message>, RunFailure> {
+        let mut steering = Vec::new();
+        {
+            let mut book = self.book();
+            while let Some((id, text)) = book.queued.pop_front() {
+                let at = history.len() + steering.len();
+                book.posted.push_back((at, id, text.clone()));
+                steering.push(Message::user(text));
+            }
+        }
         if !std::mem::take(&mut self.commits.ledger().moved) {
             // Nothing was posted since the last read: the segment's own
             // commits account for every event since (ADR 0185).
-            return Ok(Vec::new());
+            return Ok(steering);
         }
         let delivered = self.book().delivered;
         let posted = self
@@ -1800,7 +1824,6 @@ impl RunObserver for DurableRun {
             .messages(&self.commits.thread, delivered, MAX_PAGE)
             .await
             .map_err(store_failure)?;
-        let mut steering = Vec::new();
         let mut book = self.book();
         for m in posted {
             if m.kind == MessageKind::Notice {
@@ -1811,7 +1834,7 @@ impl RunObserver for DurableRun {
                 break;
             }
             book.posted
-                .push_back((history.len() + steering.len(), m.id.clone()));
+                .push_back((history.len() + steering.len(), m.id.clone(), m.text.clone()));
             book.delivered = m.seq;
             steering.push(Message::user(m.text));
         }

@@ -95,6 +95,19 @@ pub enum LiveEvent {
         /// The counts it reported.
         usage: Usage,
     },
+    /// A model request failed and is sent again after a wait.
+    Retry {
+        /// The attempt about to be made (2 for the first retry).
+        attempt: u32,
+        /// The most attempts made.
+        attempts: u32,
+        /// The wait before it, in milliseconds.
+        wait_ms: u64,
+        /// What kind of failure it was.
+        kind: String,
+        /// The failure, as one sentence.
+        reason: String,
+    },
     /// A snapshot of something a tool is still producing; never stored.
     Draft {
         /// The call that produces it, when a tool emitted it.
@@ -154,6 +167,19 @@ impl LiveEvent {
                 is_error,
             },
             AgentEvent::Usage { usage } => LiveEvent::Usage { usage },
+            AgentEvent::Retry {
+                attempt,
+                attempts,
+                wait_ms,
+                kind,
+                reason,
+            } => LiveEvent::Retry {
+                attempt,
+                attempts,
+                wait_ms,
+                kind,
+                reason,
+            },
             AgentEvent::RunEnded { .. } => return None,
         })
     }

@@ -344,3 +344,191 @@ async fn settings_load_the_loop_events_and_only_subagent_stop_is_ignored() {
     }
     assert_eq!(hooks.ignored_events(), ["SubagentStop"]);
 }
+
+// ------------------------------------------------ the same events through the Runner
+
+use burrow_runtime::runner::Runner;
+use burrow_runtime::session::load_history;
+
+#[cfg(feature = "postgres")]
+use super::runner::postgres;
+use super::runner::{Fixture, memory, on_every_store, sqlite};
+
+on_every_store!(
+    a_session_run_fires_session_start_on_a_new_thread_user_prompt_submit_and_stop,
+    a_blocking_user_prompt_submit_stops_a_session_run_before_the_model_sees_the_prompt,
+    a_steering_message_goes_through_user_prompt_submit_and_a_block_erases_it,
+);
+
+async fn a_session_run_fires_session_start_on_a_new_thread_user_prompt_submit_and_stop(
+    fx: Fixture,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log.jsonl");
+    let start = logging(dir.path(), "start.sh", &log, "echo 'branch: main'");
+    let prompt = logging(dir.path(), "prompt.sh", &log, "echo 'today is Tuesday'");
+    let stop = logging(dir.path(), "stop.sh", &log, "true");
+    let hooks = hooks(vec![
+        hook(HookEvent::SessionStart, None, start),
+        hook(HookEvent::UserPromptSubmit, None, prompt),
+        hook(HookEvent::Stop, None, stop),
+    ]);
+    let model = Arc::new(ScriptedModel::new(|_| Ok(ScriptedResponse::text("ok"))));
+    let runner = Runner::new(Agent::new(model).with_hooks(hooks), fx.store.clone());
+    let t = burrow_runtime::session::Scope::new("acme", "ws").thread("t1");
+    for text in ["fix the bug", "and the test"] {
+        let run = runner
+            .send(&t, "alice", text, None)
+            .await
+            .unwrap()
+            .run
+            .unwrap();
+        assert_eq!(run.wait().await.outcome, Outcome::Completed);
+    }
+    runner.drain().await;
+    let seen: Vec<(String, Value)> = inputs(&log)
+        .into_iter()
+        .map(|i| (i["hook_event_name"].as_str().unwrap().to_owned(), i))
+        .collect();
+    let names: Vec<&str> = seen.iter().map(|(n, _)| n.as_str()).collect();
+    // SessionStart on the new thread only; UserPromptSubmit and Stop in each run.
+    assert_eq!(
+        names,
+        [
+            "SessionStart",
+            "UserPromptSubmit",
+            "Stop",
+            "UserPromptSubmit",
+            "Stop"
+        ]
+    );
+    assert_eq!(seen[0].1["source"], "startup");
+    assert_eq!(seen[1].1["prompt"], "fix the bug");
+    assert_eq!(seen[3].1["prompt"], "and the test");
+    assert!(seen.iter().all(|(_, i)| i["session_id"] == "t1"));
+    // The hooks' context joined the prompts, in the stored history too.
+    let history = load_history(fx.store.as_ref(), &t).await.unwrap();
+    assert_valid_history(&history);
+    assert_eq!(
+        user_texts(&history),
+        [
+            "fix the bug\n\nbranch: main\n\ntoday is Tuesday",
+            "and the test\n\ntoday is Tuesday"
+        ]
+    );
+}
+
+async fn a_blocking_user_prompt_submit_stops_a_session_run_before_the_model_sees_the_prompt(
+    fx: Fixture,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let guard = script(
+        dir.path(),
+        "guard.sh",
+        "if grep -q hunter2; then echo 'no secrets in prompts' >&2; exit 2; fi",
+    );
+    let hooks = hooks(vec![hook(HookEvent::UserPromptSubmit, None, guard)]);
+    let model = Arc::new(ScriptedModel::new(|request| {
+        Ok(ScriptedResponse::text(format!(
+            "seen {}",
+            user_texts(request.messages).join("|")
+        )))
+    }));
+    let runner = Runner::new(
+        Agent::new(model.clone()).with_hooks(hooks),
+        fx.store.clone(),
+    );
+    let t = burrow_runtime::session::Scope::new("acme", "ws").thread("t1");
+    let run = runner
+        .send(&t, "alice", "the password is hunter2", None)
+        .await
+        .unwrap()
+        .run
+        .unwrap();
+    match run.wait().await.outcome {
+        Outcome::Stopped { reason } => assert!(reason.contains("no secrets"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(model.requests(), 0, "the model never saw the prompt");
+    // The thread goes on; the blocked prompt is in no history.
+    let run = runner
+        .send(&t, "alice", "hello", None)
+        .await
+        .unwrap()
+        .run
+        .unwrap();
+    assert_eq!(run.wait().await.outcome, Outcome::Completed);
+    runner.drain().await;
+    let history = load_history(fx.store.as_ref(), &t).await.unwrap();
+    assert_valid_history(&history);
+    assert_eq!(user_texts(&history), ["hello"]);
+    let text = serde_json::to_string(&history).unwrap();
+    assert!(!text.contains("hunter2"), "{text}");
+}
+
+async fn a_steering_message_goes_through_user_prompt_submit_and_a_block_erases_it(fx: Fixture) {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log.jsonl");
+    let guard = logging(
+        dir.path(),
+        "guard.sh",
+        &log,
+        &format!(
+            "if tail -n 1 {} | grep -q hunter2; then echo 'no secrets' >&2; exit 2; fi",
+            log.display()
+        ),
+    );
+    let hooks = hooks(vec![hook(HookEvent::UserPromptSubmit, None, guard)]);
+    let t = burrow_runtime::session::Scope::new("acme", "ws").thread("t1");
+    let cell: Arc<std::sync::OnceLock<Runner>> = Arc::default();
+    let seen: Arc<std::sync::Mutex<Vec<Vec<String>>>> = Arc::default();
+    let model = {
+        let (cell, seen, t) = (cell.clone(), seen.clone(), t.clone());
+        ScriptedModel::new_async(move |request| {
+            let users = user_texts(request.messages);
+            let first = {
+                let mut seen = seen.lock().unwrap();
+                seen.push(users);
+                seen.len() == 1
+            };
+            let (cell, t) = (cell.clone(), t.clone());
+            async move {
+                if first {
+                    // While the first request is in flight, the user steers twice.
+                    let runner = cell.get().unwrap();
+                    for text in ["use tabs", "the password is hunter2"] {
+                        let sent = runner.send(&t, "alice", text, None).await.unwrap();
+                        assert!(sent.run.is_none(), "a running thread is steered");
+                    }
+                    Ok(ScriptedResponse::calls().call("c1", "no_such_tool", serde_json::json!({})))
+                } else {
+                    Ok(ScriptedResponse::text("done"))
+                }
+            }
+        })
+    };
+    let runner = Runner::new(
+        Agent::new(Arc::new(model)).with_hooks(hooks),
+        fx.store.clone(),
+    );
+    cell.set(runner.clone()).unwrap();
+    let run = runner
+        .send(&t, "alice", "go", None)
+        .await
+        .unwrap()
+        .run
+        .unwrap();
+    assert_eq!(run.wait().await.outcome, Outcome::Completed);
+    runner.drain().await;
+    let prompts: Vec<Value> = inputs(&log)
+        .into_iter()
+        .map(|i| i["prompt"].clone())
+        .collect();
+    assert_eq!(prompts, ["go", "use tabs", "the password is hunter2"]);
+    let seen = seen.lock().unwrap().clone();
+    // The allowed steering reached the next request; the blocked one never did.
+    assert_eq!(seen, [vec!["go"], vec!["go", "use tabs"]]);
+    let history = load_history(fx.store.as_ref(), &t).await.unwrap();
+    assert_valid_history(&history);
+    assert_eq!(user_texts(&history), ["go", "use tabs"]);
+}

@@ -1,13 +1,14 @@
 //! Hooks: one test per rule, with scripted command hooks (small sh scripts in a temp dir) and handler hooks.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use burrow_backend::Backend;
 use burrow_runtime::agent::{Agent, FailureReason, Outcome};
 use burrow_runtime::hooks::{
-    HOOK_OUTPUT_CAP, Hook, HookEvent, HookOutput, Hooks, Matcher, OnError,
+    HOOK_DECISION_LIMIT, HOOK_OUTPUT_CAP, Hook, HookEvent, HookFailure, HookOutput, Hooks, Matcher,
+    OnError, Transcript, transcript_file,
 };
 use burrow_runtime::message::{Message, ToolResult};
 use burrow_runtime::model::{ScriptedModel, ScriptedResponse};
@@ -195,13 +196,182 @@ async fn json_that_is_not_a_hook_output_is_a_failure() {
 
 #[tokio::test]
 async fn a_command_that_cannot_start_is_a_failure() {
-    let run = run_write(hooks(vec![
-        pre("/definitely/not/here".to_owned()).with_on_error(OnError::Deny),
-    ]))
-    .await;
-    // sh starts, the command does not: exit 127, a failure, so denied.
-    assert!(run.result("w").is_error);
+    // The hooks' folder does not exist: the process cannot be started at all.
+    let dir = tempfile::tempdir().unwrap();
+    let gone = dir.path().join("gone");
+    let hooks = hooks(vec![pre("true".to_owned())]).with_cwd(&gone);
+    let run = run_write(hooks).await;
+    // The default policy of PreToolUse: a failure denies.
+    let r = run.result("w");
+    assert!(r.is_error);
+    assert!(r.content.contains("could not start"), "{}", r.content);
+    assert!(
+        !r.content.contains(&gone.display().to_string()),
+        "no host path in the reason: {}",
+        r.content
+    );
     assert_eq!(run.file("/a.txt").await, None);
+}
+
+#[tokio::test]
+async fn a_command_the_shell_cannot_find_is_a_failure_that_says_so() {
+    let run = run_write(hooks(vec![pre("/definitely/not/here".to_owned())])).await;
+    let r = run.result("w");
+    assert!(r.is_error);
+    assert!(r.content.contains("could not be run"), "{}", r.content);
+    assert_eq!(run.file("/a.txt").await, None);
+}
+
+#[tokio::test]
+async fn a_deny_longer_than_the_output_cap_denies_even_under_on_error_allow() {
+    let dir = tempfile::tempdir().unwrap();
+    let reason = "r".repeat(3 * HOOK_OUTPUT_CAP);
+    let body = json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+        "permissionDecision": "deny", "permissionDecisionReason": reason}});
+    let out = dir.path().join("out.json");
+    std::fs::write(&out, body.to_string()).unwrap();
+    let cmd = script(dir.path(), "h.sh", &format!("cat {}", out.display()));
+    let run = run_write(hooks(vec![pre(cmd).with_on_error(OnError::Allow)])).await;
+    let r = run.result("w");
+    assert!(r.is_error);
+    assert!(
+        r.content.contains(&reason),
+        "the whole reason reaches the model"
+    );
+    assert_eq!(run.file("/a.txt").await, None, "the write must not run");
+}
+
+#[tokio::test]
+async fn stdout_over_1_mib_is_a_failure_of_the_hook() {
+    let dir = tempfile::tempdir().unwrap();
+    let flood = format!(
+        "printf '{{\"reason\": \"'; head -c {} /dev/zero | tr '\\0' x; printf '\"}}'",
+        HOOK_DECISION_LIMIT
+    );
+    let cmd = script(dir.path(), "h.sh", &flood);
+    // Denied by default.
+    let run = run_write(hooks(vec![pre(cmd.clone())])).await;
+    let r = run.result("w");
+    assert!(r.is_error);
+    assert!(r.content.contains("more than 1 MiB"), "{}", r.content);
+    assert_eq!(run.file("/a.txt").await, None);
+    // Ignored under on_error: allow, and reported.
+    let failures: Arc<Mutex<Vec<HookFailure>>> = Arc::default();
+    let sink = failures.clone();
+    let hooks = hooks(vec![pre(cmd).with_on_error(OnError::Allow)])
+        .with_failure_sink(Arc::new(move |f| sink.lock().unwrap().push(f)));
+    let run = run_write(hooks).await;
+    assert!(!run.result("w").is_error);
+    let failures = failures.lock().unwrap();
+    assert_eq!(failures.len(), 1);
+    assert!(failures[0].message.contains("more than 1 MiB"));
+}
+
+#[tokio::test]
+async fn every_failure_ignored_under_on_error_allow_reaches_the_failure_sink() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = script(dir.path(), "broken.sh", "echo oops >&2; exit 1");
+    let failures: Arc<Mutex<Vec<HookFailure>>> = Arc::default();
+    let sink = failures.clone();
+    let hooks = hooks(vec![
+        pre(broken.clone()).with_on_error(OnError::Allow),
+        Hook::command(HookEvent::PostToolUse, None, broken.clone()).unwrap(),
+        Hook::command(HookEvent::UserPromptSubmit, None, broken.clone()).unwrap(),
+        Hook::command(HookEvent::Stop, None, broken.clone()).unwrap(),
+    ])
+    .with_failure_sink(Arc::new(move |f| sink.lock().unwrap().push(f)));
+    let run = run_write(hooks).await;
+    assert_eq!(run.outcome, Outcome::Completed);
+    assert_eq!(run.file("/a.txt").await.as_deref(), Some("original"));
+    let failures = failures.lock().unwrap();
+    let events: Vec<HookEvent> = failures.iter().map(|f| f.event).collect();
+    assert_eq!(
+        events,
+        [
+            HookEvent::UserPromptSubmit,
+            HookEvent::PreToolUse,
+            HookEvent::PostToolUse,
+            HookEvent::Stop
+        ]
+    );
+    assert!(failures.iter().all(|f| f.hook == broken), "{failures:?}");
+    assert!(
+        failures
+            .iter()
+            .all(|f| f.message.contains("exited with code 1: oops")),
+        "{failures:?}"
+    );
+}
+
+#[tokio::test]
+async fn background_hooks_run_to_their_end_when_the_hooks_settle() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("done");
+    let cmd = script(
+        dir.path(),
+        "h.sh",
+        &format!("sleep 1; touch {}", marker.display()),
+    );
+    let failing = script(dir.path(), "f.sh", "exit 3");
+    let failures: Arc<Mutex<Vec<HookFailure>>> = Arc::default();
+    let sink = failures.clone();
+    let hooks = hooks(vec![pre(cmd).in_background(), pre(failing).in_background()])
+        .with_failure_sink(Arc::new(move |f| sink.lock().unwrap().push(f)));
+    let handle = hooks.clone();
+    let run = run_write(hooks).await;
+    assert_eq!(run.outcome, Outcome::Completed);
+    // The run did not wait for it; settling does, to its end.
+    assert!(!marker.exists(), "the run waited for the background hook");
+    handle.settle().await;
+    assert!(
+        marker.exists(),
+        "the background hook was not run to its end"
+    );
+    let failures = failures.lock().unwrap();
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert!(failures[0].message.contains("background hook failed"));
+}
+
+#[tokio::test]
+async fn hook_input_carries_transcript_path_and_permission_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("input.json");
+    let cmd = script(dir.path(), "h.sh", &format!("cat > {}", out.display()));
+    let transcripts = dir.path().join("transcripts");
+    run_write(hooks(vec![pre(cmd.clone())]).with_transcripts(&transcripts)).await;
+    let input: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let session = input["session_id"].as_str().unwrap();
+    assert_eq!(
+        input["transcript_path"],
+        transcript_file(&transcripts, session).display().to_string()
+    );
+    assert_eq!(input["permission_mode"], "default");
+    run_write(hooks(vec![pre(cmd)]).with_permission_mode("plan")).await;
+    let input: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(input["permission_mode"], "plan");
+    assert!(input.get("transcript_path").is_none());
+}
+
+#[tokio::test]
+async fn a_transcript_is_one_json_line_per_message_under_a_safe_name() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(
+        transcript_file(dir.path(), "../t 1"),
+        dir.path().join("%2E.%2Ft%201.jsonl")
+    );
+    let mut t = Transcript::create(dir.path(), "t1").unwrap();
+    t.append(&Message::user("hi"), Some("run_1")).unwrap();
+    t.append(&Message::user("again"), None).unwrap();
+    let text = std::fs::read_to_string(t.path()).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["type"], "user");
+    assert_eq!(lines[0]["session_id"], "t1");
+    assert_eq!(lines[0]["run_id"], "run_1");
+    assert_eq!(lines[0]["message"], json!({"role": "user", "text": "hi"}));
 }
 
 #[tokio::test]

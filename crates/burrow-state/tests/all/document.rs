@@ -179,3 +179,66 @@ async fn over_size_files_from_a_document_are_refused_by_reads_and_skipped_by_gre
         .unwrap();
     assert!(found.matches.is_empty());
 }
+
+#[tokio::test]
+async fn entries_without_timestamps_load_and_the_next_write_fills_in_modified_at() {
+    // As pydantic-ai-backend 0.2.29 reads (`.get("modified_at")`) and 0.2.37 never does.
+    let json = r#"{"/old.txt": {"content": ["a", ""]}, "/half.txt": {"content": ["b"], "created_at": "2024-01-01T00:00:00Z"}}"#;
+    let doc = parse_files_document(json).unwrap();
+    let backend = StateBackend::from_files(doc).unwrap();
+    let ctx = FileContext::default();
+    let listing = backend.ls(&ctx, &p("/"), 10).await.unwrap();
+    assert!(
+        listing.entries.iter().all(|e| e.modified_at.is_none()),
+        "{listing:?}"
+    );
+    assert_eq!(
+        backend.read_bytes(&ctx, &p("/old.txt")).await.unwrap(),
+        b"a\n"
+    );
+    // Written back, an unknown time stays an absent key.
+    assert_eq!(
+        files_document_to_json(&backend.files()),
+        r#"{"/half.txt":{"content":["b"],"created_at":"2024-01-01T00:00:00Z"},"/old.txt":{"content":["a",""]}}"#
+    );
+    backend
+        .write_bytes(&ctx, &p("/old.txt"), b"new")
+        .await
+        .unwrap();
+    let files = backend.files();
+    assert!(!files["/old.txt"].modified_at.is_empty());
+    assert!(
+        files["/old.txt"].created_at.is_empty(),
+        "a creation time stays unknown"
+    );
+}
+
+#[test]
+fn a_journal_replays_over_its_document_and_twice_gives_the_same() {
+    use burrow_state::journal::Change;
+    let mut doc = FilesDocument::new();
+    doc.insert("/a".into(), text(&["1"], "c", "m"));
+    doc.insert("/d".into(), text(&["x"], "c", "m"));
+    let changes = vec![
+        Change::Put {
+            path: "/b".into(),
+            bytes: b"2".to_vec(),
+            created_at: "c2".into(),
+            modified_at: "m2".into(),
+        },
+        Change::Delete { path: "/a".into() },
+        Change::Put {
+            path: "/a/inner".into(),
+            bytes: b"3".to_vec(),
+            created_at: "c3".into(),
+            modified_at: "m3".into(),
+        },
+    ];
+    let once = StateBackend::from_files_replayed(doc, changes.clone(), Default::default()).unwrap();
+    let folded = once.files();
+    assert_eq!(folded.keys().collect::<Vec<_>>(), ["/a/inner", "/b", "/d"]);
+    // A kill between a compaction's rename and its journal cut: the records replay over their own result.
+    let twice =
+        StateBackend::from_files_replayed(folded.clone(), changes, Default::default()).unwrap();
+    assert_eq!(twice.files(), folded);
+}

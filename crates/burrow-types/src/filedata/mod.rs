@@ -61,9 +61,12 @@ pub struct FileData {
     /// Lines of text split on `"\n"` (`"a\n"` is `["a", ""]`, an empty file
     /// `[""]`), or a single base64 entry when `encoding` is `"base64"`.
     pub content: Vec<String>,
-    /// When the file was first written, RFC 3339 / ISO 8601.
+    /// When the file was first written, RFC 3339 / ISO 8601; empty when
+    /// unknown (the document had no such key, which is then written back absent).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub created_at: String,
-    /// When the file was last written, RFC 3339 / ISO 8601.
+    /// When the file was last written, RFC 3339 / ISO 8601; empty when unknown.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub modified_at: String,
     /// `Some("base64")` when `content` holds base64; absent for text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -327,15 +330,21 @@ fn entry_from_value(path: &str, entry: &Value) -> Result<FileData, FileDataError
     Ok(FileData::from_bytes(&bytes, created_at, modified_at))
 }
 
+/// The timestamp `key` of an entry; an absent (or `null`) one is unknown, the
+/// empty string, as Python reads such entries (ADR 0200).
 fn timestamp(path: &str, entry: &Value, key: &str) -> Result<String, FileDataError> {
     let path = shown(path);
     match entry.get(key) {
+        None | Some(Value::Null) => Ok(String::new()),
         Some(Value::Str(raw)) if raw.contains(&0) => {
             Err(shape(format!("the entry {path} has a {key} holding a NUL")))
         }
         Some(Value::Str(raw)) => String::from_utf8(raw.clone())
             .map_err(|_| shape(format!("the entry {path} has a {key} that is not UTF-8"))),
-        _ => Err(shape(format!("the entry {path} has no {key} string"))),
+        Some(other) => Err(shape(format!(
+            "the entry {path} has {} as its {key}, not a string",
+            other.kind()
+        ))),
     }
 }
 
@@ -347,10 +356,16 @@ fn write_entry(out: &mut String, data: &FileData) {
         }
         write_json_string(out, line);
     }
-    out.push_str("],\"created_at\":");
-    write_json_string(out, &data.created_at);
-    out.push_str(",\"modified_at\":");
-    write_json_string(out, &data.modified_at);
+    out.push(']');
+    // An unknown time (the empty string) is written as no key, as it was read.
+    if !data.created_at.is_empty() {
+        out.push_str(",\"created_at\":");
+        write_json_string(out, &data.created_at);
+    }
+    if !data.modified_at.is_empty() {
+        out.push_str(",\"modified_at\":");
+        write_json_string(out, &data.modified_at);
+    }
     if let Some(encoding) = &data.encoding {
         out.push_str(",\"encoding\":");
         write_json_string(out, encoding);

@@ -50,8 +50,8 @@ fn shape_errors_name_the_path() {
             "a number in its",
         ),
         (
-            r#"{"/a": {"content": [], "modified_at": "m"}}"#,
-            "no created_at",
+            r#"{"/a": {"content": [], "created_at": 1, "modified_at": "m"}}"#,
+            "a number as its created_at",
         ),
         (
             r#"{"/a": {"content": [], "created_at": "\udcff", "modified_at": "m"}}"#,
