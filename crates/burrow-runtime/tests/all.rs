@@ -4,6 +4,7 @@
 mod all {
     mod agent;
     mod capability;
+    mod faulty;
     mod golden;
     mod guard;
     mod hook_events;

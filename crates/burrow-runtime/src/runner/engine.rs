@@ -18,6 +18,8 @@ use super::claim::{DEFAULT_CLAIM_TTL, RenewError, keep_claim};
 use super::durable::{CallLog, CallState, Durable, call_key, repair};
 use super::error::{RunnerError, RunnerErrorKind, RunnerResult};
 use super::live::{FanoutChannel, LiveChannel, LiveEvent, LiveFrame, with_live};
+use super::pairing;
+use super::retry::{self, Window};
 use super::turn::{EndedTurn, TurnContext, TurnEvaluator, TurnInfo};
 use crate::agent::{
     Agent, CancelToken, FailureReason, Observer, Outcome, RunFailure, RunObserver, RunOptions,
@@ -677,9 +679,9 @@ impl Inner {
         if let Some((key, result)) = command {
             commit = commit.command(key, result);
         }
-        let head = self
-            .store
-            .thread(thread)
+        // A sender rides out a short outage as a run does (ADR 0250).
+        let window = Window::within(self.config.claim_ttl);
+        let head = retry::call(&window, || self.store.thread(thread))
             .await?
             .map_or(0, |info| info.head_seq);
         if kind == MessageKind::Message {
@@ -687,12 +689,21 @@ impl Inner {
             // first; then `asked` is moved on to it right after.
             commit = commit.cursor(ASKED, head + 1);
         }
-        let done = self.store.commit(thread, commit).await?;
-        let seq = done.seqs.first().copied().unwrap_or(done.head_seq);
+        let commit = retry::keyed(thread, commit);
+        let done = retry::commit(self.store.as_ref(), thread, commit, &window).await?;
+        let seq = match done.seqs.first() {
+            Some(seq) => *seq,
+            // Taken in by an attempt whose answer was lost: its seq is the message's.
+            None => retry::call(&window, || self.store.message(&thread.scope, &id))
+                .await?
+                .map_or(done.head_seq, |m| m.seq),
+        };
         if kind == MessageKind::Message && seq != head + 1 {
-            self.store
-                .commit(thread, Commit::new().cursor(ASKED, seq))
-                .await?;
+            retry::call(&window, || {
+                self.store
+                    .commit(thread, Commit::new().cursor(ASKED, seq))
+            })
+            .await?;
         }
         Ok((id, seq))
     }
@@ -719,10 +730,12 @@ impl Inner {
         let holder = new_id("claim");
         self.lock().holders.insert(holder.clone());
         let began = Instant::now();
-        let claim = match self
-            .store
-            .acquire_claim(thread, &holder, self.config.claim_ttl)
-            .await
+        let window = Window::within(self.config.claim_ttl);
+        let claim = match retry::call(&window, || {
+            self.store
+                .acquire_claim(thread, &holder, self.config.claim_ttl)
+        })
+        .await
         {
             Ok(ClaimAttempt::Granted(claim)) => claim,
             Ok(ClaimAttempt::Busy(theirs)) => {
@@ -910,7 +923,12 @@ impl Inner {
             .collect();
         let recorded = Arc::new(Mutex::new(HashMap::new()));
         let log: Arc<dyn CallLog> = Arc::new(StoreLog {
-            commits: SegmentCommits::new(self.store.clone(), thread.clone(), fence.clone()),
+            commits: SegmentCommits::new(
+                self.store.clone(),
+                thread.clone(),
+                fence.clone(),
+                Window::within(self.config.claim_ttl),
+            ),
             recorded,
         });
         let tools = self.tools_for_repair();
@@ -944,7 +962,14 @@ impl Inner {
                         .to_owned(),
             },
         });
-        self.store.commit(thread, commit).await?;
+        let commit = retry::keyed(thread, commit);
+        retry::commit(
+            self.store.as_ref(),
+            thread,
+            commit,
+            &Window::within(self.config.claim_ttl),
+        )
+        .await?;
         tracing::info!(
             run_id = left,
             "recorded a run left behind as failed/abandoned"
@@ -1213,7 +1238,12 @@ impl Inner {
             }
         };
         let recorded = Arc::new(Mutex::new(HashMap::new()));
-        let commits = SegmentCommits::new(self.store.clone(), thread.clone(), fence.clone());
+        let commits = SegmentCommits::new(
+            self.store.clone(),
+            thread.clone(),
+            fence.clone(),
+            Window::claim(lost.clone()),
+        );
         let log: Arc<dyn CallLog> = Arc::new(StoreLog {
             commits: commits.clone(),
             recorded: recorded.clone(),
@@ -1254,6 +1284,9 @@ impl Inner {
         });
         match segment {
             Segment::New { prompt, .. } => {
+                // An earlier run that ended with unanswered calls: each gets
+                // a result saying what is known, before the new prompt (ADR 0251).
+                self.answer_left_calls(thread, &mut history).await;
                 let mut book = durable.book();
                 for m in prompt {
                     book.posted.push_back((history.len(), m.id));
@@ -1302,7 +1335,18 @@ impl Inner {
         if matches!(result.outcome, Outcome::Paused { .. }) {
             requests.extend(approvals(&history));
         }
-        let items = durable.items(&history);
+        if !matches!(result.outcome, Outcome::Paused { .. }) {
+            // A run never ends with a call unanswered (ADR 0251).
+            let recorded = durable
+                .recorded
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            for r in pairing::close_unanswered(&history, &recorded) {
+                history.push(Message::ToolResult(r));
+            }
+        }
+        let (items, _) = durable.items(&history);
         let delivered = durable.book().delivered;
         let held = durable.commits.take_held();
         self.record_end(
@@ -1316,6 +1360,36 @@ impl Inner {
         )
         .await;
         result
+    }
+
+    /// Gives each call of the history's last answer that has no result (its
+    /// run ended first) the result its records hold, or a result saying it
+    /// is unknown, appended to `history` (saved with the run's first commit).
+    async fn answer_left_calls(&self, thread: &ThreadKey, history: &mut Vec<Message>) {
+        if super::durable::unanswered(history).is_empty() {
+            return;
+        }
+        let run_of_calls = match self.store.history(thread, 0).await {
+            Ok(entries) => entries
+                .into_iter()
+                .rev()
+                .find(|e| matches!(e.message, Message::Assistant { .. }))
+                .and_then(|e| e.run_id),
+            Err(_) => None,
+        };
+        let mut recorded = HashMap::new();
+        if let Some(left) = run_of_calls
+            && let Ok(records) = self.store.tool_calls(&thread.scope, &left).await
+        {
+            for r in records {
+                if let (ToolCallStatus::Finished, Some(result)) = (r.status, r.result) {
+                    recorded.insert(r.call_id, result);
+                }
+            }
+        }
+        for r in pairing::close_unanswered(history, &recorded) {
+            history.push(Message::ToolResult(r));
+        }
     }
 
     /// What the answers to a paused run's requests say, as the user's next
@@ -1462,7 +1536,11 @@ impl Inner {
         if delivered > 0 {
             commit = commit.cursor(TAKEN, delivered);
         }
-        match self.store.commit(thread, commit).await {
+        let commit = retry::keyed(thread, commit);
+        // The end is tried again while the claim holds: the keeper's renewals
+        // go on until the segment is done (ADR 0250).
+        let window = Window::within(self.config.claim_ttl);
+        match retry::commit(self.store.as_ref(), thread, commit, &window).await {
             Ok(_) => {}
             Err(e) if e.kind() == StoreErrorKind::StaleClaim => {
                 tracing::warn!(run_id, "the run's end was not recorded: its claim was lost");
@@ -1530,15 +1608,18 @@ struct SegmentCommits {
     store: Arc<dyn SessionStore>,
     thread: ThreadKey,
     fence: Fence,
+    /// How long a commit that failed for a moment is tried again (ADR 0250).
+    window: Window,
     ledger: Arc<Mutex<Ledger>>,
 }
 
 impl SegmentCommits {
-    fn new(store: Arc<dyn SessionStore>, thread: ThreadKey, fence: Fence) -> Self {
+    fn new(store: Arc<dyn SessionStore>, thread: ThreadKey, fence: Fence, window: Window) -> Self {
         Self {
             store,
             thread,
             fence,
+            window,
             ledger: Arc::new(Mutex::new(Ledger {
                 announced: HashSet::new(),
                 unfinished: HashSet::new(),
@@ -1562,7 +1643,8 @@ impl SegmentCommits {
         if delivered > 0 {
             commit = commit.cursor(TAKEN, delivered);
         }
-        let done = self.store.commit(&self.thread, commit).await?;
+        let commit = retry::keyed(&self.thread, commit);
+        let done = retry::commit(self.store.as_ref(), &self.thread, commit, &self.window).await?;
         self.ledger().saw(&done);
         Ok(done)
     }
@@ -1570,6 +1652,13 @@ impl SegmentCommits {
     /// The held finish, if any, to lead the next commit.
     fn take_held(&self) -> Vec<Write> {
         std::mem::take(&mut self.ledger().held)
+    }
+
+    /// Puts back held finishes whose commit failed, so the next commit carries them.
+    fn restore_held(&self, mut held: Vec<Write>) {
+        let mut ledger = self.ledger();
+        held.append(&mut ledger.held);
+        ledger.held = held;
     }
 }
 
@@ -1678,17 +1767,22 @@ impl DurableRun {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The history items not saved yet (and marks them saved).
-    fn items(&self, history: &[Message]) -> Vec<HistoryItem> {
+    /// The history items not saved yet, and how many posted messages they
+    /// refer to. Nothing is marked saved: [`Self::saved`] does that once
+    /// their commit succeeded.
+    fn items(&self, history: &[Message]) -> (Vec<HistoryItem>, usize) {
         let recorded = self.recorded.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut book = self.book();
+        let book = self.book();
         let from = book.persisted.min(history.len());
         let mut items = Vec::with_capacity(history.len() - from);
+        let mut posted = book.posted.iter().peekable();
+        let mut refs = 0;
         for (i, message) in history.iter().enumerate().skip(from) {
-            if book.posted.front().is_some_and(|(at, _)| *at == i)
-                && let Some((_, id)) = book.posted.pop_front()
-            {
-                items.push(HistoryItem::Posted { message_id: id });
+            if let Some((_, id)) = posted.next_if(|(at, _)| *at == i) {
+                items.push(HistoryItem::Posted {
+                    message_id: id.clone(),
+                });
+                refs += 1;
                 continue;
             }
             match message {
@@ -1702,18 +1796,28 @@ impl DurableRun {
                 }),
             }
         }
-        book.persisted = history.len();
-        items
+        (items, refs)
+    }
+
+    /// Marks the history through `len` saved, with the first `refs` posted
+    /// messages it referred to: called once the commit carrying them succeeded.
+    fn saved(&self, len: usize, refs: usize) {
+        let mut book = self.book();
+        book.persisted = len;
+        for _ in 0..refs {
+            book.posted.pop_front();
+        }
     }
 
     /// Saves what the history gained (after a held call finish, before
     /// `started`), with the taken cursor, under the claim.
     async fn save(&self, history: &[Message], started: Vec<Write>) -> Result<(), RunFailure> {
-        let items = self.items(history);
-        let mut writes = self.commits.take_held();
-        if items.is_empty() && writes.is_empty() && started.is_empty() {
+        let (items, refs) = self.items(history);
+        let held = self.commits.take_held();
+        if items.is_empty() && held.is_empty() && started.is_empty() {
             return Ok(());
         }
+        let mut writes = held.clone();
         if !items.is_empty() {
             writes.push(Write::AppendHistory {
                 run_id: Some(self.run_id.clone()),
@@ -1722,11 +1826,17 @@ impl DurableRun {
         }
         writes.extend(started);
         let delivered = self.book().delivered;
-        self.commits
-            .commit(writes, delivered)
-            .await
-            .map(|_| ())
-            .map_err(store_failure)
+        match self.commits.commit(writes, delivered).await {
+            Ok(_) => {
+                self.saved(history.len(), refs);
+                Ok(())
+            }
+            Err(e) => {
+                // Nothing of it is saved: the run's end commit carries it (ADR 0250).
+                self.commits.restore_held(held);
+                Err(store_failure(e))
+            }
+        }
     }
 
     /// The `ToolStarted` records of the last answer's recorded calls.
@@ -1765,6 +1875,13 @@ fn store_failure(e: StoreError) -> RunFailure {
 #[async_trait]
 impl RunObserver for DurableRun {
     async fn before_request(&self, history: &[Message]) -> Result<Vec<Message>, RunFailure> {
+        if let Some(why) = pairing::unpaired(history) {
+            // Never send a provider a history it refuses (ADR 0251).
+            return Err(RunFailure::new(
+                "history_unpaired",
+                format!("the history is not fit for a model request: {why}"),
+            ));
+        }
         if !std::mem::take(&mut self.commits.ledger().moved) {
             // Nothing was posted since the last read: the segment's own
             // commits account for every event since (ADR 0185).

@@ -33,7 +33,9 @@ mod durable;
 mod engine;
 mod error;
 pub mod live;
+mod pairing;
 mod remote;
+mod retry;
 mod turn;
 
 pub use ask::{ASK_USER, AskArgs, PendingRequest, RequestKind};

@@ -966,17 +966,18 @@ async fn a_message_sent_while_the_run_releases_its_claim_is_carried_out_by_the_h
 async fn a_message_whose_runner_died_before_claiming_is_taken_up_by_recover(fx: Fixture) {
     let t = scope().thread("t1");
     let gate = Gate::new(fx.store.clone());
-    // The post is committed (asked moves), then the claim attempt fails: the
-    // runner "dies" between asking and claiming.
-    let held = gate.hold("acquire_claim", 1);
+    // The post is committed (asked moves), then the runner dies while its
+    // claim attempt hangs (a failed attempt alone is tried again, ADR 0250).
+    let mut held = gate.hold("acquire_claim", 1);
     let dying = Runner::new(text_model("never"), gate.clone());
     let sending = {
         let t = t.clone();
         tokio::spawn(async move { dying.send(&t, "alice", "hello", Some("m1")).await })
     };
-    held.release(true);
-    let err = sending.await.unwrap().unwrap_err();
-    assert_eq!(err.kind(), RunnerErrorKind::Store);
+    held.arrived().await;
+    sending.abort();
+    assert!(sending.await.unwrap_err().is_cancelled());
+    drop(held);
     assert_eq!(fx.store.cursor(&t, "taken").await.unwrap(), 0);
 
     let runner = Runner::new(text_model("recovered"), fx.store.clone());
