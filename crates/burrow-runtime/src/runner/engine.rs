@@ -28,7 +28,8 @@ use crate::agent::{
 use crate::message::{Message, ToolResult, Usage};
 use crate::session::{
     Answer, Claim, ClaimAttempt, CommandKey, Commit, Committed, Fence, HistoryItem, MAX_PAGE,
-    MessageKind, PostedMessage, RequestKind, RequestSpec, RunEnd, RunRecord, Scope, SessionStore,
+    MessageKind, PostedMessage, RequestKind, RequestSpec, RunEnd, RunRecord, RunStatus, Scope,
+    SessionStore,
     StoreError, StoreErrorKind, ThreadKey, ThreadStatus, ToolCallStatus, Trigger, Write,
     load_history,
 };
@@ -46,6 +47,9 @@ pub const TAKEN: &str = "taken";
 pub async fn last_seen(store: &dyn SessionStore, thread: &ThreadKey) -> Result<u64, StoreError> {
     store.cursor(thread, TAKEN).await
 }
+
+/// How long a command delivered twice at once waits for the other delivery's record.
+const DUPLICATE_WAIT: Duration = Duration::from_secs(2);
 
 /// The text a call that waits for approval leaves as its result (the batch executor's).
 const NEEDS_APPROVAL: &str = "The call was not run: it needs approval";
@@ -190,6 +194,28 @@ pub struct Sent {
     pub run: Option<RunHandle>,
 }
 
+/// What [`Runner::resume`] did.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Resumed {
+    /// The run resumed here.
+    Resumed(RunHandle),
+    /// The thread has no run of that id.
+    NotFound,
+    /// The run is not paused (it runs or has ended).
+    NotPaused {
+        /// Its status.
+        status: RunStatus,
+    },
+    /// The run waits for `open` more answers.
+    Unanswered {
+        /// How many requests are unanswered.
+        open: usize,
+    },
+    /// Another runner holds the thread (or resumed the run first): nothing was done here.
+    Busy,
+}
+
 /// A command from a surface, carried out once per command id by [`Runner::execute`].
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -300,6 +326,8 @@ struct Explicit {
     run_id: String,
     request_id: String,
     answer: Answer,
+    /// The command that carries the answer out, recorded in the answer's commit.
+    command: Option<CommandKey>,
 }
 
 /// What a claimant decided to run.
@@ -372,10 +400,24 @@ impl Runner {
         request_id: &str,
         answer: Answer,
     ) -> RunnerResult<Sent> {
+        self.answer_as(thread, run_id, request_id, answer, None)
+            .await
+    }
+
+    /// [`Self::answer`], with the command `key` recorded in the answer's commit.
+    async fn answer_as(
+        &self,
+        thread: &ThreadKey,
+        run_id: &str,
+        request_id: &str,
+        answer: Answer,
+        command: Option<CommandKey>,
+    ) -> RunnerResult<Sent> {
         let explicit = Explicit {
             run_id: run_id.to_owned(),
             request_id: request_id.to_owned(),
             answer,
+            command,
         };
         let run = self.inner.take(thread, Some(explicit)).await?;
         let seq = self
@@ -391,14 +433,26 @@ impl Runner {
         })
     }
 
-    /// Resumes `run_id` if it is paused with every request answered; otherwise does nothing.
-    pub async fn resume(
-        &self,
-        thread: &ThreadKey,
-        run_id: &str,
-    ) -> RunnerResult<Option<RunHandle>> {
-        let run = self.inner.take(thread, None).await?;
-        Ok(run.filter(|h| h.run_id == run_id))
+    /// Resumes `run_id` of `thread` if it is paused with every request
+    /// answered, and says what it did; it never starts another run (a thread's
+    /// untaken messages wait for `send`, `take_thread` or `recover`).
+    pub async fn resume(&self, thread: &ThreadKey, run_id: &str) -> RunnerResult<Resumed> {
+        let run = match self.inner.store.run(&thread.scope, run_id).await? {
+            Some(run) if run.thread == thread.thread => run,
+            _ => return Ok(Resumed::NotFound),
+        };
+        if run.status != RunStatus::Paused {
+            return Ok(Resumed::NotPaused { status: run.status });
+        }
+        let open = run.requests.iter().filter(|r| r.answer.is_none()).count();
+        if open > 0 {
+            return Ok(Resumed::Unanswered { open });
+        }
+        match self.inner.take(thread, None).await? {
+            Some(handle) if handle.run_id == run_id => Ok(Resumed::Resumed(handle)),
+            // Another runner holds the thread, or resumed the run first.
+            _ => Ok(Resumed::Busy),
+        }
     }
 
     /// Takes every thread whose messages were posted and not taken (a runner
@@ -441,10 +495,26 @@ impl Runner {
         }
     }
 
-    /// Cancels this process's run `run_id`. Returns whether there was one to stop.
-    pub fn stop(&self, run_id: &str) -> bool {
+    /// The thread of this process's run `run_id` of the workspace `scope`, if it runs here.
+    fn running_in(&self, scope: &Scope, run_id: &str) -> Option<ThreadKey> {
+        self.inner
+            .lock()
+            .runs
+            .values()
+            .find(|a| a.handle.run_id == run_id && a.handle.thread.scope == *scope)
+            .map(|a| a.handle.thread.clone())
+    }
+
+    /// Cancels this process's run `run_id` of the workspace `scope`. Returns
+    /// whether there was one to stop; a run of another workspace is never
+    /// stopped, whatever its id.
+    pub fn stop(&self, scope: &Scope, run_id: &str) -> bool {
         let state = self.inner.lock();
-        match state.runs.values().find(|a| a.handle.run_id == run_id) {
+        match state
+            .runs
+            .values()
+            .find(|a| a.handle.run_id == run_id && a.handle.thread.scope == *scope)
+        {
             Some(active) => {
                 active.cancel.cancel();
                 true
@@ -534,6 +604,7 @@ impl Runner {
             command_id: command_id.to_owned(),
         };
         if let Some(result) = self.inner.store.command_result(&key).await? {
+            self.follow_up(scope, &result).await?;
             return Ok(result);
         }
         let outcome = match command {
@@ -594,15 +665,45 @@ impl Runner {
                     text,
                     message_id: None,
                 };
-                let sent = self.answer(&thread, &run_id, &request_id, answer).await;
-                match sent {
-                    Ok(sent) => {
-                        let result = json!({
-                            "type": "answered",
-                            "run_id": run_id,
-                            "request_id": request_id,
-                            "resumed": sent.run.is_some(),
-                        });
+                // The command is recorded in the commit that records the answer.
+                match self
+                    .answer_as(&thread, &run_id, &request_id, answer, Some(key.clone()))
+                    .await
+                {
+                    Ok(_) => Ok(self
+                        .inner
+                        .store
+                        .command_result(&key)
+                        .await?
+                        .unwrap_or_else(|| {
+                            rejected(
+                                RunnerErrorKind::NotFound,
+                                "the thread has no run with that request to answer",
+                            )
+                        })),
+                    Err(e) => Err(e),
+                }
+            }
+            Command::Stop { run_id } => {
+                let stopped = self.running_in(scope, &run_id);
+                let result = json!({"type": "stopped", "run_id": run_id, "stopped": stopped});
+                match stopped {
+                    Some(thread) => {
+                        // The stop request and the command, one commit; then the cancel.
+                        let commit = Commit::new()
+                            .cursor_to_head(super::remote::stop_cursor(&run_id))
+                            .command(key.clone(), result.clone());
+                        match self.inner.store.commit(&thread, commit).await {
+                            Ok(_) => {
+                                self.stop(scope, &run_id);
+                                Ok(result)
+                            }
+                            Err(e) => Err(e.into()),
+                        }
+                    }
+                    None => {
+                        let result =
+                            json!({"type": "stopped", "run_id": run_id, "stopped": false});
                         Ok(self
                             .inner
                             .store
@@ -610,31 +711,36 @@ impl Runner {
                             .await?
                             .unwrap_or(result))
                     }
-                    Err(e) => Err(e),
                 }
-            }
-            Command::Stop { run_id } => {
-                let stopped = self.stop(&run_id);
-                let result = json!({"type": "stopped", "run_id": run_id, "stopped": stopped});
-                Ok(self
-                    .inner
-                    .store
-                    .record_command(&key, result.clone())
-                    .await?
-                    .unwrap_or(result))
             }
         };
         match outcome {
             Ok(result) => Ok(result),
-            Err(e) if e.is_duplicate_command() => Ok(self
-                .inner
-                .store
-                .command_result(&key)
-                .await?
-                .unwrap_or_else(|| rejected(RunnerErrorKind::InvalidState, e.message()))),
+            Err(e) if e.is_duplicate_command() => {
+                let remembered = self.inner.store.command_result(&key).await?;
+                if let Some(result) = &remembered {
+                    self.follow_up(scope, result).await?;
+                }
+                Ok(remembered
+                    .unwrap_or_else(|| rejected(RunnerErrorKind::InvalidState, e.message())))
+            }
             Err(e) if e.kind() == RunnerErrorKind::Store => Err(e),
             Err(e) => Ok(rejected(e.kind(), e.message())),
         }
+    }
+}
+
+impl Runner {
+    /// After a command found carried out already: a posted message whose run
+    /// may have been abandoned (its runner died) gets its thread taken up, now
+    /// or once the dead claim lapses, so the work is done (ADR 0252).
+    async fn follow_up(&self, scope: &Scope, remembered: &Value) -> RunnerResult<()> {
+        if remembered["type"] == "posted"
+            && let Some(thread) = remembered["thread"].as_str()
+        {
+            self.inner.take(&scope.thread(thread), None).await?;
+        }
+        Ok(())
     }
 }
 
@@ -731,12 +837,32 @@ impl Inner {
         self.lock().holders.insert(holder.clone());
         let began = Instant::now();
         let window = Window::within(self.config.claim_ttl);
-        let claim = match retry::call(&window, || {
-            self.store
-                .acquire_claim(thread, &holder, self.config.claim_ttl)
-        })
-        .await
-        {
+        let command = explicit.as_ref().and_then(|e| e.command.clone());
+        let attempt = loop {
+            let attempt = retry::call(&window, || {
+                self.store
+                    .acquire_claim(thread, &holder, self.config.claim_ttl)
+            })
+            .await;
+            // A command delivered twice at once: the other delivery holds the
+            // thread; its record (once in) is this one's result.
+            if let (Ok(ClaimAttempt::Busy(_)), Some(key)) = (&attempt, &command)
+                && Instant::now() < began + DUPLICATE_WAIT.min(self.config.claim_ttl)
+            {
+                if self.store.command_result(key).await?.is_some() {
+                    self.lock().holders.remove(&holder);
+                    return Err(StoreError::new(
+                        StoreErrorKind::DuplicateCommand,
+                        "the command was carried out by another delivery",
+                    )
+                    .into());
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+            break attempt;
+        };
+        let claim = match attempt {
             Ok(ClaimAttempt::Granted(claim)) => claim,
             Ok(ClaimAttempt::Busy(theirs)) => {
                 self.lock().holders.remove(&holder);
@@ -799,18 +925,30 @@ impl Inner {
             };
         }
         if let Some(explicit) = explicit {
-            self.store
-                .commit(
-                    thread,
-                    Commit::new()
-                        .fenced(fence.clone())
-                        .write(Write::AnswerRequest {
-                            run_id: explicit.run_id,
-                            request_id: explicit.request_id,
-                            answer: explicit.answer,
-                        }),
-                )
-                .await?;
+            let mut commit = Commit::new().fenced(fence.clone());
+            if let Some(key) = explicit.command {
+                // Whether this answer is the run's last: then it resumes now.
+                let resumed = match self.store.run(&thread.scope, &explicit.run_id).await? {
+                    Some(run) => run
+                        .requests
+                        .iter()
+                        .all(|r| r.answer.is_none() == (r.spec.id == explicit.request_id)),
+                    None => false,
+                };
+                let result = json!({
+                    "type": "answered",
+                    "run_id": explicit.run_id,
+                    "request_id": explicit.request_id,
+                    "resumed": resumed,
+                });
+                commit = commit.command(key, result);
+            }
+            commit = commit.write(Write::AnswerRequest {
+                run_id: explicit.run_id,
+                request_id: explicit.request_id,
+                answer: explicit.answer,
+            });
+            self.store.commit(thread, commit).await?;
         }
         let taken = self.store.cursor(thread, TAKEN).await?;
         let untaken: Vec<PostedMessage> = self
