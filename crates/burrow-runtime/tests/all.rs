@@ -3,6 +3,7 @@
 #[cfg(test)]
 mod all {
     mod agent;
+    mod call_ids;
     mod capability;
     mod faulty;
     mod golden;

@@ -14,6 +14,7 @@ mod batch;
 mod cancel;
 mod capability;
 mod context;
+mod ids;
 mod instructions;
 mod memory;
 mod observer;
@@ -607,7 +608,8 @@ impl Agent {
         on_event(AgentEvent::Usage {
             usage: response.usage,
         });
-        let message = response.into_message();
+        let mut message = response.into_message();
+        ids::make_unique(history, &mut message);
         let calls: Vec<ToolCall> = message.tool_calls().cloned().collect();
         history.push(message);
         if let Some(Observer(observer)) = &options.observer
