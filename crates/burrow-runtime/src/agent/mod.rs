@@ -474,21 +474,47 @@ impl Agent {
     }
 
     /// The same run as a stream of events; it ends after `run_ended`.
+    ///
+    /// The run goes on only while the stream is read: it is polled again
+    /// only once the events it produced so far were taken, so no queue
+    /// grows past what one step of the run produces, however slow the reader.
     pub fn run_stream<'a>(
         &'a self,
         history: &'a mut Vec<Message>,
         prompt: Option<String>,
         options: RunOptions,
     ) -> BoxStream<'a, AgentEvent> {
-        let (tx, rx) = futures::channel::mpsc::unbounded();
-        let run = async move {
+        let queue = Arc::new(std::sync::Mutex::new(std::collections::VecDeque::new()));
+        let produced = queue.clone();
+        let mut run = Box::pin(async move {
             let mut send = move |event: AgentEvent| {
-                let _ = tx.unbounded_send(event);
+                produced
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push_back(event);
             };
             self.run_with(history, prompt, options, &mut send).await;
-        };
-        let run = futures::stream::once(run).filter_map(|()| std::future::ready(None));
-        futures::stream::select(rx, run).boxed()
+        });
+        let mut ended = false;
+        futures::stream::poll_fn(move |cx| {
+            loop {
+                let next = queue
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .pop_front();
+                if let Some(event) = next {
+                    return std::task::Poll::Ready(Some(event));
+                }
+                if ended {
+                    return std::task::Poll::Ready(None);
+                }
+                match run.as_mut().poll(cx) {
+                    std::task::Poll::Ready(()) => ended = true,
+                    std::task::Poll::Pending => return std::task::Poll::Pending,
+                }
+            }
+        })
+        .boxed()
     }
 
     async fn drive(
