@@ -16,7 +16,10 @@ pub(crate) fn make_unique(history: &[Message], answer: &mut Message) -> usize {
     let Message::Assistant { parts } = answer else {
         return 0;
     };
-    if !parts.iter().any(|p| matches!(p, AssistantPart::ToolCall(_))) {
+    if !parts
+        .iter()
+        .any(|p| matches!(p, AssistantPart::ToolCall(_)))
+    {
         return 0;
     }
     let mut used: HashSet<String> = HashSet::new();

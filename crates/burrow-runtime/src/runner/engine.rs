@@ -29,9 +29,8 @@ use crate::message::{Message, ToolResult, Usage};
 use crate::session::{
     Answer, Claim, ClaimAttempt, CommandKey, Commit, Committed, Fence, HistoryItem, MAX_PAGE,
     MessageKind, PostedMessage, RequestKind, RequestSpec, RunEnd, RunRecord, RunStatus, Scope,
-    SessionStore,
-    StoreError, StoreErrorKind, ThreadKey, ThreadStatus, ToolCallStatus, Trigger, Write,
-    load_history,
+    SessionStore, StoreError, StoreErrorKind, ThreadKey, ThreadStatus, ToolCallStatus, Trigger,
+    Write, load_history,
 };
 use crate::tool::{CallContext, ToolRegistry};
 use crate::tools::ToolOutput;
@@ -670,17 +669,19 @@ impl Runner {
                     .answer_as(&thread, &run_id, &request_id, answer, Some(key.clone()))
                     .await
                 {
-                    Ok(_) => Ok(self
-                        .inner
-                        .store
-                        .command_result(&key)
-                        .await?
-                        .unwrap_or_else(|| {
-                            rejected(
-                                RunnerErrorKind::NotFound,
-                                "the thread has no run with that request to answer",
-                            )
-                        })),
+                    Ok(_) => {
+                        Ok(self
+                            .inner
+                            .store
+                            .command_result(&key)
+                            .await?
+                            .unwrap_or_else(|| {
+                                rejected(
+                                    RunnerErrorKind::NotFound,
+                                    "the thread has no run with that request to answer",
+                                )
+                            }))
+                    }
                     Err(e) => Err(e),
                 }
             }
@@ -702,8 +703,7 @@ impl Runner {
                         }
                     }
                     None => {
-                        let result =
-                            json!({"type": "stopped", "run_id": run_id, "stopped": false});
+                        let result = json!({"type": "stopped", "run_id": run_id, "stopped": false});
                         Ok(self
                             .inner
                             .store
@@ -806,8 +806,7 @@ impl Inner {
         };
         if kind == MessageKind::Message && seq != head + 1 {
             retry::call(&window, || {
-                self.store
-                    .commit(thread, Commit::new().cursor(ASKED, seq))
+                self.store.commit(thread, Commit::new().cursor(ASKED, seq))
             })
             .await?;
         }

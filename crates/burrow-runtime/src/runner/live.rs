@@ -51,7 +51,10 @@ fn frame_bytes(frame: &LiveFrame) -> usize {
             Value::String(s) => s.len() + 2,
             Value::Array(items) => 2 + items.iter().map(json).sum::<usize>(),
             Value::Object(map) => {
-                2 + map.iter().map(|(k, v)| k.len() + 3 + json(v)).sum::<usize>()
+                2 + map
+                    .iter()
+                    .map(|(k, v)| k.len() + 3 + json(v))
+                    .sum::<usize>()
             }
             _ => 8,
         }

@@ -40,13 +40,12 @@ pub(crate) fn unpaired(history: &[Message]) -> Option<String> {
         .map(|(id, _)| id)
         .collect();
     missing.sort_unstable();
-    match missing.first() {
-        Some(id) => Some(format!(
+    missing.first().map(|id| {
+        format!(
             "the call {id:?} has no result ({} unanswered in all)",
             missing.len()
-        )),
-        None => None,
-    }
+        )
+    })
 }
 
 /// Results for the calls of the history's last answer that have none, in

@@ -114,7 +114,10 @@ pub(crate) async fn commit(
             Err(e)
                 if failed
                     && e.kind() == StoreErrorKind::DuplicateCommand
-                    && commit.command.as_ref().is_some_and(|c| c.key.sender == COMMIT_SENDER) =>
+                    && commit
+                        .command
+                        .as_ref()
+                        .is_some_and(|c| c.key.sender == COMMIT_SENDER) =>
             {
                 return applied(store, thread, window).await;
             }

@@ -49,7 +49,12 @@ async fn run_turns(fx: Fixture, turns: Vec<Vec<&'static str>>, expected_ids: &[&
     let t = Scope::new("acme", "ws").thread("t1");
     let seen = Arc::new(Mutex::new(Vec::new()));
     let runner = Runner::new(agent(turns, seen.clone()), fx.store.clone());
-    let run = runner.send(&t, "alice", "go", None).await.unwrap().run.unwrap();
+    let run = runner
+        .send(&t, "alice", "go", None)
+        .await
+        .unwrap()
+        .run
+        .unwrap();
     let result = run.wait().await;
     assert_eq!(result.outcome, Outcome::Completed, "{result:?}");
     runner.drain().await;
@@ -72,7 +77,10 @@ async fn run_turns(fx: Fixture, turns: Vec<Vec<&'static str>>, expected_ids: &[&
         .collect();
     let mut in_history_sorted = in_history.clone();
     in_history_sorted.sort();
-    assert_eq!(in_history_sorted, expected, "the history keeps the new names");
+    assert_eq!(
+        in_history_sorted, expected,
+        "the history keeps the new names"
+    );
     let records = fx.store.tool_calls(&t.scope, run.run_id()).await.unwrap();
     let by_id: HashMap<String, ToolCallStatus> =
         records.into_iter().map(|r| (r.call_id, r.status)).collect();
@@ -101,5 +109,10 @@ async fn an_id_reused_in_a_later_turn_is_renamed_and_runs_again(fx: Fixture) {
 }
 
 async fn calls_with_no_id_get_unique_ones(fx: Fixture) {
-    run_turns(fx, vec![vec!["", ""], vec![""]], &["call~2", "call~3", "call~4"]).await;
+    run_turns(
+        fx,
+        vec![vec!["", ""], vec![""]],
+        &["call~2", "call~3", "call~4"],
+    )
+    .await;
 }

@@ -83,7 +83,7 @@ impl SessionStore for Faulty {
         let n = self.commits.fetch_add(1, Ordering::SeqCst) + 1;
         if self.every > 0 && n.is_multiple_of(self.every) {
             let failure = self.failures.fetch_add(1, Ordering::SeqCst);
-            if failure % 2 == 0 {
+            if failure.is_multiple_of(2) {
                 // The commit took effect; its answer was lost.
                 let _ = self.inner.commit(thread, commit).await;
             }
@@ -267,7 +267,12 @@ fn stepping_agent(seen: Arc<Seen>, during: Arc<dyn Fn() + Send + Sync>) -> Agent
     });
     let mut tools = ToolRegistry::new();
     tools.add_typed("step", "Takes a step.", move |_: Step, cx| {
-        *seen.runs.lock().unwrap().entry(cx.call_id.clone()).or_default() += 1;
+        *seen
+            .runs
+            .lock()
+            .unwrap()
+            .entry(cx.call_id.clone())
+            .or_default() += 1;
         during();
         async { Ok(ToolOutput::ok("stepped")) }
     });
@@ -300,7 +305,10 @@ async fn a_store_failing_every_third_commit_costs_the_run_nothing(fx: Fixture) {
     let t = scope().thread("t1");
     let faulty = Faulty::new(fx.store.clone(), 3);
     let seen = Arc::new(Seen::default());
-    let runner = Runner::new(stepping_agent(seen.clone(), Arc::new(|| {})), faulty.clone());
+    let runner = Runner::new(
+        stepping_agent(seen.clone(), Arc::new(|| {})),
+        faulty.clone(),
+    );
     for prompt in ["one", "two"] {
         let sent = runner.send(&t, "alice", prompt, None).await.unwrap();
         let run = sent.run.expect("the thread is idle");
@@ -314,7 +322,11 @@ async fn a_store_failing_every_third_commit_costs_the_run_nothing(fx: Fixture) {
             assert_eq!(call.attempts, 1, "{call:?}");
         }
     }
-    assert!(faulty.failures() >= 4, "the store failed {} times", faulty.failures());
+    assert!(
+        faulty.failures() >= 4,
+        "the store failed {} times",
+        faulty.failures()
+    );
     assert_sound(fx.store.as_ref(), &t, &seen).await;
     assert_eq!(seen.runs.lock().unwrap().len(), 4);
 }
@@ -332,7 +344,12 @@ async fn an_outage_shorter_than_the_claim_costs_the_run_nothing(fx: Fixture) {
     });
     let config = RunnerConfig::default().with_claim_ttl(Duration::from_secs(3));
     let runner = Runner::with_config(stepping_agent(seen.clone(), outage), faulty.clone(), config);
-    let run = runner.send(&t, "alice", "go", None).await.unwrap().run.unwrap();
+    let run = runner
+        .send(&t, "alice", "go", None)
+        .await
+        .unwrap()
+        .run
+        .unwrap();
     let result = run.wait().await;
     assert_eq!(result.outcome, Outcome::Completed, "{result:?}");
     runner.drain().await;
@@ -353,7 +370,12 @@ async fn an_outage_longer_than_the_claim_costs_one_run_and_the_thread_goes_on(fx
     });
     let config = RunnerConfig::default().with_claim_ttl(Duration::from_secs(1));
     let runner = Runner::with_config(stepping_agent(seen.clone(), outage), faulty.clone(), config);
-    let first = runner.send(&t, "alice", "go", None).await.unwrap().run.unwrap();
+    let first = runner
+        .send(&t, "alice", "go", None)
+        .await
+        .unwrap()
+        .run
+        .unwrap();
     let result = first.wait().await;
     assert!(
         !matches!(result.outcome, Outcome::Completed),
@@ -368,7 +390,12 @@ async fn an_outage_longer_than_the_claim_costs_one_run_and_the_thread_goes_on(fx
     let result = second.wait().await;
     assert_eq!(result.outcome, Outcome::Completed, "{result:?}");
     runner.drain().await;
-    let record = fx.store.run(&t.scope, first.run_id()).await.unwrap().unwrap();
+    let record = fx
+        .store
+        .run(&t.scope, first.run_id())
+        .await
+        .unwrap()
+        .unwrap();
     assert_ne!(record.status, RunStatus::Running, "{record:?}");
     assert_sound(fx.store.as_ref(), &t, &seen).await;
 }
@@ -377,7 +404,10 @@ async fn an_outage_longer_than_the_claim_costs_one_run_and_the_thread_goes_on(fx
 
 /// Holds an exclusive lock on the SQLite file `path` from another connection
 /// for `hold` once `step` runs (in its own thread, as another process would).
-fn lock_sqlite_during_the_call(path: std::path::PathBuf, hold: Duration) -> Arc<dyn Fn() + Send + Sync> {
+fn lock_sqlite_during_the_call(
+    path: std::path::PathBuf,
+    hold: Duration,
+) -> Arc<dyn Fn() + Send + Sync> {
     let once = Arc::new(AtomicUsize::new(0));
     Arc::new(move || {
         if once.fetch_add(1, Ordering::SeqCst) != 0 {
@@ -412,10 +442,18 @@ async fn sqlite_locked_for_9_s_during_a_tool_call_with_the_default_claim_complet
     let during = lock_sqlite_during_the_call(path, Duration::from_secs(9));
     let runner = Runner::new(stepping_agent(seen.clone(), during), store.clone());
     let began = Instant::now();
-    let run = runner.send(&t, "alice", "go", None).await.unwrap().run.unwrap();
+    let run = runner
+        .send(&t, "alice", "go", None)
+        .await
+        .unwrap()
+        .run
+        .unwrap();
     let result = run.wait().await;
     assert_eq!(result.outcome, Outcome::Completed, "{result:?}");
-    assert!(began.elapsed() >= Duration::from_secs(9), "the lock was held");
+    assert!(
+        began.elapsed() >= Duration::from_secs(9),
+        "the lock was held"
+    );
     runner.drain().await;
     assert_sound(store.as_ref(), &t, &seen).await;
 }
@@ -428,7 +466,12 @@ async fn sqlite_locked_for_9_s_with_a_2_s_claim_fails_the_run_cleanly_and_the_th
     let during = lock_sqlite_during_the_call(path, Duration::from_secs(9));
     let config = RunnerConfig::default().with_claim_ttl(Duration::from_secs(2));
     let runner = Runner::with_config(stepping_agent(seen.clone(), during), store.clone(), config);
-    let first = runner.send(&t, "alice", "go", None).await.unwrap().run.unwrap();
+    let first = runner
+        .send(&t, "alice", "go", None)
+        .await
+        .unwrap()
+        .run
+        .unwrap();
     let result = first.wait().await;
     assert!(!matches!(result.outcome, Outcome::Completed), "{result:?}");
     runner.drain().await;

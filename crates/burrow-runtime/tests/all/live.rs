@@ -293,10 +293,7 @@ async fn a_run_keeps_frames_bounded_by_bytes_as_well_as_by_count() {
     }
     let watcher = live.watch("r1").unwrap();
     live.close("r1", end());
-    let shown: Vec<String> = watcher
-        .map(|f| show(&f))
-        .collect()
-        .await;
+    let shown: Vec<String> = watcher.map(|f| show(&f)).collect().await;
     // About 1,000 bytes hold at most three 300-byte frames with their overhead.
     let kept = shown.iter().filter(|s| **s == big).count();
     assert!((1..=3).contains(&kept), "{kept} frames kept");
@@ -311,9 +308,6 @@ async fn a_run_keeps_frames_bounded_by_bytes_as_well_as_by_count() {
     live.send(text("r2", "after"));
     let watcher = live.watch("r2").unwrap();
     live.close("r2", end());
-    let shown: Vec<String> = watcher
-        .map(|f| show(&f))
-        .collect()
-        .await;
+    let shown: Vec<String> = watcher.map(|f| show(&f)).collect().await;
     assert_eq!(shown, vec!["gap 2", "after", "end completed"]);
 }

@@ -818,7 +818,10 @@ async fn stop_cancels_the_run_and_leaves_every_call_with_a_result(fx: Fixture) {
     assert!(runner.stop(&t.scope, run.run_id()));
     assert!(matches!(run.wait().await.outcome, Outcome::Stopped { .. }));
     runner.drain().await;
-    assert!(!runner.stop(&t.scope, run.run_id()), "nothing is left to stop");
+    assert!(
+        !runner.stop(&t.scope, run.run_id()),
+        "nothing is left to stop"
+    );
     let record = fx.store.run(&t.scope, run.run_id()).await.unwrap().unwrap();
     assert_eq!(record.status, RunStatus::Stopped);
     let history = load_history(fx.store.as_ref(), &t).await.unwrap();
@@ -914,7 +917,13 @@ async fn a_duplicate_answer_delivered_at_once_is_carried_out_once(fx: Fixture) {
     let run = a.send(&t, "alice", "go", None).await.unwrap().run.unwrap();
     assert!(matches!(run.wait().await.outcome, Outcome::Paused { .. }));
     a.drain().await;
-    let request = fx.store.run(&s, run.run_id()).await.unwrap().unwrap().requests[0]
+    let request = fx
+        .store
+        .run(&s, run.run_id())
+        .await
+        .unwrap()
+        .unwrap()
+        .requests[0]
         .spec
         .id
         .clone();
@@ -1014,14 +1023,20 @@ async fn a_retried_command_whose_run_was_abandoned_takes_the_thread_over_and_doe
     };
     // The retry gets the remembered result; the dead claim lapses and the work is done.
     fx.clock.advance(Duration::from_secs(1));
-    assert_eq!(runner.execute(&s, "alice", send, "c1").await.unwrap(), result);
+    assert_eq!(
+        runner.execute(&s, "alice", send, "c1").await.unwrap(),
+        result
+    );
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
         let runs = fx.store.runs(&t).await.unwrap();
         if runs.iter().any(|r| r.status == RunStatus::Completed) {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "the work was never done: {runs:?}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the work was never done: {runs:?}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     runner.drain().await;
