@@ -486,3 +486,184 @@ async fn sqlite_locked_for_9_s_with_a_2_s_claim_fails_the_run_cleanly_and_the_th
     assert_ne!(record.status, RunStatus::Running);
     assert_sound(store.as_ref(), &t, &seen).await;
 }
+
+// ---------------------------------------------------------------- PostgreSQL stopped for real
+
+/// A throwaway PostgreSQL cluster of Debian's binaries on a port of its own,
+/// run as `burrow-pg` (as `cargo xtask setup` runs the shared one), so
+/// stopping it hurts no other test. Stopped and removed on drop.
+#[cfg(feature = "postgres")]
+struct Cluster {
+    bin: std::path::PathBuf,
+    data: String,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+#[cfg(feature = "postgres")]
+impl Cluster {
+    fn pg(&self, program: &str, args: &[&str]) -> std::process::Output {
+        let program = self.bin.join(program);
+        std::process::Command::new("runuser")
+            .args(["-u", "burrow-pg", "--"])
+            .arg(program)
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    fn start() -> Self {
+        let bin = std::fs::read_dir("/usr/lib/postgresql")
+            .expect("Debian's PostgreSQL binaries (cargo xtask setup installs them)")
+            .filter_map(|e| Some(e.ok()?.path().join("bin")))
+            .filter(|b| b.join("postgres").is_file())
+            .max()
+            .expect("a /usr/lib/postgresql/N/bin/postgres");
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data").to_string_lossy().into_owned();
+        let chown = std::process::Command::new("chown")
+            .args(["burrow-pg"])
+            .arg(dir.path())
+            .status()
+            .unwrap();
+        assert!(chown.success());
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let cluster = Self {
+            bin,
+            data,
+            port,
+            _dir: dir,
+        };
+        let init = cluster.pg(
+            "initdb",
+            &[
+                "-D",
+                &cluster.data,
+                "-U",
+                "burrow",
+                "--auth=trust",
+                "--no-sync",
+            ],
+        );
+        assert!(init.status.success(), "{init:?}");
+        cluster.up();
+        cluster
+    }
+
+    fn up(&self) {
+        let options = format!(
+            "-c listen_addresses=127.0.0.1 -c port={} -c unix_socket_directories='' -c fsync=off",
+            self.port
+        );
+        let log = format!("{}/../log", self.data);
+        let out = self.pg(
+            "pg_ctl",
+            &[
+                "-D", &self.data, "-l", &log, "-o", &options, "-w", "-t", "60", "start",
+            ],
+        );
+        assert!(out.status.success(), "{out:?}");
+    }
+
+    fn down(&self) {
+        let out = self.pg("pg_ctl", &["-D", &self.data, "-m", "fast", "-w", "stop"]);
+        assert!(out.status.success(), "{out:?}");
+    }
+
+    fn url(&self) -> String {
+        format!("postgres://burrow@127.0.0.1:{}/postgres", self.port)
+    }
+}
+
+#[cfg(feature = "postgres")]
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = self.pg(
+            "pg_ctl",
+            &["-D", &self.data, "-m", "immediate", "-w", "stop"],
+        );
+    }
+}
+
+/// Stops `cluster` once `step` runs, and starts it again `outage` later.
+#[cfg(feature = "postgres")]
+fn stop_postgres_during_the_call(
+    cluster: Arc<Cluster>,
+    outage: Duration,
+) -> Arc<dyn Fn() + Send + Sync> {
+    let once = Arc::new(AtomicUsize::new(0));
+    Arc::new(move || {
+        if once.fetch_add(1, Ordering::SeqCst) != 0 {
+            return;
+        }
+        cluster.down();
+        let cluster = cluster.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(outage);
+            cluster.up();
+        });
+    })
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_stopped_for_10_s_during_a_tool_call_with_the_default_claim_completes_the_run() {
+    use burrow_runtime::session::PostgresStore;
+    let cluster = Arc::new(Cluster::start());
+    let store = Arc::new(PostgresStore::connect(&cluster.url()).await.unwrap());
+    let t = scope().thread("t1");
+    let seen = Arc::new(Seen::default());
+    let during = stop_postgres_during_the_call(cluster.clone(), Duration::from_secs(10));
+    let runner = Runner::new(stepping_agent(seen.clone(), during), store.clone());
+    let began = Instant::now();
+    let run = runner
+        .send(&t, "alice", "go", None)
+        .await
+        .unwrap()
+        .run
+        .unwrap();
+    let result = run.wait().await;
+    assert_eq!(result.outcome, Outcome::Completed, "{result:?}");
+    assert!(
+        began.elapsed() >= Duration::from_secs(10),
+        "the server was down"
+    );
+    runner.drain().await;
+    assert_sound(store.as_ref(), &t, &seen).await;
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_stopped_for_10_s_with_a_2_s_claim_fails_the_run_cleanly_and_the_thread_goes_on() {
+    use burrow_runtime::session::PostgresStore;
+    let cluster = Arc::new(Cluster::start());
+    let store = Arc::new(PostgresStore::connect(&cluster.url()).await.unwrap());
+    let t = scope().thread("t1");
+    let seen = Arc::new(Seen::default());
+    let during = stop_postgres_during_the_call(cluster.clone(), Duration::from_secs(10));
+    let config = RunnerConfig::default().with_claim_ttl(Duration::from_secs(2));
+    let runner = Runner::with_config(stepping_agent(seen.clone(), during), store.clone(), config);
+    let first = runner
+        .send(&t, "alice", "go", None)
+        .await
+        .unwrap()
+        .run
+        .unwrap();
+    let result = first.wait().await;
+    assert!(!matches!(result.outcome, Outcome::Completed), "{result:?}");
+    runner.drain().await;
+    // The server is back by 10 s and the dead claim has lapsed by then.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let sent = runner.send(&t, "alice", "again", None).await.unwrap();
+    let second = sent.run.expect("the thread is taken over");
+    let result = second.wait().await;
+    assert_eq!(result.outcome, Outcome::Completed, "{result:?}");
+    runner.drain().await;
+    let record = store.run(&t.scope, first.run_id()).await.unwrap().unwrap();
+    assert_ne!(record.status, RunStatus::Running);
+    assert_sound(store.as_ref(), &t, &seen).await;
+}
