@@ -431,6 +431,7 @@ impl Agent {
             tool_calls: 0,
             usage: Usage::UNKNOWN,
             stop_hook_active: false,
+            ids: ids::UsedIds::default(),
         };
         let run = RunInfo {
             run_id: run_id.clone(),
@@ -635,7 +636,7 @@ impl Agent {
             usage: response.usage,
         });
         let mut message = response.into_message();
-        ids::make_unique(history, &mut message);
+        state.ids.make_unique(history, &mut message);
         let calls: Vec<ToolCall> = message.tool_calls().cloned().collect();
         history.push(message);
         if let Some(Observer(observer)) = &options.observer
@@ -885,6 +886,8 @@ struct RunState {
     usage: Usage,
     /// A Stop hook has kept this run going.
     stop_hook_active: bool,
+    /// The call ids the history uses, for renaming a model's repeats.
+    ids: ids::UsedIds,
 }
 
 fn hook_failed(message: String) -> Outcome {

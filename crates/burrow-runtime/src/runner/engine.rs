@@ -1418,6 +1418,7 @@ impl Inner {
             }),
             recorded,
             asked: asked.clone(),
+            pairing: Mutex::new(pairing::Pairing::default()),
         });
         match segment {
             Segment::New { prompt, .. } => {
@@ -1897,6 +1898,8 @@ struct DurableRun {
     state: Mutex<RunBook>,
     recorded: Arc<Mutex<HashMap<String, ToolResult>>>,
     asked: Arc<Asked>,
+    /// The one-result-per-call invariant, checked before every request (ADR 0251).
+    pairing: Mutex<pairing::Pairing>,
 }
 
 impl DurableRun {
@@ -2012,7 +2015,12 @@ fn store_failure(e: StoreError) -> RunFailure {
 #[async_trait]
 impl RunObserver for DurableRun {
     async fn before_request(&self, history: &[Message]) -> Result<Vec<Message>, RunFailure> {
-        if let Some(why) = pairing::unpaired(history) {
+        let unpaired = self
+            .pairing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .check(history);
+        if let Some(why) = unpaired {
             // Never send a provider a history it refuses (ADR 0251).
             return Err(RunFailure::new(
                 "history_unpaired",
