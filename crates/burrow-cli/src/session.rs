@@ -442,10 +442,10 @@ async fn stream(runner: &Runner, handle: RunHandle, json: bool) -> Result<Exit, 
             thread_id: Some(thread_id),
         })
         .await;
-    let interrupts = stop_on_interrupt(runner, handle.run_id());
+    let interrupts = stop_on_interrupt(runner, &handle.thread().scope, handle.run_id());
     printer
         .frames(frames, || {
-            runner.stop(handle.run_id());
+            runner.stop(&scope, handle.run_id());
         })
         .await;
     let result = handle.wait().await;
@@ -464,14 +464,19 @@ async fn stream(runner: &Runner, handle: RunHandle, json: bool) -> Result<Exit, 
 
 /// Ctrl-C (SIGINT) stops the run as `burrow run` does without a session: it
 /// ends `stopped`, recorded so; a second Ctrl-C ends burrow at once (exit 130).
-fn stop_on_interrupt(runner: &Runner, run_id: &str) -> Option<tokio::task::JoinHandle<()>> {
+fn stop_on_interrupt(
+    runner: &Runner,
+    scope: &Scope,
+    run_id: &str,
+) -> Option<tokio::task::JoinHandle<()>> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut interrupt = signal(SignalKind::interrupt()).ok()?;
     let runner = runner.clone();
     let run_id = run_id.to_owned();
+    let scope = scope.clone();
     Some(tokio::spawn(async move {
         if interrupt.recv().await.is_some() {
-            runner.stop(&run_id);
+            runner.stop(&scope, &run_id);
         }
         if interrupt.recv().await.is_some() {
             let _ = writeln!(io::stderr(), "burrow: interrupted again; stopping now");

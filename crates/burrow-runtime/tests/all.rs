@@ -3,7 +3,9 @@
 #[cfg(test)]
 mod all {
     mod agent;
+    mod call_ids;
     mod capability;
+    mod faulty;
     mod golden;
     mod guard;
     mod hook_events;

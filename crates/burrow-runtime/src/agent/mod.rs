@@ -14,6 +14,7 @@ mod batch;
 mod cancel;
 mod capability;
 mod context;
+mod ids;
 mod instructions;
 mod memory;
 mod observer;
@@ -449,6 +450,7 @@ impl Agent {
             tool_calls: 0,
             usage: Usage::UNKNOWN,
             stop_hook_active: false,
+            ids: ids::UsedIds::default(),
         };
         let run = RunInfo {
             run_id: run_id.clone(),
@@ -511,21 +513,47 @@ impl Agent {
     }
 
     /// The same run as a stream of events; it ends after `run_ended`.
+    ///
+    /// The run goes on only while the stream is read: it is polled again
+    /// only once the events it produced so far were taken, so no queue
+    /// grows past what one step of the run produces, however slow the reader.
     pub fn run_stream<'a>(
         &'a self,
         history: &'a mut Vec<Message>,
         prompt: Option<String>,
         options: RunOptions,
     ) -> BoxStream<'a, AgentEvent> {
-        let (tx, rx) = futures::channel::mpsc::unbounded();
-        let run = async move {
+        let queue = Arc::new(std::sync::Mutex::new(std::collections::VecDeque::new()));
+        let produced = queue.clone();
+        let mut run = Box::pin(async move {
             let mut send = move |event: AgentEvent| {
-                let _ = tx.unbounded_send(event);
+                produced
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push_back(event);
             };
             self.run_with(history, prompt, options, &mut send).await;
-        };
-        let run = futures::stream::once(run).filter_map(|()| std::future::ready(None));
-        futures::stream::select(rx, run).boxed()
+        });
+        let mut ended = false;
+        futures::stream::poll_fn(move |cx| {
+            loop {
+                let next = queue
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .pop_front();
+                if let Some(event) = next {
+                    return std::task::Poll::Ready(Some(event));
+                }
+                if ended {
+                    return std::task::Poll::Ready(None);
+                }
+                match run.as_mut().poll(cx) {
+                    std::task::Poll::Ready(()) => ended = true,
+                    std::task::Poll::Pending => return std::task::Poll::Pending,
+                }
+            }
+        })
+        .boxed()
     }
 
     async fn drive(
@@ -649,7 +677,8 @@ impl Agent {
         on_event(AgentEvent::Usage {
             usage: response.usage,
         });
-        let message = response.into_message();
+        let mut message = response.into_message();
+        state.ids.make_unique(history, &mut message);
         let calls: Vec<ToolCall> = message.tool_calls().cloned().collect();
         history.push(message);
         if let Some(Observer(observer)) = &options.observer
@@ -958,6 +987,8 @@ struct RunState {
     usage: Usage,
     /// A Stop hook has kept this run going.
     stop_hook_active: bool,
+    /// The call ids the history uses, for renaming a model's repeats.
+    ids: ids::UsedIds,
 }
 
 fn hook_failed(message: String) -> Outcome {

@@ -19,6 +19,8 @@ use super::claim::{DEFAULT_CLAIM_TTL, RenewError, keep_claim};
 use super::durable::{CallLog, CallState, Durable, repair};
 use super::error::{RunnerError, RunnerErrorKind, RunnerResult};
 use super::live::{FanoutChannel, LiveChannel, LiveEvent, LiveFrame, with_live};
+use super::pairing;
+use super::retry::{self, Window};
 use super::turn::{EndedTurn, TurnContext, TurnEvaluator, TurnInfo};
 use crate::agent::{
     Agent, CancelToken, FailureReason, Observer, Outcome, RunFailure, RunObserver, RunOptions,
@@ -27,9 +29,9 @@ use crate::agent::{
 use crate::message::{Message, ToolResult, Usage};
 use crate::session::{
     Answer, Claim, ClaimAttempt, CommandKey, Commit, Committed, Fence, HistoryItem, MAX_PAGE,
-    MessageKind, PostedMessage, RequestKind, RequestSpec, RunEnd, RunRecord, Scope, SessionStore,
-    StoreError, StoreErrorKind, ThreadKey, ThreadStatus, ToolCallStatus, Trigger, Write,
-    load_history,
+    MessageKind, PostedMessage, RequestKind, RequestSpec, RunEnd, RunRecord, RunStatus, Scope,
+    SessionStore, StoreError, StoreErrorKind, ThreadKey, ThreadStatus, ToolCallStatus, Trigger,
+    Write, load_history,
 };
 use crate::tool::{CallContext, ToolRegistry};
 use crate::tools::ToolOutput;
@@ -45,6 +47,9 @@ pub const TAKEN: &str = "taken";
 pub async fn last_seen(store: &dyn SessionStore, thread: &ThreadKey) -> Result<u64, StoreError> {
     store.cursor(thread, TAKEN).await
 }
+
+/// How long a command delivered twice at once waits for the other delivery's record.
+const DUPLICATE_WAIT: Duration = Duration::from_secs(2);
 
 /// The text a call that waits for approval leaves as its result (the batch executor's).
 const NEEDS_APPROVAL: &str = "The call was not run: it needs approval";
@@ -189,6 +194,28 @@ pub struct Sent {
     pub run: Option<RunHandle>,
 }
 
+/// What [`Runner::resume`] did.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Resumed {
+    /// The run resumed here.
+    Resumed(RunHandle),
+    /// The thread has no run of that id.
+    NotFound,
+    /// The run is not paused (it runs or has ended).
+    NotPaused {
+        /// Its status.
+        status: RunStatus,
+    },
+    /// The run waits for `open` more answers.
+    Unanswered {
+        /// How many requests are unanswered.
+        open: usize,
+    },
+    /// Another runner holds the thread (or resumed the run first): nothing was done here.
+    Busy,
+}
+
 /// A command from a surface, carried out once per command id by [`Runner::execute`].
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -299,6 +326,8 @@ struct Explicit {
     run_id: String,
     request_id: String,
     answer: Answer,
+    /// The command that carries the answer out, recorded in the answer's commit.
+    command: Option<CommandKey>,
 }
 
 /// What a claimant decided to run.
@@ -371,10 +400,24 @@ impl Runner {
         request_id: &str,
         answer: Answer,
     ) -> RunnerResult<Sent> {
+        self.answer_as(thread, run_id, request_id, answer, None)
+            .await
+    }
+
+    /// [`Self::answer`], with the command `key` recorded in the answer's commit.
+    async fn answer_as(
+        &self,
+        thread: &ThreadKey,
+        run_id: &str,
+        request_id: &str,
+        answer: Answer,
+        command: Option<CommandKey>,
+    ) -> RunnerResult<Sent> {
         let explicit = Explicit {
             run_id: run_id.to_owned(),
             request_id: request_id.to_owned(),
             answer,
+            command,
         };
         let run = self.inner.take(thread, Some(explicit)).await?;
         let seq = self
@@ -390,14 +433,26 @@ impl Runner {
         })
     }
 
-    /// Resumes `run_id` if it is paused with every request answered; otherwise does nothing.
-    pub async fn resume(
-        &self,
-        thread: &ThreadKey,
-        run_id: &str,
-    ) -> RunnerResult<Option<RunHandle>> {
-        let run = self.inner.take(thread, None).await?;
-        Ok(run.filter(|h| h.run_id == run_id))
+    /// Resumes `run_id` of `thread` if it is paused with every request
+    /// answered, and says what it did; it never starts another run (a thread's
+    /// untaken messages wait for `send`, `take_thread` or `recover`).
+    pub async fn resume(&self, thread: &ThreadKey, run_id: &str) -> RunnerResult<Resumed> {
+        let run = match self.inner.store.run(&thread.scope, run_id).await? {
+            Some(run) if run.thread == thread.thread => run,
+            _ => return Ok(Resumed::NotFound),
+        };
+        if run.status != RunStatus::Paused {
+            return Ok(Resumed::NotPaused { status: run.status });
+        }
+        let open = run.requests.iter().filter(|r| r.answer.is_none()).count();
+        if open > 0 {
+            return Ok(Resumed::Unanswered { open });
+        }
+        match self.inner.take(thread, None).await? {
+            Some(handle) if handle.run_id == run_id => Ok(Resumed::Resumed(handle)),
+            // Another runner holds the thread, or resumed the run first.
+            _ => Ok(Resumed::Busy),
+        }
     }
 
     /// Takes every thread whose messages were posted and not taken (a runner
@@ -440,10 +495,26 @@ impl Runner {
         }
     }
 
-    /// Cancels this process's run `run_id`. Returns whether there was one to stop.
-    pub fn stop(&self, run_id: &str) -> bool {
+    /// The thread of this process's run `run_id` of the workspace `scope`, if it runs here.
+    fn running_in(&self, scope: &Scope, run_id: &str) -> Option<ThreadKey> {
+        self.inner
+            .lock()
+            .runs
+            .values()
+            .find(|a| a.handle.run_id == run_id && a.handle.thread.scope == *scope)
+            .map(|a| a.handle.thread.clone())
+    }
+
+    /// Cancels this process's run `run_id` of the workspace `scope`. Returns
+    /// whether there was one to stop; a run of another workspace is never
+    /// stopped, whatever its id.
+    pub fn stop(&self, scope: &Scope, run_id: &str) -> bool {
         let state = self.inner.lock();
-        match state.runs.values().find(|a| a.handle.run_id == run_id) {
+        match state
+            .runs
+            .values()
+            .find(|a| a.handle.run_id == run_id && a.handle.thread.scope == *scope)
+        {
             Some(active) => {
                 active.cancel.cancel();
                 true
@@ -533,6 +604,7 @@ impl Runner {
             command_id: command_id.to_owned(),
         };
         if let Some(result) = self.inner.store.command_result(&key).await? {
+            self.follow_up(scope, &result).await?;
             return Ok(result);
         }
         let outcome = match command {
@@ -593,15 +665,46 @@ impl Runner {
                     text,
                     message_id: None,
                 };
-                let sent = self.answer(&thread, &run_id, &request_id, answer).await;
-                match sent {
-                    Ok(sent) => {
-                        let result = json!({
-                            "type": "answered",
-                            "run_id": run_id,
-                            "request_id": request_id,
-                            "resumed": sent.run.is_some(),
-                        });
+                // The command is recorded in the commit that records the answer.
+                match self
+                    .answer_as(&thread, &run_id, &request_id, answer, Some(key.clone()))
+                    .await
+                {
+                    Ok(_) => {
+                        Ok(self
+                            .inner
+                            .store
+                            .command_result(&key)
+                            .await?
+                            .unwrap_or_else(|| {
+                                rejected(
+                                    RunnerErrorKind::NotFound,
+                                    "the thread has no run with that request to answer",
+                                )
+                            }))
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            Command::Stop { run_id } => {
+                let stopped = self.running_in(scope, &run_id);
+                let result = json!({"type": "stopped", "run_id": run_id, "stopped": stopped});
+                match stopped {
+                    Some(thread) => {
+                        // The stop request and the command, one commit; then the cancel.
+                        let commit = Commit::new()
+                            .cursor_to_head(super::remote::stop_cursor(&run_id))
+                            .command(key.clone(), result.clone());
+                        match self.inner.store.commit(&thread, commit).await {
+                            Ok(_) => {
+                                self.stop(scope, &run_id);
+                                Ok(result)
+                            }
+                            Err(e) => Err(e.into()),
+                        }
+                    }
+                    None => {
+                        let result = json!({"type": "stopped", "run_id": run_id, "stopped": false});
                         Ok(self
                             .inner
                             .store
@@ -609,31 +712,36 @@ impl Runner {
                             .await?
                             .unwrap_or(result))
                     }
-                    Err(e) => Err(e),
                 }
-            }
-            Command::Stop { run_id } => {
-                let stopped = self.stop(&run_id);
-                let result = json!({"type": "stopped", "run_id": run_id, "stopped": stopped});
-                Ok(self
-                    .inner
-                    .store
-                    .record_command(&key, result.clone())
-                    .await?
-                    .unwrap_or(result))
             }
         };
         match outcome {
             Ok(result) => Ok(result),
-            Err(e) if e.is_duplicate_command() => Ok(self
-                .inner
-                .store
-                .command_result(&key)
-                .await?
-                .unwrap_or_else(|| rejected(RunnerErrorKind::InvalidState, e.message()))),
+            Err(e) if e.is_duplicate_command() => {
+                let remembered = self.inner.store.command_result(&key).await?;
+                if let Some(result) = &remembered {
+                    self.follow_up(scope, result).await?;
+                }
+                Ok(remembered
+                    .unwrap_or_else(|| rejected(RunnerErrorKind::InvalidState, e.message())))
+            }
             Err(e) if e.kind() == RunnerErrorKind::Store => Err(e),
             Err(e) => Ok(rejected(e.kind(), e.message())),
         }
+    }
+}
+
+impl Runner {
+    /// After a command found carried out already: a posted message whose run
+    /// may have been abandoned (its runner died) gets its thread taken up, now
+    /// or once the dead claim lapses, so the work is done (ADR 0252).
+    async fn follow_up(&self, scope: &Scope, remembered: &Value) -> RunnerResult<()> {
+        if remembered["type"] == "posted"
+            && let Some(thread) = remembered["thread"].as_str()
+        {
+            self.inner.take(&scope.thread(thread), None).await?;
+        }
+        Ok(())
     }
 }
 
@@ -678,9 +786,9 @@ impl Inner {
         if let Some((key, result)) = command {
             commit = commit.command(key, result);
         }
-        let head = self
-            .store
-            .thread(thread)
+        // A sender rides out a short outage as a run does (ADR 0250).
+        let window = Window::within(self.config.claim_ttl);
+        let head = retry::call(&window, || self.store.thread(thread))
             .await?
             .map_or(0, |info| info.head_seq);
         if kind == MessageKind::Message {
@@ -688,12 +796,20 @@ impl Inner {
             // first; then `asked` is moved on to it right after.
             commit = commit.cursor(ASKED, head + 1);
         }
-        let done = self.store.commit(thread, commit).await?;
-        let seq = done.seqs.first().copied().unwrap_or(done.head_seq);
+        let commit = retry::keyed(thread, commit);
+        let done = retry::commit(self.store.as_ref(), thread, commit, &window).await?;
+        let seq = match done.seqs.first() {
+            Some(seq) => *seq,
+            // Taken in by an attempt whose answer was lost: its seq is the message's.
+            None => retry::call(&window, || self.store.message(&thread.scope, &id))
+                .await?
+                .map_or(done.head_seq, |m| m.seq),
+        };
         if kind == MessageKind::Message && seq != head + 1 {
-            self.store
-                .commit(thread, Commit::new().cursor(ASKED, seq))
-                .await?;
+            retry::call(&window, || {
+                self.store.commit(thread, Commit::new().cursor(ASKED, seq))
+            })
+            .await?;
         }
         Ok((id, seq))
     }
@@ -720,11 +836,33 @@ impl Inner {
         let holder = new_id("claim");
         self.lock().holders.insert(holder.clone());
         let began = Instant::now();
-        let claim = match self
-            .store
-            .acquire_claim(thread, &holder, self.config.claim_ttl)
-            .await
-        {
+        let window = Window::within(self.config.claim_ttl);
+        let command = explicit.as_ref().and_then(|e| e.command.clone());
+        let attempt = loop {
+            let attempt = retry::call(&window, || {
+                self.store
+                    .acquire_claim(thread, &holder, self.config.claim_ttl)
+            })
+            .await;
+            // A command delivered twice at once: the other delivery holds the
+            // thread; its record (once in) is this one's result.
+            if let (Ok(ClaimAttempt::Busy(_)), Some(key)) = (&attempt, &command)
+                && Instant::now() < began + DUPLICATE_WAIT.min(self.config.claim_ttl)
+            {
+                if self.store.command_result(key).await?.is_some() {
+                    self.lock().holders.remove(&holder);
+                    return Err(StoreError::new(
+                        StoreErrorKind::DuplicateCommand,
+                        "the command was carried out by another delivery",
+                    )
+                    .into());
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+            break attempt;
+        };
+        let claim = match attempt {
             Ok(ClaimAttempt::Granted(claim)) => claim,
             Ok(ClaimAttempt::Busy(theirs)) => {
                 self.lock().holders.remove(&holder);
@@ -787,18 +925,30 @@ impl Inner {
             };
         }
         if let Some(explicit) = explicit {
-            self.store
-                .commit(
-                    thread,
-                    Commit::new()
-                        .fenced(fence.clone())
-                        .write(Write::AnswerRequest {
-                            run_id: explicit.run_id,
-                            request_id: explicit.request_id,
-                            answer: explicit.answer,
-                        }),
-                )
-                .await?;
+            let mut commit = Commit::new().fenced(fence.clone());
+            if let Some(key) = explicit.command {
+                // Whether this answer is the run's last: then it resumes now.
+                let resumed = match self.store.run(&thread.scope, &explicit.run_id).await? {
+                    Some(run) => run
+                        .requests
+                        .iter()
+                        .all(|r| r.answer.is_none() == (r.spec.id == explicit.request_id)),
+                    None => false,
+                };
+                let result = json!({
+                    "type": "answered",
+                    "run_id": explicit.run_id,
+                    "request_id": explicit.request_id,
+                    "resumed": resumed,
+                });
+                commit = commit.command(key, result);
+            }
+            commit = commit.write(Write::AnswerRequest {
+                run_id: explicit.run_id,
+                request_id: explicit.request_id,
+                answer: explicit.answer,
+            });
+            self.store.commit(thread, commit).await?;
         }
         let taken = self.store.cursor(thread, TAKEN).await?;
         let untaken: Vec<PostedMessage> = self
@@ -911,7 +1061,12 @@ impl Inner {
             .collect();
         let recorded = Arc::new(Mutex::new(HashMap::new()));
         let log: Arc<dyn CallLog> = Arc::new(StoreLog {
-            commits: SegmentCommits::new(self.store.clone(), thread.clone(), fence.clone()),
+            commits: SegmentCommits::new(
+                self.store.clone(),
+                thread.clone(),
+                fence.clone(),
+                Window::within(self.config.claim_ttl),
+            ),
             recorded,
         });
         let tools = self.tools_for_repair();
@@ -945,7 +1100,14 @@ impl Inner {
                         .to_owned(),
             },
         });
-        self.store.commit(thread, commit).await?;
+        let commit = retry::keyed(thread, commit);
+        retry::commit(
+            self.store.as_ref(),
+            thread,
+            commit,
+            &Window::within(self.config.claim_ttl),
+        )
+        .await?;
         tracing::info!(
             run_id = left,
             "recorded a run left behind as failed/abandoned"
@@ -1245,7 +1407,12 @@ impl Inner {
             }
         };
         let recorded = Arc::new(Mutex::new(HashMap::new()));
-        let commits = SegmentCommits::new(self.store.clone(), thread.clone(), fence.clone());
+        let commits = SegmentCommits::new(
+            self.store.clone(),
+            thread.clone(),
+            fence.clone(),
+            Window::claim(lost.clone()),
+        );
         let log: Arc<dyn CallLog> = Arc::new(StoreLog {
             commits: commits.clone(),
             recorded: recorded.clone(),
@@ -1284,6 +1451,7 @@ impl Inner {
             }),
             recorded,
             asked: asked.clone(),
+            pairing: Mutex::new(pairing::Pairing::default()),
         });
         // A new segment's first message is the agent's prompt, so its
         // SessionStart and UserPromptSubmit hooks fire as in any run; the
@@ -1291,6 +1459,9 @@ impl Inner {
         let mut first = None;
         match segment {
             Segment::New { prompt, .. } => {
+                // An earlier run that ended with unanswered calls: each gets
+                // a result saying what is known, before the new prompt (ADR 0251).
+                self.answer_left_calls(thread, &mut history).await;
                 let mut book = durable.book();
                 let mut prompt = prompt.into_iter();
                 if let Some(m) = prompt.next() {
@@ -1341,7 +1512,18 @@ impl Inner {
         if matches!(result.outcome, Outcome::Paused { .. }) {
             requests.extend(approvals(&history));
         }
-        let items = durable.items(&history);
+        if !matches!(result.outcome, Outcome::Paused { .. }) {
+            // A run never ends with a call unanswered (ADR 0251).
+            let recorded = durable
+                .recorded
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            for r in pairing::close_unanswered(&history, &recorded) {
+                history.push(Message::ToolResult(r));
+            }
+        }
+        let (items, _) = durable.items(&history);
         let delivered = durable.book().delivered;
         let held = durable.commits.take_held();
         self.record_end(
@@ -1355,6 +1537,36 @@ impl Inner {
         )
         .await;
         result
+    }
+
+    /// Gives each call of the history's last answer that has no result (its
+    /// run ended first) the result its records hold, or a result saying it
+    /// is unknown, appended to `history` (saved with the run's first commit).
+    async fn answer_left_calls(&self, thread: &ThreadKey, history: &mut Vec<Message>) {
+        if super::durable::unanswered(history).is_empty() {
+            return;
+        }
+        let run_of_calls = match self.store.history(thread, 0).await {
+            Ok(entries) => entries
+                .into_iter()
+                .rev()
+                .find(|e| matches!(e.message, Message::Assistant { .. }))
+                .and_then(|e| e.run_id),
+            Err(_) => None,
+        };
+        let mut recorded = HashMap::new();
+        if let Some(left) = run_of_calls
+            && let Ok(records) = self.store.tool_calls(&thread.scope, &left).await
+        {
+            for r in records {
+                if let (ToolCallStatus::Finished, Some(result)) = (r.status, r.result) {
+                    recorded.insert(r.call_id, result);
+                }
+            }
+        }
+        for r in pairing::close_unanswered(history, &recorded) {
+            history.push(Message::ToolResult(r));
+        }
     }
 
     /// What the answers to a paused run's requests say, as the user's next
@@ -1501,7 +1713,11 @@ impl Inner {
         if delivered > 0 {
             commit = commit.cursor(TAKEN, delivered);
         }
-        match self.store.commit(thread, commit).await {
+        let commit = retry::keyed(thread, commit);
+        // The end is tried again while the claim holds: the keeper's renewals
+        // go on until the segment is done (ADR 0250).
+        let window = Window::within(self.config.claim_ttl);
+        match retry::commit(self.store.as_ref(), thread, commit, &window).await {
             Ok(_) => {}
             Err(e) if e.kind() == StoreErrorKind::StaleClaim => {
                 tracing::warn!(run_id, "the run's end was not recorded: its claim was lost");
@@ -1569,15 +1785,18 @@ struct SegmentCommits {
     store: Arc<dyn SessionStore>,
     thread: ThreadKey,
     fence: Fence,
+    /// How long a commit that failed for a moment is tried again (ADR 0250).
+    window: Window,
     ledger: Arc<Mutex<Ledger>>,
 }
 
 impl SegmentCommits {
-    fn new(store: Arc<dyn SessionStore>, thread: ThreadKey, fence: Fence) -> Self {
+    fn new(store: Arc<dyn SessionStore>, thread: ThreadKey, fence: Fence, window: Window) -> Self {
         Self {
             store,
             thread,
             fence,
+            window,
             ledger: Arc::new(Mutex::new(Ledger {
                 announced: HashSet::new(),
                 unfinished: HashSet::new(),
@@ -1601,7 +1820,8 @@ impl SegmentCommits {
         if delivered > 0 {
             commit = commit.cursor(TAKEN, delivered);
         }
-        let done = self.store.commit(&self.thread, commit).await?;
+        let commit = retry::keyed(&self.thread, commit);
+        let done = retry::commit(self.store.as_ref(), &self.thread, commit, &self.window).await?;
         self.ledger().saw(&done);
         Ok(done)
     }
@@ -1609,6 +1829,13 @@ impl SegmentCommits {
     /// The held finish, if any, to lead the next commit.
     fn take_held(&self) -> Vec<Write> {
         std::mem::take(&mut self.ledger().held)
+    }
+
+    /// Puts back held finishes whose commit failed, so the next commit carries them.
+    fn restore_held(&self, mut held: Vec<Write>) {
+        let mut ledger = self.ledger();
+        held.append(&mut ledger.held);
+        ledger.held = held;
     }
 }
 
@@ -1714,6 +1941,8 @@ struct DurableRun {
     state: Mutex<RunBook>,
     recorded: Arc<Mutex<HashMap<String, ToolResult>>>,
     asked: Arc<Asked>,
+    /// The one-result-per-call invariant, checked before every request (ADR 0251).
+    pairing: Mutex<pairing::Pairing>,
 }
 
 impl DurableRun {
@@ -1721,22 +1950,28 @@ impl DurableRun {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The history items not saved yet (and marks them saved).
-    fn items(&self, history: &[Message]) -> Vec<HistoryItem> {
+    /// The history items not saved yet, and how many posted messages they
+    /// refer to. Nothing is marked saved: [`Self::saved`] does that once
+    /// their commit succeeded.
+    fn items(&self, history: &[Message]) -> (Vec<HistoryItem>, usize) {
         let recorded = self.recorded.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut book = self.book();
+        let book = self.book();
         let from = book.persisted.min(history.len());
         let mut items = Vec::with_capacity(history.len() - from);
+        let mut posted = book.posted.iter().peekable();
+        let mut refs = 0;
         for (i, message) in history.iter().enumerate().skip(from) {
-            while book.posted.front().is_some_and(|(at, _, _)| *at < i) {
-                book.posted.pop_front();
+            while posted.next_if(|(at, _, _)| *at < i).is_some() {
+                refs += 1;
             }
-            if book.posted.front().is_some_and(|(at, _, _)| *at == i)
-                && let Some((_, id, text)) = book.posted.pop_front()
-                && matches!(message, Message::User { text: said } if *said == text)
-            {
-                items.push(HistoryItem::Posted { message_id: id });
-                continue;
+            if let Some((_, id, text)) = posted.next_if(|(at, _, _)| *at == i) {
+                refs += 1;
+                if matches!(message, Message::User { text: said } if said == text) {
+                    items.push(HistoryItem::Posted {
+                        message_id: id.clone(),
+                    });
+                    continue;
+                }
             }
             match message {
                 Message::ToolResult(r) if recorded.get(&r.call_id) == Some(r) => {
@@ -1749,18 +1984,28 @@ impl DurableRun {
                 }),
             }
         }
-        book.persisted = history.len();
-        items
+        (items, refs)
+    }
+
+    /// Marks the history through `len` saved, with the first `refs` posted
+    /// messages it referred to: called once the commit carrying them succeeded.
+    fn saved(&self, len: usize, refs: usize) {
+        let mut book = self.book();
+        book.persisted = len;
+        for _ in 0..refs {
+            book.posted.pop_front();
+        }
     }
 
     /// Saves what the history gained (after a held call finish, before
     /// `started`), with the taken cursor, under the claim.
     async fn save(&self, history: &[Message], started: Vec<Write>) -> Result<(), RunFailure> {
-        let items = self.items(history);
-        let mut writes = self.commits.take_held();
-        if items.is_empty() && writes.is_empty() && started.is_empty() {
+        let (items, refs) = self.items(history);
+        let held = self.commits.take_held();
+        if items.is_empty() && held.is_empty() && started.is_empty() {
             return Ok(());
         }
+        let mut writes = held.clone();
         if !items.is_empty() {
             writes.push(Write::AppendHistory {
                 run_id: Some(self.run_id.clone()),
@@ -1769,11 +2014,17 @@ impl DurableRun {
         }
         writes.extend(started);
         let delivered = self.book().delivered;
-        self.commits
-            .commit(writes, delivered)
-            .await
-            .map(|_| ())
-            .map_err(store_failure)
+        match self.commits.commit(writes, delivered).await {
+            Ok(_) => {
+                self.saved(history.len(), refs);
+                Ok(())
+            }
+            Err(e) => {
+                // Nothing of it is saved: the run's end commit carries it (ADR 0250).
+                self.commits.restore_held(held);
+                Err(store_failure(e))
+            }
+        }
     }
 
     /// The ids of the last answer's recorded calls.
@@ -1803,6 +2054,18 @@ fn store_failure(e: StoreError) -> RunFailure {
 #[async_trait]
 impl RunObserver for DurableRun {
     async fn before_request(&self, history: &[Message]) -> Result<Vec<Message>, RunFailure> {
+        let unpaired = self
+            .pairing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .check(history);
+        if let Some(why) = unpaired {
+            // Never send a provider a history it refuses (ADR 0251).
+            return Err(RunFailure::new(
+                "history_unpaired",
+                format!("the history is not fit for a model request: {why}"),
+            ));
+        }
         let mut steering = Vec::new();
         {
             let mut book = self.book();

@@ -39,6 +39,53 @@ use crate::message::Usage;
 /// The number of frames a [`FanoutChannel`] keeps per run by default.
 pub const DEFAULT_LIVE_BUFFER: usize = 1024;
 
+/// The bytes of frames a [`FanoutChannel`] keeps per run by default (8 MiB):
+/// whichever of this and [`DEFAULT_LIVE_BUFFER`] is reached first drops the
+/// oldest frames.
+pub const DEFAULT_LIVE_BYTES: usize = 8 << 20;
+
+/// About how many bytes `frame` holds (its strings and JSON values).
+fn frame_bytes(frame: &LiveFrame) -> usize {
+    fn json(v: &Value) -> usize {
+        match v {
+            Value::String(s) => s.len() + 2,
+            Value::Array(items) => 2 + items.iter().map(json).sum::<usize>(),
+            Value::Object(map) => {
+                2 + map
+                    .iter()
+                    .map(|(k, v)| k.len() + 3 + json(v))
+                    .sum::<usize>()
+            }
+            _ => 8,
+        }
+    }
+    let event = match &frame.event {
+        LiveEvent::Started { thread_id } => thread_id.as_ref().map_or(0, String::len),
+        LiveEvent::TextDelta { text } | LiveEvent::ThinkingDelta { text } => text.len(),
+        LiveEvent::ToolCall {
+            id,
+            name,
+            arguments,
+        } => id.len() + name.len() + json(arguments),
+        LiveEvent::ToolResult {
+            id, name, content, ..
+        } => id.len() + name.len() + content.len(),
+        LiveEvent::Draft {
+            call_id,
+            kind,
+            snapshot,
+            artifact_id,
+        } => {
+            call_id.as_ref().map_or(0, String::len)
+                + kind.len()
+                + json(snapshot)
+                + artifact_id.as_ref().map_or(0, String::len)
+        }
+        _ => 0,
+    };
+    frame.run_id.len() + event + 32
+}
+
 /// One frame of a run's live output.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LiveFrame {
@@ -254,6 +301,8 @@ struct BufferState {
     frames: VecDeque<LiveFrame>,
     /// The number of the oldest kept frame (all before it were dropped).
     first: u64,
+    /// About how many bytes the kept frames hold.
+    bytes: usize,
     /// The end marker, once closed.
     end: Option<LiveEvent>,
 }
@@ -273,6 +322,7 @@ pub struct FanoutChannel {
 #[derive(Debug)]
 struct FanoutInner {
     buffer: usize,
+    max_bytes: usize,
     runs: Mutex<HashMap<Arc<str>, Arc<RunBuffer>>>,
 }
 
@@ -283,14 +333,29 @@ impl Default for FanoutChannel {
 }
 
 impl FanoutChannel {
-    /// A channel keeping `buffer` frames per run (at least one).
+    /// A channel keeping `buffer` frames per run (at least one), of at most
+    /// [`DEFAULT_LIVE_BYTES`].
     pub fn new(buffer: usize) -> Self {
+        Self::with_limits(buffer, DEFAULT_LIVE_BYTES)
+    }
+
+    /// A channel keeping per run at most `buffer` frames (at least one) and
+    /// about `max_bytes` bytes of them: the oldest are dropped first; a
+    /// frame larger than `max_bytes` alone is dropped with all before it (a
+    /// watcher sees a [`LiveEvent::Gap`]).
+    pub fn with_limits(buffer: usize, max_bytes: usize) -> Self {
         Self {
             inner: Arc::new(FanoutInner {
                 buffer: buffer.max(1),
+                max_bytes,
                 runs: Mutex::new(HashMap::new()),
             }),
         }
+    }
+
+    /// About how many bytes of frames each run keeps at most.
+    pub fn max_bytes(&self) -> usize {
+        self.inner.max_bytes
     }
 
     /// How many frames each run keeps.
@@ -329,6 +394,7 @@ impl LiveChannel for FanoutChannel {
                 state: Mutex::new(BufferState {
                     frames: VecDeque::new(),
                     first: 0,
+                    bytes: 0,
                     end: None,
                 }),
                 notify: Notify::new(),
@@ -345,11 +411,26 @@ impl LiveChannel for FanoutChannel {
             if state.end.is_some() {
                 return;
             }
-            if state.frames.len() == self.inner.buffer {
-                state.frames.pop_front();
-                state.first += 1;
+            let size = frame_bytes(&frame);
+            if size > self.inner.max_bytes {
+                // Too large to keep: it and every frame before it are missed.
+                let dropped = u64::try_from(state.frames.len()).unwrap_or(u64::MAX);
+                state.frames.clear();
+                state.bytes = 0;
+                state.first += dropped + 1;
+            } else {
+                while !state.frames.is_empty()
+                    && (state.frames.len() >= self.inner.buffer
+                        || state.bytes + size > self.inner.max_bytes)
+                {
+                    if let Some(old) = state.frames.pop_front() {
+                        state.bytes = state.bytes.saturating_sub(frame_bytes(&old));
+                    }
+                    state.first += 1;
+                }
+                state.bytes += size;
+                state.frames.push_back(frame);
             }
-            state.frames.push_back(frame);
         }
         run.notify.notify_waiters();
     }

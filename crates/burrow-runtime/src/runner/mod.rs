@@ -33,13 +33,17 @@ mod durable;
 mod engine;
 mod error;
 pub mod live;
+mod pairing;
 mod remote;
+mod retry;
 mod turn;
 
 pub use ask::{ASK_USER, AskArgs, PendingRequest, RequestKind};
 pub use claim::DEFAULT_CLAIM_TTL;
 pub use durable::{NOT_RUN, OUTCOME_UNKNOWN};
-pub use engine::{ASKED, Command, RunHandle, Runner, RunnerConfig, Sent, TAKEN, last_seen};
+pub use engine::{
+    ASKED, Command, Resumed, RunHandle, Runner, RunnerConfig, Sent, TAKEN, last_seen,
+};
 pub use error::{RunnerError, RunnerErrorKind, RunnerResult};
 pub use live::{
     DEFAULT_LIVE_BUFFER, FanoutChannel, LiveChannel, LiveEvent, LiveFrame, NullChannel, emit_draft,

@@ -110,7 +110,7 @@ impl Runner {
         let Some(run_id) = info.active_run.clone() else {
             return Ok(StopRequest::Idle);
         };
-        if self.stop(&run_id) {
+        if self.stop(&thread.scope, &run_id) {
             return Ok(StopRequest::Stopped { run_id });
         }
         if info.status == ThreadStatus::Paused && self.stop_paused(thread, &run_id).await? {

@@ -282,3 +282,32 @@ async fn a_tools_drafts_reach_watchers_live_and_never_the_history() {
 async fn a_draft_outside_a_live_scope_is_dropped_and_says_so() {
     assert!(!emit_draft(None, "doc", json!({}), None));
 }
+
+#[tokio::test]
+async fn a_run_keeps_frames_bounded_by_bytes_as_well_as_by_count() {
+    let live = FanoutChannel::with_limits(1024, 1_000);
+    live.open("r1");
+    let big = "x".repeat(300);
+    for _ in 0..10 {
+        live.send(text("r1", &big));
+    }
+    let watcher = live.watch("r1").unwrap();
+    live.close("r1", end());
+    let shown: Vec<String> = watcher.map(|f| show(&f)).collect().await;
+    // About 1,000 bytes hold at most three 300-byte frames with their overhead.
+    let kept = shown.iter().filter(|s| **s == big).count();
+    assert!((1..=3).contains(&kept), "{kept} frames kept");
+    assert_eq!(shown[0], format!("gap {}", 10 - kept));
+    assert_eq!(shown.last().unwrap(), "end completed");
+
+    // A frame larger than the bound alone is dropped with every frame before it.
+    let live = FanoutChannel::with_limits(1024, 1_000);
+    live.open("r2");
+    live.send(text("r2", "small"));
+    live.send(text("r2", &"y".repeat(5_000)));
+    live.send(text("r2", "after"));
+    let watcher = live.watch("r2").unwrap();
+    live.close("r2", end());
+    let shown: Vec<String> = watcher.map(|f| show(&f)).collect().await;
+    assert_eq!(shown, vec!["gap 2", "after", "end completed"]);
+}

@@ -135,6 +135,8 @@ on_every_store!(
     a_run_left_behind_is_abandoned_and_its_calls_replayed_rerun_or_reported_unknown,
     stop_cancels_the_run_and_leaves_every_call_with_a_result,
     a_command_is_carried_out_once_when_two_deliveries_race_and_on_every_retry,
+    a_duplicate_answer_delivered_at_once_is_carried_out_once,
+    a_retried_command_whose_run_was_abandoned_takes_the_thread_over_and_does_the_work,
     watching_follows_a_run_and_an_ended_run_ends_at_once_with_its_outcome,
     a_message_sent_while_the_run_releases_its_claim_is_carried_out_by_the_hand_over,
     a_message_whose_runner_died_before_claiming_is_taken_up_by_recover,
@@ -818,10 +820,17 @@ async fn stop_cancels_the_run_and_leaves_every_call_with_a_result(fx: Fixture) {
     let run = start_run(&runner, &t, "alice", "hang").await;
     started_rx.await.unwrap();
     assert!(runner.running(&t).is_some());
-    assert!(runner.stop(run.run_id()));
+    assert!(
+        !runner.stop(&Scope::new("acme", "other"), run.run_id()),
+        "a run of another workspace is never stopped"
+    );
+    assert!(runner.stop(&t.scope, run.run_id()));
     assert!(matches!(run.wait().await.outcome, Outcome::Stopped { .. }));
     runner.drain().await;
-    assert!(!runner.stop(run.run_id()), "nothing is left to stop");
+    assert!(
+        !runner.stop(&t.scope, run.run_id()),
+        "nothing is left to stop"
+    );
     let record = fx.store.run(&t.scope, run.run_id()).await.unwrap().unwrap();
     assert_eq!(record.status, RunStatus::Stopped);
     let history = load_history(fx.store.as_ref(), &t).await.unwrap();
@@ -832,18 +841,30 @@ async fn stop_cancels_the_run_and_leaves_every_call_with_a_result(fx: Fixture) {
 async fn a_command_is_carried_out_once_when_two_deliveries_race_and_on_every_retry(fx: Fixture) {
     let s = scope();
     let t = s.thread("t1");
-    let a = Runner::new(text_model("ok"), fx.store.clone());
-    let b = Runner::new(text_model("ok"), fx.store.clone());
+    // Both deliveries, in tasks of their own, find no record before either
+    // carries the command out: the store's atomic check decides.
+    let gate = Gate::new(fx.store.clone());
+    let mut first = gate.hold("command_result", 1);
+    let mut second = gate.hold("command_result", 2);
+    let a = Runner::new(text_model("ok"), gate.clone());
+    let b = Runner::new(text_model("ok"), gate.clone());
     let send = |text: &str| Command::Send {
         thread: "t1".into(),
         text: text.into(),
         message_id: None,
     };
-    let (one, two) = tokio::join!(
-        a.execute(&s, "alice", send("hello"), "c1"),
-        b.execute(&s, "alice", send("hello"), "c1"),
-    );
-    let (one, two) = (one.unwrap(), two.unwrap());
+    let deliver = |runner: &Runner| {
+        let runner = runner.clone();
+        let s = s.clone();
+        let command = send("hello");
+        tokio::spawn(async move { runner.execute(&s, "alice", command, "c1").await })
+    };
+    let (one, two) = (deliver(&a), deliver(&b));
+    first.arrived().await;
+    second.arrived().await;
+    first.release(false);
+    second.release(false);
+    let (one, two) = (one.await.unwrap().unwrap(), two.await.unwrap().unwrap());
     assert_eq!(one, two);
     assert_eq!(one["type"], "posted");
     // A retry with another payload gets the first result and does nothing.
@@ -884,6 +905,153 @@ async fn a_command_is_carried_out_once_when_two_deliveries_race_and_on_every_ret
         .await
         .unwrap();
     assert_eq!(stop["stopped"], false);
+}
+
+async fn a_duplicate_answer_delivered_at_once_is_carried_out_once(fx: Fixture) {
+    let s = scope();
+    let t = s.thread("t1");
+    let agent = || {
+        Agent::new(Arc::new(ScriptedModel::new(|request| {
+            if user_texts(request.messages).len() == 1 {
+                Ok(ScriptedResponse::calls().call("q1", "ask_user", json!({"question": "Which?"})))
+            } else {
+                Ok(ScriptedResponse::text("thanks"))
+            }
+        })))
+    };
+    let config = RunnerConfig::default().with_ask_user(true);
+    let gate = Gate::new(fx.store.clone());
+    let a = Runner::with_config(agent(), gate.clone(), config.clone());
+    let b = Runner::with_config(agent(), gate.clone(), config);
+    let run = a.send(&t, "alice", "go", None).await.unwrap().run.unwrap();
+    assert!(matches!(run.wait().await.outcome, Outcome::Paused { .. }));
+    a.drain().await;
+    let request = fx
+        .store
+        .run(&s, run.run_id())
+        .await
+        .unwrap()
+        .unwrap()
+        .requests[0]
+        .spec
+        .id
+        .clone();
+    let mut first = gate.hold("command_result", 1);
+    let mut second = gate.hold("command_result", 2);
+    let deliver = |runner: &Runner| {
+        let runner = runner.clone();
+        let s = s.clone();
+        let command = Command::Answer {
+            thread: "t1".into(),
+            run_id: run.run_id().to_owned(),
+            request_id: request.clone(),
+            approved: None,
+            text: Some("blue".into()),
+        };
+        tokio::spawn(async move { runner.execute(&s, "alice", command, "a1").await })
+    };
+    let (one, two) = (deliver(&a), deliver(&b));
+    first.arrived().await;
+    second.arrived().await;
+    first.release(false);
+    second.release(false);
+    let (one, two) = (one.await.unwrap().unwrap(), two.await.unwrap().unwrap());
+    assert_eq!(one, two, "the duplicate gets the remembered result");
+    assert_eq!(one["type"], "answered");
+    assert_eq!(one["resumed"], true);
+    a.drain().await;
+    b.drain().await;
+    let done = fx.store.run(&s, run.run_id()).await.unwrap().unwrap();
+    assert_eq!(done.status, RunStatus::Completed);
+    assert_eq!(done.segments, 2, "resumed once");
+    // A later retry of the id gets the same result and does nothing.
+    let retry = a
+        .execute(
+            &s,
+            "alice",
+            Command::Answer {
+                thread: "t1".into(),
+                run_id: run.run_id().to_owned(),
+                request_id: request.clone(),
+                approved: None,
+                text: Some("red".into()),
+            },
+            "a1",
+        )
+        .await
+        .unwrap();
+    assert_eq!(retry, one);
+    let key = CommandKey {
+        scope: s.clone(),
+        sender: "alice".into(),
+        command_id: "a1".into(),
+    };
+    assert_eq!(fx.store.command_result(&key).await.unwrap(), Some(one));
+}
+
+async fn a_retried_command_whose_run_was_abandoned_takes_the_thread_over_and_does_the_work(
+    fx: Fixture,
+) {
+    let s = scope();
+    let t = s.thread("t1");
+    let ttl = Duration::from_millis(300);
+    // A runner posted the message under command c1, claimed the thread and died.
+    let result = json!({"type": "posted", "thread": "t1", "message_id": "m1"});
+    let key = CommandKey {
+        scope: s.clone(),
+        sender: "alice".into(),
+        command_id: "c1".into(),
+    };
+    fx.store
+        .commit(
+            &t,
+            Commit::new()
+                .write(Write::PostMessage {
+                    id: "m1".into(),
+                    author: "alice".into(),
+                    kind: MessageKind::Message,
+                    text: "hello".into(),
+                })
+                .cursor("asked", 1)
+                .command(key, result.clone()),
+        )
+        .await
+        .unwrap();
+    let ClaimAttempt::Granted(_) = fx.store.acquire_claim(&t, "dead", ttl).await.unwrap() else {
+        panic!("the thread is free");
+    };
+    let runner = Runner::with_config(
+        text_model("done at last"),
+        fx.store.clone(),
+        RunnerConfig::default().with_claim_ttl(ttl),
+    );
+    let send = Command::Send {
+        thread: "t1".into(),
+        text: "hello".into(),
+        message_id: None,
+    };
+    // The retry gets the remembered result; the dead claim lapses and the work is done.
+    fx.clock.advance(Duration::from_secs(1));
+    assert_eq!(
+        runner.execute(&s, "alice", send, "c1").await.unwrap(),
+        result
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let runs = fx.store.runs(&t).await.unwrap();
+        if runs.iter().any(|r| r.status == RunStatus::Completed) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the work was never done: {runs:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    runner.drain().await;
+    let history = load_history(fx.store.as_ref(), &t).await.unwrap();
+    assert_eq!(last_text(&history), "done at last");
+    assert_eq!(user_texts(&history), vec!["hello".to_owned()]);
 }
 
 async fn watching_follows_a_run_and_an_ended_run_ends_at_once_with_its_outcome(fx: Fixture) {
@@ -975,17 +1143,18 @@ async fn a_message_sent_while_the_run_releases_its_claim_is_carried_out_by_the_h
 async fn a_message_whose_runner_died_before_claiming_is_taken_up_by_recover(fx: Fixture) {
     let t = scope().thread("t1");
     let gate = Gate::new(fx.store.clone());
-    // The post is committed (asked moves), then the claim attempt fails: the
-    // runner "dies" between asking and claiming.
-    let held = gate.hold("acquire_claim", 1);
+    // The post is committed (asked moves), then the runner dies while its
+    // claim attempt hangs (a failed attempt alone is tried again, ADR 0250).
+    let mut held = gate.hold("acquire_claim", 1);
     let dying = Runner::new(text_model("never"), gate.clone());
     let sending = {
         let t = t.clone();
         tokio::spawn(async move { dying.send(&t, "alice", "hello", Some("m1")).await })
     };
-    held.release(true);
-    let err = sending.await.unwrap().unwrap_err();
-    assert_eq!(err.kind(), RunnerErrorKind::Store);
+    held.arrived().await;
+    sending.abort();
+    assert!(sending.await.unwrap_err().is_cancelled());
+    drop(held);
     assert_eq!(fx.store.cursor(&t, "taken").await.unwrap(), 0);
 
     let runner = Runner::new(text_model("recovered"), fx.store.clone());
