@@ -17,7 +17,8 @@ pub struct Capabilities {
     pub empty_dirs: bool,
     /// `make_dir` makes a directory that stays, empty, until it is deleted
     /// (on a backend without `empty_dirs`, a made directory is the one kind
-    /// of empty directory it keeps).
+    /// of empty directory it keeps). Absent in older JSON: false.
+    #[serde(default)]
     pub make_dir: bool,
     /// Listings report `modified_at`.
     pub modified_at: bool,
