@@ -7,7 +7,7 @@ use burrow_types::{EditResult, ExecuteResponse, WriteResult};
 
 use crate::caps::Capabilities;
 use crate::context::{FileContext, LockKey};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::path::VPath;
 use crate::results::{GlobResult, GrepQuery, GrepResult, LineWindow, Listing};
 
@@ -163,6 +163,44 @@ pub trait Backend: Send + Sync {
     /// - Where directories are implicit (no `empty_dirs` capability) a
     ///   directory disappears with its last file.
     async fn delete(&self, ctx: &FileContext, path: &VPath) -> Result<()>;
+
+    /// Makes the directory `path`; with `parents`, its missing parents too and
+    /// no refusal when it already exists (`mkdir -p`).
+    ///
+    /// # Behavior
+    ///
+    /// - The new directory is listed by `ls` as a directory, lists empty, and
+    ///   stays until it is deleted, even on a backend without `empty_dirs`;
+    ///   `glob` and `grep` never report it.
+    /// - A missing parent without `parents`: NotFound, nothing made.
+    /// - An existing directory (or "/"): no change, and AlreadyExists without
+    ///   `parents`.
+    /// - A file at `path`: AlreadyExists; a file among its parents:
+    ///   NotADirectory. Nothing is made.
+    /// - A backend whose capabilities do not say `make_dir`: Unsupported,
+    ///   nothing made (the default).
+    async fn make_dir(&self, ctx: &FileContext, path: &VPath, parents: bool) -> Result<()> {
+        let _ = (ctx, path, parents);
+        Err(Error::unsupported("making directories"))
+    }
+
+    /// Deletes the file or the directory at `path` with everything beneath it (`rm -r`).
+    ///
+    /// # Behavior
+    ///
+    /// - Every file and directory at or beneath `path` is removed; prefix
+    ///   siblings ("a.b", "ab" next to "a") are untouched.
+    /// - A file is removed as [`Backend::delete`] removes it.
+    /// - Missing: NotFound. Deleting "/": InvalidPath. Nothing is removed.
+    /// - Where directories are implicit, emptied parents disappear as with
+    ///   `delete`; a directory made with `make_dir` stays.
+    /// - The default walks the tree a page at a time (memory bounded by the
+    ///   page and the depth), deleting files then emptied directories with
+    ///   [`Backend::delete`]: a failure mid-way leaves part of the tree, and
+    ///   running it again finishes it. Its inner deletes carry no effect key.
+    async fn delete_tree(&self, ctx: &FileContext, path: &VPath) -> Result<()> {
+        crate::tree::delete_tree_by_walk(self, ctx, path).await
+    }
 
     /// Files beneath `under` whose path relative to `under` matches `pattern`.
     ///

@@ -15,6 +15,11 @@ pub struct Capabilities {
     pub exec: bool,
     /// Directories exist on their own: an empty directory can be listed and deleted.
     pub empty_dirs: bool,
+    /// `make_dir` makes a directory that stays, empty, until it is deleted
+    /// (on a backend without `empty_dirs`, a made directory is the one kind
+    /// of empty directory it keeps). Absent in older JSON: false.
+    #[serde(default)]
+    pub make_dir: bool,
     /// Listings report `modified_at`.
     pub modified_at: bool,
     /// Files are scoped by `FileContext::tenant`.
@@ -35,6 +40,7 @@ impl Capabilities {
         Self {
             exec: false,
             empty_dirs: false,
+            make_dir: false,
             modified_at: false,
             tenants: false,
             effect_keys: false,
@@ -52,6 +58,11 @@ impl Capabilities {
     /// Sets `empty_dirs`.
     pub fn with_empty_dirs(mut self, on: bool) -> Self {
         self.empty_dirs = on;
+        self
+    }
+    /// Sets `make_dir`.
+    pub fn with_make_dir(mut self, on: bool) -> Self {
+        self.make_dir = on;
         self
     }
     /// Sets `modified_at`.

@@ -20,7 +20,9 @@ pub enum ErrorKind {
     AlreadyExists,
     /// A file operation was given a directory.
     IsADirectory,
-    /// A directory operation was given a file, or a parent is a file.
+    /// A directory operation was given a file, or a write or `make_dir` found a
+    /// file among the parents of its path. Reading, listing or deleting a
+    /// path beneath a file is NotFound: nothing stands there.
     NotADirectory,
     /// Deleting a directory that still has entries.
     DirectoryNotEmpty,
@@ -295,6 +297,16 @@ impl Error {
         Self::refusal(
             ErrorKind::InvalidPath,
             "the root \"/\" cannot be deleted; delete the entries inside it instead.",
+        )
+    }
+
+    /// Something already stands at `path`, where a directory was to be made.
+    pub fn already_exists(path: &VPath) -> Self {
+        Self::refusal_at(
+            ErrorKind::AlreadyExists,
+            path,
+            "",
+            " already exists; give parents (mkdir -p) to accept an existing directory.",
         )
     }
 

@@ -26,6 +26,7 @@ mod locks;
 mod path;
 mod results;
 pub mod text;
+mod tree;
 
 pub use backend::{
     Backend, DEFAULT_EXEC_OUTPUT_CAP, DEFAULT_EXEC_TIMEOUT, Sandbox, TIMEOUT_EXIT_CODE,

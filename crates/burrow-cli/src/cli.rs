@@ -101,7 +101,8 @@ Each line is an object naming the op and the subcommand's arguments and options:
   {\"op\": \"cat\", \"path\": \"/a.bin\"}                 -> {\"content_b64\": ...}
   {\"op\": \"write\", \"path\": \"/a.txt\", \"content\": \"text\"}   (or \"content_b64\" for bytes)
   {\"op\": \"edit\", \"path\": \"/a.txt\", \"old\": \"x\", \"new\": \"y\", \"replace_all\": false}
-  {\"op\": \"rm\", \"path\": \"/a.txt\"}
+  {\"op\": \"rm\", \"path\": \"/a.txt\"}   (\"recursive\": true deletes a directory whole)
+  {\"op\": \"mkdir\", \"path\": \"/scratch\", \"parents\": false}
   {\"op\": \"glob\", \"pattern\": \"**/*.py\", \"under\": \"/\", \"limit\": 1000}
   {\"op\": \"grep\", \"pattern\": \"def \\\\w+\", \"under\": \"/\", \"include\": \"*.py\",
    \"fixed\": false, \"ignore_case\": false, \"limit\": 1000}
@@ -213,10 +214,21 @@ pub enum Command {
         #[arg(long)]
         all: bool,
     },
-    /// Delete a file or an empty directory.
+    /// Delete a file or an empty directory; with -r, a directory and everything beneath it.
     Rm {
         /// The file or directory.
         path: String,
+        /// Delete a directory with everything beneath it (not "/", not a mount point).
+        #[arg(short = 'r', long)]
+        recursive: bool,
+    },
+    /// Make a directory; with -p, its missing parents too, and no error if it exists.
+    Mkdir {
+        /// The directory to make.
+        path: String,
+        /// Make missing parents; an existing directory is no error.
+        #[arg(short = 'p', long)]
+        parents: bool,
     },
     /// List the files whose path under --under matches a glob pattern.
     Glob {

@@ -50,6 +50,11 @@ pub enum Op {
     },
     Rm {
         path: String,
+        recursive: bool,
+    },
+    Mkdir {
+        path: String,
+        parents: bool,
     },
     Glob {
         pattern: String,
@@ -106,7 +111,8 @@ impl Op {
                 new,
                 replace_all: all,
             },
-            Command::Rm { path } => Op::Rm { path },
+            Command::Rm { path, recursive } => Op::Rm { path, recursive },
+            Command::Mkdir { path, parents } => Op::Mkdir { path, parents },
             Command::Glob {
                 pattern,
                 under,
@@ -209,10 +215,19 @@ impl Op {
                     .edit(ctx, &VPath::parse(&path)?, &old, &new, replace_all)
                     .await?,
             ),
-            Op::Rm { path } => {
+            Op::Rm { path, recursive } => {
                 let path = VPath::parse(&path)?;
-                backend.delete(ctx, &path).await?;
+                if recursive {
+                    backend.delete_tree(ctx, &path).await?;
+                } else {
+                    backend.delete(ctx, &path).await?;
+                }
                 Output::Removed(path.as_str().to_owned())
+            }
+            Op::Mkdir { path, parents } => {
+                let path = VPath::parse(&path)?;
+                backend.make_dir(ctx, &path, parents).await?;
+                Output::Made(path.as_str().to_owned())
             }
             Op::Glob {
                 pattern,
@@ -293,7 +308,7 @@ fn read_bounded(input: impl Read, max: u64, name: &str) -> Result<Vec<u8>> {
 }
 
 /// The ops a batch line can name, for messages.
-const OPS: &str = "ls, read, cat, write, edit, rm, glob, grep, exec";
+const OPS: &str = "ls, read, cat, write, edit, rm, mkdir, glob, grep, exec";
 
 /// The fields of one batch line, taken one by one with their types checked,
 /// so a refusal names the op and the field at fault. `null` counts as absent.
@@ -414,7 +429,9 @@ fn parse_line(line: &str) -> Result<Op> {
     let allowed: &'static [&'static str] = match op.as_str() {
         "ls" => &["path", "limit"],
         "read" => &["path", "offset", "limit"],
-        "cat" | "rm" => &["path"],
+        "cat" => &["path"],
+        "rm" => &["path", "recursive"],
+        "mkdir" => &["path", "parents"],
         "write" => &["path", "content", "content_b64"],
         "edit" => &["path", "old", "new", "replace_all"],
         "glob" => &["pattern", "under", "limit"],
@@ -450,6 +467,11 @@ fn parse_line(line: &str) -> Result<Op> {
         },
         "rm" => Op::Rm {
             path: f.needed("path")?,
+            recursive: f.flag("recursive")?,
+        },
+        "mkdir" => Op::Mkdir {
+            path: f.needed("path")?,
+            parents: f.flag("parents")?,
         },
         "write" => {
             let path = f.needed("path")?;

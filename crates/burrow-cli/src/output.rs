@@ -21,6 +21,7 @@ pub enum Output {
     Written { result: WriteResult, bytes: usize },
     Edited(EditResult),
     Removed(String),
+    Made(String),
     Globbed { result: GlobResult, limit: usize },
     Grepped { result: GrepResult, limit: usize },
     Executed(ExecuteResponse),
@@ -31,7 +32,7 @@ impl Output {
     pub fn is_mutation(&self) -> bool {
         matches!(
             self,
-            Output::Written { .. } | Output::Edited(_) | Output::Removed(_)
+            Output::Written { .. } | Output::Edited(_) | Output::Removed(_) | Output::Made(_)
         )
     }
 
@@ -50,7 +51,9 @@ impl Output {
             }
             Output::Written { result, .. } => serde_json::to_string(result),
             Output::Edited(result) => serde_json::to_string(result),
-            Output::Removed(path) => serde_json::to_string(&json!({ "path": path })),
+            Output::Removed(path) | Output::Made(path) => {
+                serde_json::to_string(&json!({ "path": path }))
+            }
             Output::Globbed { result, .. } => serde_json::to_string(&Paths {
                 paths: result.files.iter().map(|f| f.path.as_str()).collect(),
                 truncated: result.truncated,
@@ -132,6 +135,7 @@ impl Output {
                 writeln!(out, "edited {path} ({n} {noun} replaced)")
             }
             Output::Removed(path) => writeln!(out, "removed {}", display::name(path)),
+            Output::Made(path) => writeln!(out, "made {}", display::name(path)),
             Output::Globbed { result, .. } => {
                 for f in &result.files {
                     writeln!(out, "{}", display::name(&f.path))?;

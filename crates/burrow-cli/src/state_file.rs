@@ -244,8 +244,10 @@ impl Saver for Arc<StateFile> {
 
 #[async_trait]
 impl Backend for StateFile {
+    /// The StateBackend's, but `make_dir` off: the file keeps files only, so a
+    /// made directory would not outlive the command.
     fn capabilities(&self) -> Capabilities {
-        self.inner().backend.capabilities()
+        self.inner().backend.capabilities().with_make_dir(false)
     }
 
     fn lock_scope(&self) -> &str {
@@ -294,6 +296,11 @@ impl Backend for StateFile {
 
     async fn delete(&self, ctx: &FileContext, path: &VPath) -> Result<()> {
         self.change(async |b: StateBackend| b.delete(ctx, path).await)
+            .await
+    }
+
+    async fn delete_tree(&self, ctx: &FileContext, path: &VPath) -> Result<()> {
+        self.change(async |b: StateBackend| b.delete_tree(ctx, path).await)
             .await
     }
 

@@ -149,6 +149,7 @@ fn compose_capabilities(table: &MountTable, can_execute: bool) -> Capabilities {
     Capabilities::minimal()
         .with_exec(can_execute)
         .with_empty_dirs(every(|c| c.empty_dirs))
+        .with_make_dir(every(|c| c.make_dir))
         .with_modified_at(every(|c| c.modified_at))
         .with_tenants(every(|c| c.tenants))
         .with_effect_keys(every(|c| c.effect_keys))
@@ -241,6 +242,29 @@ impl CompositeBackend {
     fn refuse_implied_dir(&self, path: &VPath) -> Result<()> {
         if self.inner.table.has_mount_below(path) {
             return Err(Error::is_a_directory(path));
+        }
+        Ok(())
+    }
+
+    /// InvalidPath for a mount point, DirectoryNotEmpty for a directory above
+    /// one: neither can be deleted, whole or not.
+    fn refuse_deleting_mounts(&self, path: &VPath) -> Result<()> {
+        let table = &self.inner.table;
+        if !path.is_root() && table.is_mount_point(path) {
+            return Err(Error::refusal_at(
+                ErrorKind::InvalidPath,
+                path,
+                "",
+                " is a mount point, the root of another backend; it cannot be deleted (delete the files inside it instead).",
+            ));
+        }
+        if !path.is_root() && table.has_mount_below(path) {
+            return Err(Error::refusal_at(
+                ErrorKind::DirectoryNotEmpty,
+                path,
+                "",
+                " holds a mount point; it cannot be deleted.",
+            ));
         }
         Ok(())
     }
@@ -421,27 +445,53 @@ impl Backend for CompositeBackend {
     }
 
     async fn delete(&self, ctx: &FileContext, path: &VPath) -> Result<()> {
+        self.refuse_deleting_mounts(path)?;
         let table = &self.inner.table;
-        if !path.is_root() && table.is_mount_point(path) {
-            return Err(Error::refusal_at(
-                ErrorKind::InvalidPath,
-                path,
-                "",
-                " is a mount point, the root of another backend; it cannot be deleted (delete the files inside it instead).",
-            ));
-        }
-        if !path.is_root() && table.has_mount_below(path) {
-            return Err(Error::refusal_at(
-                ErrorKind::DirectoryNotEmpty,
-                path,
-                "",
-                " holds a mount point; it cannot be deleted.",
-            ));
-        }
         let (i, inner) = table.route(path);
         let part = &table.parts[i];
         part.backend
             .delete(ctx, &inner)
+            .await
+            .map_err(|e| part.outer_error(e, &inner))
+    }
+
+    /// A mount point, or a directory the mounts imply, already exists: no
+    /// change with `parents`, AlreadyExists without. Anything else is routed
+    /// like a write.
+    async fn make_dir(&self, ctx: &FileContext, path: &VPath, parents: bool) -> Result<()> {
+        let table = &self.inner.table;
+        if !path.is_root() && (table.is_mount_point(path) || table.is_dir_by_mounts(path)) {
+            return if parents {
+                Ok(())
+            } else {
+                Err(Error::refusal_at(
+                    ErrorKind::AlreadyExists,
+                    path,
+                    "",
+                    " is a mount point (or holds one) and already exists.",
+                ))
+            };
+        }
+        let (i, inner) = table.route(path);
+        let part = &table.parts[i];
+        part.backend
+            .make_dir(ctx, &inner, parents)
+            .await
+            .map_err(|e| part.outer_error(e, &inner))
+    }
+
+    /// Refused on a mount point and on a directory holding one, as `delete`
+    /// is; anything else is the routed backend's own `delete_tree`.
+    async fn delete_tree(&self, ctx: &FileContext, path: &VPath) -> Result<()> {
+        if path.is_root() {
+            return Err(Error::root_cannot_be_deleted());
+        }
+        self.refuse_deleting_mounts(path)?;
+        let table = &self.inner.table;
+        let (i, inner) = table.route(path);
+        let part = &table.parts[i];
+        part.backend
+            .delete_tree(ctx, &inner)
             .await
             .map_err(|e| part.outer_error(e, &inner))
     }

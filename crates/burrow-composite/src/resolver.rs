@@ -377,6 +377,14 @@ impl Backend for ResolvingBackend {
         self.backend(ctx).await?.delete(ctx, path).await
     }
 
+    async fn make_dir(&self, ctx: &FileContext, path: &VPath, parents: bool) -> Result<()> {
+        self.backend(ctx).await?.make_dir(ctx, path, parents).await
+    }
+
+    async fn delete_tree(&self, ctx: &FileContext, path: &VPath) -> Result<()> {
+        self.backend(ctx).await?.delete_tree(ctx, path).await
+    }
+
     async fn glob(
         &self,
         ctx: &FileContext,

@@ -96,7 +96,7 @@ pub mod __private {
 /// no host, its limits are too high) must be declared, with the reason. The
 /// scenarios a capability's value rules out are declared as one group, whose
 /// reason this crate states once (the groups:
-/// `exec_off`, `empty_dirs_off`, `empty_dirs_on`, `tenants_off`,
+/// `exec_off`, `empty_dirs_off`, `empty_dirs_on`, `make_dir_off`, `tenants_off`,
 /// `effect_keys_off`, `symlinks_off`); any other skip is named with its own reason:
 ///
 /// ```ignore
@@ -142,6 +142,7 @@ macro_rules! conformance_suite {
 /// - `exec_off`: the sandbox scenarios (the backend runs no commands).
 /// - `empty_dirs_off`: the scenarios of directories that exist on their own.
 /// - `empty_dirs_on`: the scenario of implicit directories going with their last file.
+/// - `make_dir_off`: the scenarios of directories made with `make_dir`.
 /// - `tenants_off`: the tenant isolation scenarios.
 /// - `effect_keys_off`: the replay scenarios.
 /// - `symlinks_off`: the scenarios of symbolic links made beneath the backend.
@@ -185,6 +186,16 @@ macro_rules! __capability_skips {
             delete_last_file_removes_implicit_directories
             ] $($rest)* }
     };
+    (($d:tt) $make:path [$mode:ident] [$($acc:tt)*] make_dir_off $($rest:ident)*) => {
+        $crate::__capability_skips! { @add ($d) $make [$mode] [$($acc)*]
+            "the backend cannot make directories (capability make_dir is off)"
+            [
+            delete_tree_removes_made_directories
+            make_dir_is_listed_and_stays
+            make_dir_over_a_file_is_refused
+            make_dir_parents
+            ] $($rest)* }
+    };
     (($d:tt) $make:path [$mode:ident] [$($acc:tt)*] tenants_off $($rest:ident)*) => {
         $crate::__capability_skips! { @add ($d) $make [$mode] [$($acc)*]
             "the backend does not scope files by tenant (capability tenants is off)"
@@ -218,7 +229,7 @@ macro_rules! __capability_skips {
     (($d:tt) $make:path [$mode:ident] [$($acc:tt)*] $other:ident $($rest:ident)*) => {
         ::core::compile_error!(::core::concat!(
             "no capability skip group `", ::core::stringify!($other), "`: the groups are exec_off, ",
-            "empty_dirs_off, empty_dirs_on, tenants_off, effect_keys_off and symlinks_off"
+            "empty_dirs_off, empty_dirs_on, make_dir_off, tenants_off, effect_keys_off and symlinks_off"
         ));
     };
 }

@@ -91,6 +91,14 @@ macro_rules! __for_each_scenario {
             delete::delete_last_file_removes_implicit_directories
             delete::delete_last_file_keeps_empty_directory
             delete::delete_empty_directory_still_blocks_files
+            dirs::make_dir_is_listed_and_stays
+            dirs::make_dir_parents
+            dirs::make_dir_over_a_file_is_refused
+            dirs::delete_tree_removes_everything_beneath
+            dirs::delete_tree_of_a_file_or_subdirectory
+            dirs::delete_tree_refusals_change_nothing
+            dirs::delete_tree_removes_made_directories
+            dirs::beneath_a_file_is_not_found
             glob::glob_bare_pattern_matches_any_depth
             glob::glob_slash_anchors_pattern
             glob::glob_double_star_spans_segments

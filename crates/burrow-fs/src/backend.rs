@@ -199,6 +199,7 @@ impl Backend for FsBackend {
     fn capabilities(&self) -> Capabilities {
         Capabilities::minimal()
             .with_empty_dirs(true)
+            .with_make_dir(true)
             .with_modified_at(true)
             .with_symlinks(true)
             .with_conditional_writes(true)
@@ -277,6 +278,19 @@ impl Backend for FsBackend {
     async fn delete(&self, _ctx: &FileContext, path: &VPath) -> Result<()> {
         let vpath = path.clone();
         self.mutate(path, move |root| root.delete(&vpath)).await
+    }
+
+    async fn make_dir(&self, _ctx: &FileContext, path: &VPath, parents: bool) -> Result<()> {
+        let vpath = path.clone();
+        self.mutate(path, move |root| root.make_dir(&vpath, parents))
+            .await
+    }
+
+    /// The folder's own recursive removal, in the locked parent directory.
+    async fn delete_tree(&self, _ctx: &FileContext, path: &VPath) -> Result<()> {
+        let vpath = path.clone();
+        self.mutate(path, move |root| root.delete_tree(&vpath))
+            .await
     }
 
     async fn glob(

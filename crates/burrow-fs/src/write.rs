@@ -65,6 +65,88 @@ impl Root {
         Ok(count)
     }
 
+    /// Makes the directory `path`, and with `parents` its missing parents;
+    /// see `Backend::make_dir`. Parents are checked root first before any is
+    /// made, so a file among them refuses the call with nothing made.
+    pub(crate) fn make_dir(&self, path: &VPath, parents: bool) -> Result<(), Error> {
+        let exists = || {
+            if parents {
+                Ok(())
+            } else {
+                Err(Error::already_exists(path))
+            }
+        };
+        if path.is_root() {
+            return exists();
+        }
+        match self.stat(path) {
+            Ok(meta) if meta.is_dir() => return exists(),
+            Ok(_) => return Err(Error::already_exists(path)),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                ) => {}
+            Err(e) => return Err(from_io(e, path, "create")),
+        }
+        if let Some(file) = self.file_above(path) {
+            return Err(Error::not_a_directory(&file));
+        }
+        if parents {
+            for dir in path.ancestors().iter().filter(|d| !d.is_root()) {
+                self.ensure_dir(dir)?;
+            }
+        } else if let Some(parent) = path.parent()
+            && !parent.is_root()
+            && !self.stat(&parent).is_ok_and(|m| m.is_dir())
+        {
+            return Err(Error::not_found(&parent));
+        }
+        match self.dir.create_dir(rel(path)) {
+            Ok(()) => Ok(()),
+            // Made meanwhile by someone else, or a dangling link stands there.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                if self.stat(path).is_ok_and(|m| m.is_dir()) {
+                    exists()
+                } else {
+                    Err(Error::already_exists(path))
+                }
+            }
+            Err(e) => Err(from_io(e, path, "create")),
+        }
+    }
+
+    /// The nearest-the-root parent of `path` that exists and is no directory.
+    fn file_above(&self, path: &VPath) -> Option<VPath> {
+        for dir in path.ancestors().into_iter().filter(|d| !d.is_root()) {
+            match self.stat(&dir) {
+                Ok(meta) if meta.is_dir() => {}
+                Ok(_) => return Some(dir),
+                Err(_) => return None,
+            }
+        }
+        None
+    }
+
+    /// Deletes the file, link or directory at `path` with everything beneath
+    /// it, in its locked parent directory. Links are removed, never followed.
+    pub(crate) fn delete_tree(&self, path: &VPath) -> Result<(), Error> {
+        if path.is_root() {
+            return Err(Error::root_cannot_be_deleted());
+        }
+        let locked = self.lock_dir_of(path, rel(path), "delete")?;
+        let (dir, name) = (&locked.dir, locked.name.as_os_str());
+        let meta = dir
+            .symlink_metadata(name)
+            .map_err(|e| from_io(e, path, "delete"))?;
+        let removed = if meta.is_dir() {
+            dir.remove_dir_all(name)
+        } else {
+            dir.remove_file(name)
+        };
+        removed.map_err(|e| from_io(e, path, "delete"))
+    }
+
     /// Creates the missing directories above `path`.
     fn ensure_parents(&self, path: &VPath) -> Result<(), Error> {
         match path.parent() {

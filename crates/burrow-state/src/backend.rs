@@ -28,9 +28,11 @@ const ONE_WORKSPACE: &str = "*";
 ///   false`. Give each tenant its own `StateBackend` (a composite resolver
 ///   can build one per tenant or per run).
 /// - **Implicit directories.** A directory exists while a file lies beneath
-///   it; it appears with its first file and disappears with its last, so a
-///   directory here is never empty (`empty_dirs: false`) and deleting one is
-///   always DirectoryNotEmpty.
+///   it; it appears with its first file and disappears with its last
+///   (`empty_dirs: false`). The one exception is a directory made with
+///   `make_dir` (`make_dir: true`): it stays, empty or not, until it is
+///   deleted. Made directories are not part of the FileData document
+///   ([`StateBackend::files`]): only files are.
 /// - **Atomic mutations.** `write` and `edit` run read-modify-write under the
 ///   write lock, so concurrent edits of one file never lose an update
 ///   (`conditional_writes: true`). No lock is held across an `.await`.
@@ -155,6 +157,7 @@ impl Backend for StateBackend {
     fn capabilities(&self) -> Capabilities {
         Capabilities::minimal()
             .with_modified_at(true)
+            .with_make_dir(true)
             .with_conditional_writes(true)
             .with_limits(self.shared.limits)
     }
@@ -256,13 +259,36 @@ impl Backend for StateBackend {
             return Err(Error::root_cannot_be_deleted());
         }
         let mut tree = self.write_tree();
-        if tree.remove_file(path.as_str()).is_some() {
+        if tree.remove_file(path.as_str()).is_some() || tree.remove_empty_dir(path.as_str()) {
             return Ok(());
         }
         Err(match tree.kind(path.as_str()) {
             Kind::Dir => Error::directory_not_empty(path),
             _ => Error::not_found(path),
         })
+    }
+
+    async fn make_dir(&self, _ctx: &FileContext, path: &VPath, parents: bool) -> Result<()> {
+        self.write_tree().make_dir(path, parents)
+    }
+
+    /// One step under the write lock: no reader sees part of the tree gone.
+    async fn delete_tree(&self, _ctx: &FileContext, path: &VPath) -> Result<()> {
+        if path.is_root() {
+            return Err(Error::root_cannot_be_deleted());
+        }
+        let mut tree = self.write_tree();
+        match tree.kind(path.as_str()) {
+            Kind::File => {
+                tree.remove_file(path.as_str());
+                Ok(())
+            }
+            Kind::Dir => {
+                tree.remove_tree(path.as_str());
+                Ok(())
+            }
+            Kind::Missing => Err(Error::not_found(path)),
+        }
     }
 
     async fn glob(

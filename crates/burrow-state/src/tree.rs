@@ -53,14 +53,18 @@ impl Stamp {
     }
 }
 
-/// One directory of the index. Directories are implicit: one exists while a
-/// file lies beneath it, so `files` is never 0 except for the root.
+/// One directory of the index. A directory exists while something holds it:
+/// a file beneath it, or a directory made with `make_dir` at or beneath it.
+/// So `files` is never 0 except for the root.
 #[derive(Debug, Default)]
 struct DirEntry {
     /// Direct children by name (byte order == path order), `true` for a directory.
     children: BTreeMap<String, bool>,
-    /// Files beneath this directory, at any depth.
+    /// What holds this directory: files beneath it at any depth, plus made
+    /// directories at or beneath it.
     files: usize,
+    /// Made with `make_dir`: it stays, empty or not, until it is deleted.
+    made: bool,
 }
 
 /// What stands at a path.
@@ -238,6 +242,7 @@ impl Tree {
                 DirEntry {
                     children: BTreeMap::new(),
                     files: 1,
+                    made: false,
                 },
             );
         }
@@ -259,6 +264,13 @@ impl Tree {
         if let Some(p) = self.dirs.get_mut(parent) {
             p.children.remove(name);
         }
+        self.release_above(path);
+        Some(entry)
+    }
+
+    /// Counts one holder off every directory above `path` (deepest first),
+    /// removing those left with none. O(depth · log n).
+    fn release_above(&mut self, path: &str) {
         for (i, _) in path.rmatch_indices('/') {
             let dir = dir_at(path, i);
             let Some(d) = self.dirs.get_mut(dir) else {
@@ -273,7 +285,127 @@ impl Tree {
                 }
             }
         }
-        Some(entry)
+    }
+
+    /// Makes the directory `path` (and with `parents` its missing parents),
+    /// marking it made so that it stays until deleted; see `Backend::make_dir`.
+    /// Changes nothing when it refuses. O(depth · log n).
+    pub(crate) fn make_dir(&mut self, path: &VPath, parents: bool) -> Result<()> {
+        let p = path.as_str();
+        if path.is_root() || self.dirs.get(p).is_some_and(|d| d.made) {
+            return if parents {
+                Ok(())
+            } else {
+                Err(Error::already_exists(path))
+            };
+        }
+        if self.files.contains_key(p) {
+            return Err(Error::already_exists(path));
+        }
+        if let Some(file) = self.file_ancestor(p) {
+            return Err(Error::not_a_directory(file));
+        }
+        let exists = self.dirs.contains_key(p);
+        if exists && !parents {
+            return Err(Error::already_exists(path));
+        }
+        if !parents
+            && let Some(parent) = path.parent()
+            && !self.dirs.contains_key(parent.as_str())
+        {
+            return Err(Error::not_found(&parent));
+        }
+        // Count the new holder on every directory above, creating missing ones root first.
+        for (i, _) in p.match_indices('/') {
+            self.hold(dir_at(p, i));
+        }
+        self.hold(p);
+        if let Some(d) = self.dirs.get_mut(p) {
+            d.made = true;
+        }
+        Ok(())
+    }
+
+    /// Counts one more holder on the directory `dir`, creating it (its parent
+    /// exists: callers go root first) when missing.
+    fn hold(&mut self, dir: &str) {
+        if let Some(d) = self.dirs.get_mut(dir) {
+            d.files += 1;
+            return;
+        }
+        let (parent, name) = split(dir);
+        if let Some(p) = self.dirs.get_mut(parent) {
+            p.children.insert(name.to_owned(), true);
+        }
+        self.dirs.insert(
+            dir.to_owned(),
+            DirEntry {
+                children: BTreeMap::new(),
+                files: 1,
+                made: false,
+            },
+        );
+    }
+
+    /// Deletes the made, empty directory `dir`: true when it was one.
+    pub(crate) fn remove_empty_dir(&mut self, dir: &str) -> bool {
+        match self.dirs.get_mut(dir) {
+            Some(d) if d.made && d.children.is_empty() => d.made = false,
+            _ => return false,
+        }
+        self.unmake(dir);
+        true
+    }
+
+    /// Counts the made mark of `dir` (already cleared) off it and its parents.
+    fn unmake(&mut self, dir: &str) {
+        let gone = match self.dirs.get_mut(dir) {
+            Some(d) => {
+                d.files = d.files.saturating_sub(1);
+                d.files == 0
+            }
+            None => false,
+        };
+        if gone {
+            self.dirs.remove(dir);
+            let (up, name) = split(dir);
+            if let Some(p) = self.dirs.get_mut(up) {
+                p.children.remove(name);
+            }
+        }
+        self.release_above(dir);
+    }
+
+    /// Deletes the directory `dir` (not the root) and everything beneath it:
+    /// its files, then its made directories deepest first. O(subtree · depth · log n).
+    pub(crate) fn remove_tree(&mut self, dir: &str) {
+        let prefix = child_prefix(dir);
+        let files: Vec<Arc<str>> = self
+            .order
+            .range::<str, _>((Bound::Included(prefix.as_str()), Bound::Unbounded))
+            .take_while(|path| path.starts_with(&prefix))
+            .cloned()
+            .collect();
+        for path in files {
+            self.remove_file(&path);
+        }
+        let mut made: Vec<String> = self
+            .dirs
+            .range::<str, _>((Bound::Included(prefix.as_str()), Bound::Unbounded))
+            .take_while(|(path, _)| path.starts_with(&prefix))
+            .filter(|(_, d)| d.made)
+            .map(|(path, _)| path.clone())
+            .collect();
+        if self.dirs.get(dir).is_some_and(|d| d.made) {
+            made.insert(0, dir.to_owned());
+        }
+        // Deepest first within a branch: a path sorts after its parent.
+        for path in made.iter().rev() {
+            if let Some(d) = self.dirs.get_mut(path.as_str()) {
+                d.made = false;
+            }
+            self.unmake(path);
+        }
     }
 
     /// The direct children of the directory `dir` in name order, `true` for a
@@ -334,6 +466,23 @@ mod tests {
     fn expected_dirs(tree: &Tree) -> BTreeMap<String, (BTreeMap<String, bool>, usize)> {
         let mut dirs: BTreeMap<String, (BTreeMap<String, bool>, usize)> = BTreeMap::new();
         dirs.insert("/".to_owned(), (BTreeMap::new(), 0));
+        let made: Vec<&str> = tree
+            .dirs
+            .iter()
+            .filter(|(_, d)| d.made)
+            .map(|(p, _)| p.as_str())
+            .collect();
+        for path in made {
+            dirs.entry(path.to_owned()).or_default().1 += 1;
+            let mut cur = path;
+            while cur != "/" {
+                let (parent, name) = split(cur);
+                let d = dirs.entry(parent.to_owned()).or_default();
+                d.0.insert(name.to_owned(), true);
+                d.1 += 1;
+                cur = parent;
+            }
+        }
         for (path, _) in tree.iter() {
             let mut child_is_dir = false;
             let mut cur = path;
@@ -372,6 +521,8 @@ mod tests {
     enum Op {
         Write(String),
         Delete(String),
+        MakeDir(String, bool),
+        DeleteTree(String),
     }
 
     fn small_path() -> impl Strategy<Value = String> {
@@ -383,7 +534,9 @@ mod tests {
     fn op() -> impl Strategy<Value = Op> {
         prop_oneof![
             small_path().prop_map(Op::Write),
-            small_path().prop_map(Op::Delete)
+            small_path().prop_map(Op::Delete),
+            (small_path(), any::<bool>()).prop_map(|(p, parents)| Op::MakeDir(p, parents)),
+            small_path().prop_map(Op::DeleteTree),
         ]
     }
 
@@ -409,6 +562,20 @@ mod tests {
                         let was_file = tree.kind(&p) == Kind::File;
                         prop_assert_eq!(tree.remove_file(&p).is_some(), was_file);
                         prop_assert_eq!(tree.kind(&p) == Kind::File, false);
+                    }
+                    Op::MakeDir(p, parents) => {
+                        let before = tree.len();
+                        if tree.make_dir(&vp(&p), parents).is_ok() {
+                            prop_assert_eq!(tree.kind(&p), Kind::Dir);
+                        }
+                        prop_assert_eq!(tree.len(), before);
+                    }
+                    Op::DeleteTree(p) => {
+                        if tree.kind(&p) == Kind::Dir {
+                            tree.remove_tree(&p);
+                        }
+                        prop_assert_eq!(tree.kind(&p) == Kind::Dir, false);
+                        prop_assert_eq!(tree.paths_beneath(&child_prefix(&p)).count(), 0);
                     }
                 }
                 assert_consistent(&tree);

@@ -168,3 +168,63 @@ fn a_folder_that_is_a_file_is_a_failure() {
     assert!(message.contains("cannot open fs:"), "{message}");
     assert_eq!(std::fs::read(on.path("file")).unwrap(), b"not a folder");
 }
+
+/// The peers' pattern through `burrow batch`: make a scratch directory, fill it, list it,
+/// remove it whole, find nothing left (in the listing and on disk).
+#[test]
+fn batch_makes_a_scratch_directory_and_removes_it_whole() {
+    let on = on_folder();
+    on.put("/keep.txt", "kept\n");
+    let input = [
+        r#"{"op": "mkdir", "path": "/scratch"}"#,
+        r#"{"op": "ls", "path": "/scratch"}"#,
+        r#"{"op": "write", "path": "/scratch/a.txt", "content": "a"}"#,
+        r#"{"op": "write", "path": "/scratch/sub/b.txt", "content": "b"}"#,
+        r#"{"op": "mkdir", "path": "/scratch/empty/deeper", "parents": true}"#,
+        r#"{"op": "ls", "path": "/scratch"}"#,
+        r#"{"op": "rm", "path": "/scratch"}"#,
+        r#"{"op": "rm", "path": "/scratch", "recursive": true}"#,
+        r#"{"op": "ls", "path": "/scratch"}"#,
+        r#"{"op": "ls", "path": "/"}"#,
+        r#"{"op": "mkdir", "path": "/keep.txt"}"#,
+    ]
+    .join("\n");
+    let run = on.run_with_stdin(&["batch"], input.as_bytes());
+    let lines: Vec<serde_json::Value> = run
+        .out()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 11, "{}", run.out());
+    assert_eq!(lines[0], json!({"path": "/scratch"}));
+    assert_eq!(paths(&lines[1]), Vec::<String>::new());
+    assert_eq!(
+        paths(&lines[5]),
+        ["/scratch/a.txt", "/scratch/empty", "/scratch/sub"]
+    );
+    assert_eq!(lines[6]["error"]["kind"], "directory_not_empty");
+    assert_eq!(lines[7], json!({"path": "/scratch"}));
+    assert_eq!(lines[8]["error"]["kind"], "not_found");
+    assert_eq!(paths(&lines[9]), ["/keep.txt"]);
+    assert_eq!(lines[10]["error"]["kind"], "already_exists");
+    assert!(!on.path("ws/scratch").exists());
+}
+
+#[test]
+fn mkdir_and_rm_r_on_the_command_line() {
+    let on = on_folder();
+    on.run(&["--json", "mkdir", "/a/b"])
+        .assert_json_error(1, "not_found");
+    assert_eq!(on.run(&["mkdir", "-p", "/a/b"]).out(), "made /a/b\n");
+    assert!(on.path("ws/a/b").is_dir());
+    assert_eq!(on.run(&["mkdir", "-p", "/a/b"]).out(), "made /a/b\n");
+    on.run(&["--json", "mkdir", "/a/b"])
+        .assert_json_error(1, "already_exists");
+    on.put("/a/b/c.txt", "c\n");
+    on.run(&["--json", "rm", "/a"])
+        .assert_json_error(1, "directory_not_empty");
+    on.run(&["--json", "rm", "-r", "/"])
+        .assert_json_error(1, "invalid_path");
+    assert_eq!(on.run(&["rm", "-r", "/a"]).out(), "removed /a\n");
+    assert!(!on.path("ws/a").exists());
+}

@@ -124,3 +124,20 @@ fn a_database_that_cannot_be_opened_is_a_failure() {
     let message = run.assert_json_error(2, "failure");
     assert!(message.contains("cannot open sqlite:"), "{message}");
 }
+
+/// `rm -r` works on a database too (the contract's walk); `mkdir` is refused there as
+/// Unsupported with nothing made, since its directories are implicit.
+#[test]
+fn rm_r_removes_a_tree_and_mkdir_is_unsupported() {
+    let on = on_database();
+    on.put("/t/a.txt", "a\n");
+    on.put("/t/sub/b.txt", "b\n");
+    on.put("/t.txt", "kept\n");
+    on.run(&["--json", "rm", "/t"])
+        .assert_json_error(1, "directory_not_empty");
+    assert_eq!(on.run(&["rm", "-r", "/t"]).out(), "removed /t\n");
+    assert_eq!(on.ls("/"), ["/t.txt"]);
+    on.run(&["--json", "mkdir", "/m"])
+        .assert_json_error(1, "unsupported");
+    assert_eq!(on.ls("/"), ["/t.txt"]);
+}

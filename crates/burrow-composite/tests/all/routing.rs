@@ -58,6 +58,44 @@ async fn routes_to_the_longest_prefix_relative_to_the_mount() {
     assert_eq!(mounts[0].file_count(), 0);
 }
 
+/// Making or deleting a mount point (or a directory above one) is refused or a no-op, never
+/// routed; beneath a mount both are the mounted backend's, at its own paths.
+#[tokio::test]
+async fn make_dir_and_delete_tree_around_mount_points() {
+    let (c, default, mounts) = composite(&["/a/b"]);
+    for path in ["/a", "/a/b"] {
+        let e = c.make_dir(&ctx(), &p(path), false).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::AlreadyExists, "mkdir {path}");
+        c.make_dir(&ctx(), &p(path), true).await.unwrap();
+    }
+    put(&mounts[0], "/in/x.txt", "x").await;
+    let e = c.delete_tree(&ctx(), &p("/a/b")).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidPath);
+    assert!(e.message().contains("mount point"), "{}", e.message());
+    let e = c.delete_tree(&ctx(), &p("/a")).await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::DirectoryNotEmpty);
+    assert_eq!(
+        mounts[0].file_count(),
+        1,
+        "a refused delete_tree removes nothing"
+    );
+
+    c.make_dir(&ctx(), &p("/a/b/made/deeper"), true)
+        .await
+        .unwrap();
+    let made = mounts[0].ls(&ctx(), &p("/made"), 10).await.unwrap();
+    assert_eq!(paths(&made.entries, |e| &e.path), ["/made/deeper"]);
+    c.delete_tree(&ctx(), &p("/a/b/in")).await.unwrap();
+    assert_eq!(mounts[0].file_count(), 0);
+    c.delete_tree(&ctx(), &p("/a/b/made")).await.unwrap();
+    let root = c.ls(&ctx(), &p("/a/b"), 10).await.unwrap();
+    assert!(root.entries.is_empty(), "{:?}", root.entries);
+
+    c.make_dir(&ctx(), &p("/top"), false).await.unwrap();
+    let own = default.ls(&ctx(), &p("/"), 10).await.unwrap();
+    assert_eq!(paths(&own.entries, |e| &e.path), ["/top"]);
+}
+
 #[tokio::test]
 async fn refusals_name_composite_paths() {
     let (c, _, mounts) = composite(&["/memories"]);

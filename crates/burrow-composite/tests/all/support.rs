@@ -169,6 +169,18 @@ impl Backend for Rebase {
             .await
             .map_err(|e| self.err(e))
     }
+    async fn make_dir(&self, ctx: &FileContext, path: &VPath, parents: bool) -> Result<()> {
+        self.inner
+            .make_dir(ctx, &self.inward(path), parents)
+            .await
+            .map_err(|e| self.err(e))
+    }
+    async fn delete_tree(&self, ctx: &FileContext, path: &VPath) -> Result<()> {
+        self.inner
+            .delete_tree(ctx, &self.inward(path))
+            .await
+            .map_err(|e| self.err(e))
+    }
     async fn glob(
         &self,
         ctx: &FileContext,
@@ -252,6 +264,12 @@ impl Backend for EchoSandbox {
     }
     async fn delete(&self, ctx: &FileContext, path: &VPath) -> Result<()> {
         self.files.delete(ctx, path).await
+    }
+    async fn make_dir(&self, ctx: &FileContext, path: &VPath, parents: bool) -> Result<()> {
+        self.files.make_dir(ctx, path, parents).await
+    }
+    async fn delete_tree(&self, ctx: &FileContext, path: &VPath) -> Result<()> {
+        self.files.delete_tree(ctx, path).await
     }
     async fn glob(
         &self,

@@ -73,6 +73,7 @@ enum Op {
         all: bool,
     },
     Delete(&'static str),
+    DeleteTree(&'static str),
     Read {
         path: &'static str,
         offset: usize,
@@ -120,6 +121,7 @@ fn op() -> impl Strategy<Value = Op> {
             |(path, old, new, all)| Op::Edit { path, old, new: if old == new { "zz" } else { new }, all }
         ),
         2 => path().prop_map(Op::Delete),
+        1 => path().prop_map(Op::DeleteTree),
         2 => (path(), 0usize..4, limit()).prop_map(|(path, offset, limit)| Op::Read { path, offset, limit }),
         1 => path().prop_map(Op::ReadBytes),
         2 => (dir(), limit()).prop_map(|(d, l)| Op::Ls(d, l)),
@@ -226,6 +228,13 @@ where
                 (
                     observe(b.delete(&cx.ctx, &p).await, |()| Observed::Done),
                     model.delete(&p).await,
+                )
+            }
+            Op::DeleteTree(p) => {
+                let p = at(p)?;
+                (
+                    observe(b.delete_tree(&cx.ctx, &p).await, |()| Observed::Done),
+                    model.delete_tree(&p).await,
                 )
             }
             Op::Read {

@@ -99,6 +99,24 @@ impl Model {
         Ok(Observed::Done)
     }
 
+    /// `delete_tree`: the StateBackend's, then every kept directory at or beneath `path`.
+    pub(crate) async fn delete_tree(&mut self, path: &VPath) -> Result<Observed> {
+        if path.is_root() {
+            return Err(Error::root_cannot_be_deleted());
+        }
+        let kept = self.is_kept_dir(path);
+        match self.state.delete_tree(&self.ctx, path).await {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::NotFound && kept => {}
+            Err(e) => return Err(e),
+        }
+        if let Some(dirs) = &mut self.dirs {
+            let prefix = format!("{}/", path.as_str());
+            dirs.retain(|d| d != path && !d.as_str().starts_with(&prefix));
+        }
+        Ok(Observed::Done)
+    }
+
     /// `ls`, with the kept empty directories merged in.
     pub(crate) async fn ls(&self, dir: &VPath, limit: usize) -> Result<Listing> {
         let Some(dirs) = &self.dirs else {

@@ -10,6 +10,7 @@ pub mod concurrency;
 pub mod content;
 pub mod crlf;
 pub mod delete;
+pub mod dirs;
 pub mod edit;
 pub mod glob;
 pub mod grep;
