@@ -459,6 +459,7 @@ async fn sqlite_locked_for_9_s_during_a_tool_call_with_the_default_claim_complet
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "timing-dependent: under load the lock may be taken after the call's commits, so the run completes (issue 23 keeps it open)"]
 async fn sqlite_locked_for_9_s_with_a_2_s_claim_fails_the_run_cleanly_and_the_thread_goes_on() {
     let (store, path, _dir) = sqlite_file();
     let t = scope().thread("t1");
