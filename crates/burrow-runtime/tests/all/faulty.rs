@@ -467,25 +467,8 @@ async fn sqlite_locked_for_9_s_with_a_2_s_claim_fails_the_run_cleanly_and_the_th
     let during = lock_sqlite_during_the_call(path, Duration::from_secs(9));
     let config = RunnerConfig::default().with_claim_ttl(Duration::from_secs(2));
     let runner = Runner::with_config(stepping_agent(seen.clone(), during), store.clone(), config);
-    let first = runner
-        .send(&t, "alice", "go", None)
-        .await
-        .unwrap()
-        .run
-        .unwrap();
-    let result = first.wait().await;
-    assert!(!matches!(result.outcome, Outcome::Completed), "{result:?}");
-    runner.drain().await;
     // The lock is gone by 9 s and the dead claim has lapsed by then.
-    tokio::time::sleep(Duration::from_secs(8)).await;
-    let sent = runner.send(&t, "alice", "again", None).await.unwrap();
-    let second = sent.run.expect("the thread is taken over");
-    let result = second.wait().await;
-    assert_eq!(result.outcome, Outcome::Completed, "{result:?}");
-    runner.drain().await;
-    let record = store.run(&t.scope, first.run_id()).await.unwrap().unwrap();
-    assert_ne!(record.status, RunStatus::Running);
-    assert_sound(store.as_ref(), &t, &seen).await;
+    fails_then_the_thread_goes_on(&runner, store.as_ref(), &t, &seen, Duration::from_secs(8)).await;
 }
 
 // ---------------------------------------------------------------- PostgreSQL stopped for real
@@ -648,8 +631,23 @@ async fn postgres_stopped_for_10_s_with_a_2_s_claim_fails_the_run_cleanly_and_th
     let during = stop_postgres_during_the_call(cluster.clone(), Duration::from_secs(10));
     let config = RunnerConfig::default().with_claim_ttl(Duration::from_secs(2));
     let runner = Runner::with_config(stepping_agent(seen.clone(), during), store.clone(), config);
+    // The server is back by 10 s and the dead claim has lapsed by then.
+    fails_then_the_thread_goes_on(&runner, store.as_ref(), &t, &seen, Duration::from_secs(10))
+        .await;
+}
+
+/// The first run fails (the outage outlasts its claim); after `settle` the
+/// thread is taken over, its next message completes, the failed run is no
+/// longer running and the history is sound.
+async fn fails_then_the_thread_goes_on(
+    runner: &Runner,
+    store: &dyn SessionStore,
+    t: &ThreadKey,
+    seen: &Seen,
+    settle: Duration,
+) {
     let first = runner
-        .send(&t, "alice", "go", None)
+        .send(t, "alice", "go", None)
         .await
         .unwrap()
         .run
@@ -657,14 +655,13 @@ async fn postgres_stopped_for_10_s_with_a_2_s_claim_fails_the_run_cleanly_and_th
     let result = first.wait().await;
     assert!(!matches!(result.outcome, Outcome::Completed), "{result:?}");
     runner.drain().await;
-    // The server is back by 10 s and the dead claim has lapsed by then.
-    tokio::time::sleep(Duration::from_secs(10)).await;
-    let sent = runner.send(&t, "alice", "again", None).await.unwrap();
+    tokio::time::sleep(settle).await;
+    let sent = runner.send(t, "alice", "again", None).await.unwrap();
     let second = sent.run.expect("the thread is taken over");
     let result = second.wait().await;
     assert_eq!(result.outcome, Outcome::Completed, "{result:?}");
     runner.drain().await;
     let record = store.run(&t.scope, first.run_id()).await.unwrap().unwrap();
     assert_ne!(record.status, RunStatus::Running);
-    assert_sound(store.as_ref(), &t, &seen).await;
+    assert_sound(store, t, seen).await;
 }
