@@ -57,6 +57,8 @@ pub mod message;
 pub mod model;
 pub mod runner;
 pub mod session;
+pub mod subagent;
+pub mod todos;
 pub mod tool;
 pub mod tools;
 

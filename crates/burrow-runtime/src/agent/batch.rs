@@ -143,12 +143,14 @@ async fn run_call(
     tool: &Arc<dyn Tool>,
     p: &Prepared<'_>,
     run_id: &Arc<str>,
+    batch: &[ToolCall],
 ) -> Ended {
     let info = CallInfo {
         run_id,
         call_id: &p.call.id,
         tool: &p.call.name,
         arguments: &p.arguments,
+        batch,
     };
     for capability in capabilities {
         if let Err(refusal) = capability.before_call(&info).await {
@@ -361,7 +363,7 @@ pub(crate) async fn run_batch(
                             for j in &preds {
                                 let _ = done[*j].clone().await;
                             }
-                            run_call(capabilities, tool, p, run_id).await
+                            run_call(capabilities, tool, p, run_id, calls).await
                         };
                         tokio::select! {
                             biased;

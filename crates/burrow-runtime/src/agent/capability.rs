@@ -12,6 +12,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::{Outcome, RunFailure};
+use crate::message::ToolCall;
 use crate::tools::ToolOutput;
 
 /// What a capability knows about the run it wraps.
@@ -34,6 +35,10 @@ pub struct CallInfo<'a> {
     pub tool: &'a str,
     /// The arguments the tool runs with (after every hook).
     pub arguments: &'a Value,
+    /// Every call of the model answer this call belongs to, in call order
+    /// (this one among them), as the model made them: what a capability
+    /// that allows one call of a kind per answer looks at.
+    pub batch: &'a [ToolCall],
 }
 
 /// A tool call's work as a capability's `around_call` receives it: the

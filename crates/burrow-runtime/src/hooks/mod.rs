@@ -104,10 +104,11 @@ impl HookEvent {
         }
     }
 
-    /// True for the events the agent loop fires (all but `SubagentStop`:
-    /// there are no subagents yet); the others parse but their hooks never run.
+    /// True for the events burrow fires: every one (`SubagentStop` when a
+    /// `task` child ends, [`crate::subagent`]); kept so that an event added
+    /// later can parse before it runs.
     pub fn is_fired(self) -> bool {
-        !matches!(self, HookEvent::SubagentStop)
+        true
     }
 
     /// The event named `name` (Claude Code's spelling).
@@ -171,6 +172,15 @@ pub struct HookInput {
     /// The model's name (`SessionStart`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The subagent's run id (`SubagentStop`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// The subagent's type, its definition's name (`SubagentStop`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_type: Option<String>,
+    /// The subagent's transcript, when one is written (`SubagentStop`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_transcript_path: Option<String>,
 }
 
 /// A permission decision.
@@ -643,6 +653,9 @@ impl Hooks {
             stop_hook_active: None,
             source: None,
             model: None,
+            agent_id: None,
+            agent_type: None,
+            agent_transcript_path: None,
         }
     }
 
@@ -664,6 +677,9 @@ impl Hooks {
             stop_hook_active: None,
             source: None,
             model: None,
+            agent_id: None,
+            agent_type: None,
+            agent_transcript_path: None,
         }
     }
 
@@ -943,6 +959,24 @@ impl Hooks {
         let mut input = self.event_input(cx, HookEvent::Stop);
         input.stop_hook_active = Some(stop_hook_active);
         self.event(input, None, false).await
+    }
+
+    /// Runs the `SubagentStop` hooks whose matcher matches `agent_type`,
+    /// once the subagent's run `agent_id` has ended. The subagent has
+    /// ended already: a block or `continue: false` only reaches the user.
+    pub async fn subagent_stop(
+        &self,
+        cx: &HookContext,
+        agent_id: &str,
+        agent_type: &str,
+        agent_transcript_path: Option<String>,
+    ) -> EventHooks {
+        let mut input = self.event_input(cx, HookEvent::SubagentStop);
+        input.stop_hook_active = Some(false);
+        input.agent_id = Some(agent_id.to_owned());
+        input.agent_type = Some(agent_type.to_owned());
+        input.agent_transcript_path = agent_transcript_path;
+        self.event(input, Some(agent_type), false).await
     }
 
     /// Runs the hooks of an event that is not about a tool call and

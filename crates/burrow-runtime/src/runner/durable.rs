@@ -72,6 +72,10 @@ impl Durable {
                 log: log.clone(),
             }));
         }
+        // A call of a tool absent on purpose still says why.
+        for (name, why) in tools.absent() {
+            wrapped.note_absent(name, why);
+        }
         wrapped
     }
 }

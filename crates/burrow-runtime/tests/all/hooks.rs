@@ -733,10 +733,11 @@ async fn settings_in_claude_codes_form_load() {
         }
     });
     let hooks = Hooks::from_settings(&settings.to_string()).unwrap();
-    assert_eq!(hooks.hooks().len(), 1);
+    assert_eq!(hooks.hooks().len(), 2);
     assert_eq!(hooks.hooks()[0].on_error, Some(OnError::Allow));
     assert_eq!(hooks.hooks()[0].timeout, Duration::from_secs(30));
-    assert_eq!(hooks.ignored_events(), ["Notification", "SubagentStop"]);
+    assert_eq!(hooks.hooks()[1].event, HookEvent::SubagentStop);
+    assert_eq!(hooks.ignored_events(), ["Notification"]);
     let run = run_write(hooks).await;
     assert!(run.result("w").content.contains("from settings"));
 

@@ -1,0 +1,731 @@
+//! The synchronous `task` tool: runs a child agent in the thread `PARENT/task-CALL` through a runner of its own, to its end, and answers with its final text and a usage line (ADR 0272).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use burrow_backend::Error;
+use futures::stream::BoxStream;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::SubAgent;
+use crate::agent::{Agent, Outcome, RunResult};
+use crate::hooks::{HookContext, Hooks};
+use crate::message::{AssistantPart, Message, Usage};
+use crate::model::Model;
+use crate::runner::{
+    DEFAULT_CLAIM_TTL, LiveChannel, LiveEvent, LiveFrame, RunHandle, Runner, RunnerConfig,
+    RunnerErrorKind,
+};
+use crate::session::{RunRecord, RunStatus, Scope, SessionStore, ThreadKey};
+use crate::tool::{CallContext, FnTool, Tool, ToolAnnotations, ToolOutput, ToolRegistry};
+
+/// The tool's name.
+pub const TASK: &str = "task";
+
+/// The subagent a `task` call without `subagent_type` runs: the parent's
+/// model and tools, no instructions of its own (unless a definition takes the name).
+pub const GENERAL_PURPOSE: &str = "general-purpose";
+
+/// How deep tasks nest by default: 1, a child has no `task` tool.
+pub const DEFAULT_MAX_DEPTH: usize = 1;
+
+/// The most model requests a child makes by default.
+pub const DEFAULT_CHILD_MAX_TURNS: usize = 50;
+
+/// How many children of one [`Tasks`] run at once by default; more wait.
+pub const DEFAULT_MAX_CONCURRENT: usize = 4;
+
+/// The author of the prompt posted to a child's thread.
+pub const CHILD_MESSAGE_AUTHOR: &str = "task";
+
+/// The run label naming the parent run of a child's run.
+pub const PARENT_RUN_LABEL: &str = "burrow.parent_run";
+/// The run label naming the subagent a child runs.
+pub const SUBAGENT_LABEL: &str = "burrow.subagent";
+/// The run label naming the parent's `task` call.
+pub const TASK_CALL_LABEL: &str = "burrow.task_call";
+
+/// The longest final text a result carries before it is cut (characters).
+const MAX_RESULT_CHARS: usize = 80_000;
+
+/// `task`'s arguments, Claude Code's Agent tool's.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskArgs {
+    /// A short (3-5 word) description of the task.
+    pub description: String,
+    /// The task for the subagent: everything it needs to know, since it sees
+    /// nothing of this conversation.
+    pub prompt: String,
+    /// Which subagent runs it (general-purpose when left out).
+    #[serde(default)]
+    pub subagent_type: Option<String>,
+    /// Run it in the background and return at once (not supported yet).
+    #[serde(default)]
+    pub run_in_background: bool,
+}
+
+/// What a `task` call's child does, for a front end to print (nested under
+/// the parent's call).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum TaskEvent {
+    /// A child run (segment) started.
+    Started {
+        /// The child's run id.
+        run_id: String,
+        /// The parent's run id.
+        parent_run_id: String,
+        /// The child's thread.
+        thread_id: String,
+        /// The subagent it runs.
+        subagent_type: String,
+        /// The call's description.
+        description: String,
+    },
+    /// A live frame of the child's run.
+    Frame {
+        /// The child's run id.
+        run_id: String,
+        /// The parent's run id.
+        parent_run_id: String,
+        /// What happened.
+        event: LiveEvent,
+    },
+    /// The child ended.
+    Ended {
+        /// The child's run id.
+        run_id: String,
+        /// The parent's run id.
+        parent_run_id: String,
+        /// The child's thread.
+        thread_id: String,
+        /// The subagent it ran.
+        subagent_type: String,
+        /// `completed`, `failed`, `paused` or `stopped`.
+        outcome: String,
+        /// Why, when it did not complete.
+        reason: Option<String>,
+        /// Its model requests (0 when only its record was read).
+        turns: usize,
+        /// Its tool calls (0 when only its record was read).
+        tool_calls: usize,
+        /// Its usage.
+        usage: Usage,
+    },
+}
+
+/// Where [`TaskEvent`]s go; called from the child's run, so it must not block.
+pub type TaskEventSink = Arc<dyn Fn(TaskEvent) + Send + Sync>;
+
+/// The thread of the child of call `call_id` of a run in thread `parent`.
+pub fn child_thread(parent: &str, call_id: &str) -> String {
+    format!("{parent}/task-{call_id}")
+}
+
+/// The subagents a parent may start and how: the `task` tool's setup.
+#[derive(Clone)]
+pub struct Tasks {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    agents: Vec<SubAgent>,
+    model: Arc<dyn Model>,
+    tools: ToolRegistry,
+    hooks: Hooks,
+    store: Arc<dyn SessionStore>,
+    scope: Scope,
+    max_depth: usize,
+    max_turns: usize,
+    claim_ttl: Duration,
+    events: Option<TaskEventSink>,
+    slots: Arc<tokio::sync::Semaphore>,
+}
+
+impl std::fmt::Debug for Tasks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tasks")
+            .field("agents", &self.inner.agents)
+            .field("max_depth", &self.inner.max_depth)
+            .field("max_turns", &self.inner.max_turns)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Tasks {
+    /// Children of `agents` (plus [`GENERAL_PURPOSE`] unless one takes the
+    /// name) running by default with `model`, as runs of `store` in `scope`;
+    /// no tools, no hooks, the default bounds.
+    pub fn new(
+        agents: Vec<SubAgent>,
+        model: Arc<dyn Model>,
+        store: Arc<dyn SessionStore>,
+        scope: Scope,
+    ) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                agents,
+                model,
+                tools: ToolRegistry::new(),
+                hooks: Hooks::new(),
+                store,
+                scope,
+                max_depth: DEFAULT_MAX_DEPTH,
+                max_turns: DEFAULT_CHILD_MAX_TURNS,
+                claim_ttl: DEFAULT_CLAIM_TTL,
+                events: None,
+                slots: Arc::new(tokio::sync::Semaphore::new(DEFAULT_MAX_CONCURRENT)),
+            }),
+        }
+    }
+
+    fn edit(mut self, f: impl FnOnce(&mut Inner)) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            f(inner);
+            return self;
+        }
+        let old = &self.inner;
+        let mut inner = Inner {
+            agents: old.agents.clone(),
+            model: old.model.clone(),
+            tools: old.tools.clone(),
+            hooks: old.hooks.clone(),
+            store: old.store.clone(),
+            scope: old.scope.clone(),
+            max_depth: old.max_depth,
+            max_turns: old.max_turns,
+            claim_ttl: old.claim_ttl,
+            events: old.events.clone(),
+            slots: old.slots.clone(),
+        };
+        f(&mut inner);
+        Self {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// The same, children picking their tools among `tools` (by default all of them).
+    pub fn with_tools(self, tools: ToolRegistry) -> Self {
+        self.edit(|i| i.tools = tools)
+    }
+
+    /// The same, with `hooks` deciding children's calls too and
+    /// `SubagentStop` fired from them.
+    pub fn with_hooks(self, hooks: Hooks) -> Self {
+        self.edit(|i| i.hooks = hooks)
+    }
+
+    /// The same, tasks nesting `depth` deep (at least 1: 1 means a child has no `task` tool).
+    pub fn with_max_depth(self, depth: usize) -> Self {
+        self.edit(|i| i.max_depth = depth.max(1))
+    }
+
+    /// The same, each child making at most `n` model requests (at least 1).
+    pub fn with_child_max_turns(self, n: usize) -> Self {
+        self.edit(|i| i.max_turns = n.max(1))
+    }
+
+    /// The same, at most `n` children running at once (at least 1); more wait.
+    pub fn with_max_concurrent(self, n: usize) -> Self {
+        self.edit(|i| i.slots = Arc::new(tokio::sync::Semaphore::new(n.max(1))))
+    }
+
+    /// The same, children's runners claiming their threads for `ttl`.
+    pub fn with_claim_ttl(self, ttl: Duration) -> Self {
+        self.edit(|i| i.claim_ttl = ttl)
+    }
+
+    /// The same, sending what children do to `sink`.
+    pub fn with_events(self, sink: TaskEventSink) -> Self {
+        self.edit(|i| i.events = Some(sink))
+    }
+
+    /// The definitions, [`GENERAL_PURPOSE`] first unless one takes its name.
+    pub fn agents(&self) -> Vec<SubAgent> {
+        let mut all = Vec::with_capacity(self.inner.agents.len() + 1);
+        if !self.inner.agents.iter().any(|a| a.name() == GENERAL_PURPOSE) {
+            all.push(SubAgent::new(burrow_types::SubAgentConfig::new(
+                GENERAL_PURPOSE,
+                "A general agent with your tools, for research and multi-step work.",
+                "",
+            )));
+        }
+        all.extend(self.inner.agents.iter().cloned());
+        all
+    }
+
+    /// `Err` with one sentence when a definition names a tool the children
+    /// cannot get, or two definitions share a name.
+    pub fn check(&self) -> Result<(), String> {
+        let mut seen = std::collections::HashSet::new();
+        for agent in &self.inner.agents {
+            if !seen.insert(agent.name()) {
+                return Err(format!(
+                    "two subagents are named {}; names must be unique",
+                    agent.name()
+                ));
+            }
+            for tool in agent.tools.iter().flatten() {
+                if self.inner.tools.get(tool).is_none() {
+                    let names: Vec<&str> = self.inner.tools.names().collect();
+                    return Err(format!(
+                        "the subagent {} names the tool {tool}, which subagents cannot get; the tools are: {}",
+                        agent.name(),
+                        names.join(", ")
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The `task` tool, its children nesting down to the depth bound.
+    pub fn tool(&self) -> Arc<dyn Tool> {
+        self.tool_at(self.inner.max_depth)
+    }
+
+    fn tool_at(&self, depth: usize) -> Arc<dyn Tool> {
+        let tasks = self.clone();
+        Arc::new(
+            FnTool::new(TASK, self.description(), move |args: TaskArgs, cx| {
+                let tasks = tasks.clone();
+                async move { tasks.call(args, cx, depth).await }
+            })
+            .with_annotations(ToolAnnotations {
+                read_only: false,
+                destructive: false,
+                // A call run again (after a crash) finds its child, not a new one.
+                idempotent: true,
+            }),
+        )
+    }
+
+    /// `agent` with the `task` tool.
+    pub fn install(&self, agent: Agent) -> Agent {
+        let mut tools = agent.tools().clone();
+        tools.add_arc(self.tool());
+        agent.with_tools(tools)
+    }
+
+    fn description(&self) -> String {
+        let mut text = String::from(
+            "Start a subagent on a task and wait for its final report. The subagent sees \
+only `prompt` (not this conversation), runs with its own tools, and answers with one final \
+text, which is this call's result. Use it for independent work whose details you do not need \
+to keep. Give a short `description` and a complete `prompt`. The subagents (`subagent_type`):",
+        );
+        for agent in self.agents() {
+            text.push_str(&format!(
+                "\n- {}: {}",
+                agent.name(),
+                agent.config.description
+            ));
+        }
+        text
+    }
+
+    fn find(&self, name: &str) -> Option<SubAgent> {
+        self.agents().into_iter().find(|a| a.name() == name)
+    }
+
+    /// The child agent of `def` at nesting `depth` (its parent's).
+    fn child_agent(&self, def: &SubAgent, depth: usize) -> Agent {
+        let inner = &self.inner;
+        let mut tools = ToolRegistry::new();
+        match &def.tools {
+            Some(names) => {
+                for name in names {
+                    if let Some(tool) = inner.tools.get(name) {
+                        tools.add_arc(tool.clone());
+                    }
+                }
+            }
+            None => {
+                for tool in inner.tools.tools() {
+                    tools.add_arc(tool.clone());
+                }
+            }
+        }
+        if depth > 1 {
+            tools.add_arc(self.tool_at(depth - 1));
+        } else {
+            tools.note_absent(
+                TASK,
+                format!(
+                    "a subagent starts no subagents: tasks nest at most {} deep",
+                    inner.max_depth
+                ),
+            );
+        }
+        let model = def.model.clone().unwrap_or_else(|| inner.model.clone());
+        let mut agent = Agent::new(model)
+            .with_tools(tools)
+            .with_hooks(inner.hooks.clone())
+            .with_max_turns(inner.max_turns);
+        if !def.config.instructions.is_empty() {
+            agent = agent.with_instructions(def.config.instructions.clone());
+        }
+        agent
+    }
+
+    async fn call(
+        &self,
+        args: TaskArgs,
+        cx: CallContext,
+        depth: usize,
+    ) -> Result<ToolOutput, Error> {
+        let inner = &self.inner;
+        if args.run_in_background {
+            return Ok(ToolOutput::refused(
+                "Background tasks are not available yet: call task again with run_in_background false (the call then waits for the subagent's report).",
+            ));
+        }
+        if args.prompt.trim().is_empty() {
+            return Ok(ToolOutput::refused(
+                "The task's prompt is empty: give the subagent everything it needs to know, and call task again.",
+            ));
+        }
+        let name = args
+            .subagent_type
+            .clone()
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| GENERAL_PURPOSE.to_owned());
+        let Some(def) = self.find(&name) else {
+            let names: Vec<String> = self.agents().iter().map(|a| a.name().to_owned()).collect();
+            return Ok(ToolOutput::refused(format!(
+                "There is no subagent named \"{}\"; the subagents are: {}.",
+                name.chars().take(100).collect::<String>(),
+                names.join(", ")
+            )));
+        };
+        let _slot = inner
+            .slots
+            .acquire()
+            .await
+            .map_err(|_| Error::failure_msg("the task slots were closed"))?;
+        let parent_thread = match inner.store.run(&inner.scope, &cx.run_id).await {
+            Ok(Some(run)) => run.thread,
+            Ok(None) => cx.run_id.to_string(),
+            Err(e) => return Err(store_failure(&e)),
+        };
+        let thread = inner.scope.thread(child_thread(&parent_thread, &cx.call_id));
+        let live = ChildLive {
+            sink: inner.events.clone(),
+            parent_run_id: cx.run_id.to_string(),
+            thread_id: thread.thread.clone(),
+            subagent_type: name.clone(),
+            description: args.description.clone(),
+        };
+        let config = RunnerConfig::default()
+            .with_claim_ttl(inner.claim_ttl)
+            .with_live(Arc::new(live))
+            .with_run_label(PARENT_RUN_LABEL, cx.run_id.to_string())
+            .with_run_label(SUBAGENT_LABEL, name.clone())
+            .with_run_label(TASK_CALL_LABEL, cx.call_id.clone());
+        let runner = Runner::with_config(
+            self.child_agent(&def, depth),
+            inner.store.clone(),
+            config,
+        );
+        let guard = StopOnDrop {
+            runner: runner.clone(),
+            thread: thread.clone(),
+        };
+        let ended = run_child(&runner, &thread, &args.prompt).await;
+        drop(guard);
+        runner.aclose().await;
+        let ended = ended.map_err(|e| store_failure(&e))?;
+        let text = final_text(&*inner.store, &thread)
+            .await
+            .map_err(|e| store_failure(&e))?;
+        let hook_cx = HookContext {
+            session_id: parent_thread,
+            run_id: cx.run_id.to_string(),
+        };
+        if inner.hooks.has_event(crate::hooks::HookEvent::SubagentStop) {
+            inner
+                .hooks
+                .subagent_stop(&hook_cx, &ended.run_id, &name, None)
+                .await;
+        }
+        if let Some(sink) = &inner.events {
+            sink(TaskEvent::Ended {
+                run_id: ended.run_id.clone(),
+                parent_run_id: cx.run_id.to_string(),
+                thread_id: thread.thread.clone(),
+                subagent_type: name.clone(),
+                outcome: ended.outcome.clone(),
+                reason: ended.reason.clone(),
+                turns: ended.turns,
+                tool_calls: ended.tool_calls,
+                usage: ended.usage,
+            });
+        }
+        Ok(result(&name, &thread.thread, &ended, text))
+    }
+}
+
+/// Stops the child's run when the call is dropped before its end (the
+/// parent's run was stopped or cancelled): the child's calls in flight end
+/// cancelled and it makes no more model requests.
+struct StopOnDrop {
+    runner: Runner,
+    thread: ThreadKey,
+}
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        if let Some(handle) = self.runner.running(&self.thread) {
+            self.runner.stop(&self.thread.scope, handle.run_id());
+        }
+    }
+}
+
+/// How a child ended, from its run's result or its record.
+#[derive(Debug, Clone)]
+struct ChildEnd {
+    run_id: String,
+    /// `completed`, `failed`, `paused` or `stopped`.
+    outcome: String,
+    /// The stable reason, when it did not complete.
+    reason: Option<String>,
+    /// The failure's sentence, if any.
+    message: Option<String>,
+    turns: usize,
+    tool_calls: usize,
+    usage: Usage,
+}
+
+impl ChildEnd {
+    fn of_result(r: &RunResult) -> Self {
+        Self {
+            run_id: r.run_id.clone(),
+            outcome: r.outcome.name().to_owned(),
+            reason: r.outcome.reason().map(str::to_owned),
+            message: match &r.outcome {
+                Outcome::Failed { message, .. } => Some(message.clone()),
+                _ => None,
+            },
+            turns: r.turns,
+            tool_calls: r.tool_calls,
+            usage: r.usage,
+        }
+    }
+
+    fn of_record(r: &RunRecord) -> Self {
+        Self {
+            run_id: r.run_id.clone(),
+            outcome: r.status.as_str().to_owned(),
+            reason: r.reason.clone(),
+            message: r.failure.clone(),
+            turns: 0,
+            tool_calls: 0,
+            usage: r.usage,
+        }
+    }
+}
+
+/// Starts the child (posting `prompt` once: its message id is the
+/// thread's), or finds it again when the call runs a second time, and waits
+/// for its end. A child that ended before is not run again.
+async fn run_child(
+    runner: &Runner,
+    thread: &ThreadKey,
+    prompt: &str,
+) -> Result<ChildEnd, crate::session::StoreError> {
+    let message_id = format!("{}#prompt", thread.thread);
+    let handle: Option<RunHandle> = match runner
+        .send(thread, CHILD_MESSAGE_AUTHOR, prompt, Some(&message_id))
+        .await
+    {
+        Ok(sent) => sent.run,
+        Err(e) if e.kind() == RunnerErrorKind::IdInUse => {
+            // Posted by an earlier attempt of this call: take up what is left.
+            runner.take_thread(thread).await.map_err(runner_failure)?
+        }
+        Err(e) => return Err(runner_failure(e)),
+    };
+    if let Some(handle) = handle {
+        return Ok(ChildEnd::of_result(&handle.wait().await));
+    }
+    // Someone else runs it (a claim not lapsed yet), or it has ended: wait
+    // for its record to settle.
+    loop {
+        let runs = runner.store().runs(thread).await?;
+        match runs.last() {
+            Some(run) if run.status.is_ended() || run.status == RunStatus::Paused => {
+                return Ok(ChildEnd::of_record(run));
+            }
+            Some(run) => {
+                let run = runner
+                    .wait_settled(thread, &run.run_id, Duration::from_millis(100))
+                    .await
+                    .map_err(runner_failure)?;
+                if run.status.is_ended() || run.status == RunStatus::Paused {
+                    return Ok(ChildEnd::of_record(&run));
+                }
+            }
+            None => {
+                if let Some(handle) = runner.take_thread(thread).await.map_err(runner_failure)? {
+                    return Ok(ChildEnd::of_result(&handle.wait().await));
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+fn runner_failure(e: crate::runner::RunnerError) -> crate::session::StoreError {
+    crate::session::StoreError::new(
+        crate::session::StoreErrorKind::Storage,
+        format!("the subagent's runner failed: {}", e.message()),
+    )
+}
+
+fn store_failure(e: &crate::session::StoreError) -> Error {
+    Error::failure_msg(format!("the subagent's session store failed: {e}"))
+}
+
+/// The child's final text: its last assistant message's text.
+async fn final_text(
+    store: &dyn SessionStore,
+    thread: &ThreadKey,
+) -> Result<String, crate::session::StoreError> {
+    let history = store.history(thread, 0).await?;
+    Ok(history
+        .iter()
+        .rev()
+        .find_map(|e| match &e.message {
+            Message::Assistant { parts } => {
+                let text: String = parts
+                    .iter()
+                    .filter_map(|p| match p {
+                        AssistantPart::Text { text } => Some(text.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                (!text.trim().is_empty()).then_some(text)
+            }
+            _ => None,
+        })
+        .unwrap_or_default())
+}
+
+/// The call's result: the child's text and a usage line, or an error with
+/// the reason it stopped.
+fn result(name: &str, thread: &str, ended: &ChildEnd, text: String) -> ToolOutput {
+    let mut usage = format!(
+        "[subagent {name} {}: {}, {}, {}; thread {thread}]",
+        ended.outcome,
+        count(ended.turns, "turn"),
+        count(ended.tool_calls, "tool call"),
+        usage_text(&ended.usage)
+    );
+    if ended.turns == 0 && ended.tool_calls == 0 {
+        // Read from the record of a run that ended before this call ran again.
+        usage = format!(
+            "[subagent {name} {}: {}; thread {thread}]",
+            ended.outcome,
+            usage_text(&ended.usage)
+        );
+    }
+    if ended.outcome == RunStatus::Completed.as_str() {
+        let text = cut(&text, MAX_RESULT_CHARS);
+        let body = if text.trim().is_empty() {
+            "(The subagent ended without a final text.)".to_owned()
+        } else {
+            text
+        };
+        return ToolOutput::ok(format!("{body}\n\n{usage}"));
+    }
+    let why = match (&ended.reason, &ended.message) {
+        (Some(reason), Some(message)) => format!("{reason}: {message}"),
+        (Some(reason), None) => reason.clone(),
+        (None, Some(message)) => message.clone(),
+        (None, None) => "no reason recorded".to_owned(),
+    };
+    let mut text = format!(
+        "The subagent {name} did not complete its task: it ended {} ({}).",
+        ended.outcome,
+        why.trim_end_matches('.')
+    );
+    if ended.outcome == RunStatus::Paused.as_str() {
+        text.push_str(" A subagent that waits for an approval or an answer cannot go on inside a task yet.");
+    }
+    text.push_str(&format!("\n\n{usage}"));
+    ToolOutput::refused(text)
+}
+
+fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!(
+            "{}\n[... the report was cut at {max} characters]",
+            &text[..at]
+        ),
+        None => text.to_owned(),
+    }
+}
+
+fn count(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
+fn usage_text(usage: &Usage) -> String {
+    if usage.is_unknown() {
+        return "usage unknown".to_owned();
+    }
+    let show = |n: Option<u64>| n.map_or_else(|| "unknown".to_owned(), |n| n.to_string());
+    format!(
+        "usage: {} input, {} output tokens",
+        show(usage.input_tokens),
+        show(usage.output_tokens)
+    )
+}
+
+/// The child runner's live channel: every frame goes to the event sink,
+/// with the child's and the parent's run ids; nothing is kept to watch.
+struct ChildLive {
+    sink: Option<TaskEventSink>,
+    parent_run_id: String,
+    thread_id: String,
+    subagent_type: String,
+    description: String,
+}
+
+impl LiveChannel for ChildLive {
+    fn open(&self, run_id: &str) {
+        if let Some(sink) = &self.sink {
+            sink(TaskEvent::Started {
+                run_id: run_id.to_owned(),
+                parent_run_id: self.parent_run_id.clone(),
+                thread_id: self.thread_id.clone(),
+                subagent_type: self.subagent_type.clone(),
+                description: self.description.clone(),
+            });
+        }
+    }
+
+    fn send(&self, frame: LiveFrame) {
+        if let Some(sink) = &self.sink
+            && !matches!(frame.event, LiveEvent::Started { .. })
+        {
+            sink(TaskEvent::Frame {
+                run_id: frame.run_id,
+                parent_run_id: self.parent_run_id.clone(),
+                event: frame.event,
+            });
+        }
+    }
+
+    fn close(&self, _run_id: &str, _end: LiveEvent) {}
+
+    fn watch(&self, _run_id: &str) -> Option<BoxStream<'static, LiveFrame>> {
+        None
+    }
+}
