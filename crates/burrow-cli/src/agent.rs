@@ -21,6 +21,8 @@ use burrow_runtime::hooks::{HookEvent, HookFailure, Hooks, Transcript};
 use burrow_runtime::message::{AssistantPart, Message, ToolCall, ToolResult, Usage};
 use burrow_runtime::model::{Model, ScriptedModel};
 use burrow_runtime::runner::{FanoutChannel, LiveChannel, LiveEvent, LiveFrame};
+use burrow_runtime::session::{MemoryStore, Scope, SessionStore};
+use burrow_runtime::subagent::{SubAgent, TaskEvent, Tasks};
 use burrow_runtime::tool::{ToolRegistry, file_tools};
 use futures::StreamExt;
 use serde::Serialize;
@@ -34,8 +36,6 @@ use crate::spec::Opened;
 /// Provider model specs (their adapters live in burrow-models, one cargo feature each).
 const PROVIDERS: [&str; 3] = ["openai", "openai-responses", "anthropic"];
 
-/// Events of the loop that `burrow run` does not fire yet: their hooks are named in a note.
-const NOT_FIRED: [HookEvent; 1] = [HookEvent::SubagentStop];
 
 /// Longest argument summary a progress line shows (characters).
 const SUMMARY_CHARS: usize = 80;
@@ -49,6 +49,16 @@ pub struct Config {
     model: Arc<dyn Model>,
     hooks: Hooks,
     max_turns: usize,
+    /// The agent has `write_todos` (`--todos`).
+    todos: bool,
+    /// The subagents of `--agents DIR` (with `task`), if given.
+    agents: Option<Vec<SubAgent>>,
+    /// How deep tasks nest (`--max-task-depth`).
+    task_depth: usize,
+    /// Each child's most model requests (`--task-max-turns`).
+    task_max_turns: usize,
+    /// The note for SubagentStop hooks, dropped once subagents are given.
+    subagent_note: Option<String>,
     /// Notes for stderr (settings that name hooks burrow does not run).
     notes: Vec<String>,
 }
@@ -66,19 +76,81 @@ impl Config {
             Some(path) => load_hooks(path)?,
             None => (Hooks::new(), Vec::new()),
         };
+        let subagent_note = hooks
+            .has_event(HookEvent::SubagentStop)
+            .then(|| "the settings name SubagentStop hooks, which run only for subagents (--agents DIR); they do not run".to_owned());
         Ok(Config {
             model,
             hooks,
             max_turns: usize::try_from(max_turns).unwrap_or(usize::MAX),
+            todos: false,
+            agents: None,
+            task_depth: burrow_runtime::subagent::DEFAULT_MAX_DEPTH,
+            task_max_turns: burrow_runtime::subagent::DEFAULT_CHILD_MAX_TURNS,
+            subagent_note,
             notes,
         })
+    }
+
+    /// The same configuration with the subagents of `dir` (`--agents`), each
+    /// `model:` opened now, nesting `depth` deep, each child making at most
+    /// `max_turns` requests. An `Err` is one sentence naming what cannot be used.
+    pub fn with_agents(
+        mut self,
+        dir: Option<&Path>,
+        depth: u32,
+        max_turns: u32,
+        request_timeout: Duration,
+    ) -> Result<Self, String> {
+        self.task_depth = usize::try_from(depth).unwrap_or(usize::MAX);
+        self.task_max_turns = usize::try_from(max_turns).unwrap_or(usize::MAX);
+        let Some(dir) = dir else { return Ok(self) };
+        let mut agents = Vec::new();
+        for file in crate::subagents::load_dir(dir)? {
+            let mut agent = SubAgent::new(file.config);
+            if let Some(tools) = file.tools {
+                agent = agent.with_tools(tools);
+            }
+            if let Some(spec) = agent.config.model.clone() {
+                let model = open_model(&spec, request_timeout).map_err(|why| {
+                    format!("the subagent {}: {why}", display::name(agent.name()))
+                })?;
+                agent = agent.with_model(model);
+            }
+            agents.push(agent);
+        }
+        // The tools a child may name: the file tools (execute on a sandbox only).
+        let known = [
+            "ls", "read_file", "write_file", "edit_file", "glob", "grep", "execute",
+        ];
+        for agent in &agents {
+            for tool in agent.tools.iter().flatten() {
+                if !known.contains(&tool.as_str()) {
+                    return Err(format!(
+                        "the subagent {} names the tool {}, which subagents cannot get; give some of: {}",
+                        display::name(agent.name()),
+                        display::name(tool),
+                        known.join(", ")
+                    ));
+                }
+            }
+        }
+        self.subagent_note = None;
+        self.agents = Some(agents);
+        Ok(self)
+    }
+
+    /// The same configuration, with `write_todos` when `todos` (`--todos`).
+    pub fn with_todos(mut self, todos: bool) -> Self {
+        self.todos = todos;
+        self
     }
 }
 
 impl Config {
     /// Prints the configuration's notes on stderr.
     pub fn print_notes(&self) -> io::Result<()> {
-        for note in &self.notes {
+        for note in self.notes.iter().chain(&self.subagent_note) {
             writeln!(io::stderr(), "burrow: note: {note}")?;
         }
         Ok(())
@@ -88,27 +160,51 @@ impl Config {
     /// hooks (their ignored failures printed as `json` says, told of the
     /// transcript of `session` when there is one); and a handle on the hooks
     /// to settle their background runs with.
+    ///
+    /// With `--agents`, the agent has `task`; its children are runs of
+    /// `store` (the session's, else one in memory for this process) in `scope`.
     pub fn agent_for(
         self,
         opened: &Opened,
         ctx: FileContext,
         json: bool,
         session: Option<&str>,
+        store: Option<(Arc<dyn SessionStore>, Scope)>,
     ) -> (Agent, Hooks) {
         let mut tools = ToolRegistry::new();
         for tool in file_tools(opened.backend.clone(), ctx, ToolConfig::default()) {
             tools.add_arc(tool);
         }
+        let file_tools = tools.clone();
+        let model = self.model.clone();
         let mut hooks = self
             .hooks
             .with_failure_sink(Arc::new(move |f| report(&f, json)));
         if let (Some(dir), Some(_)) = (transcript_dir(), session) {
             hooks = hooks.with_transcripts(dir);
         }
-        let agent = Agent::new(self.model)
+        let mut agent = Agent::new(self.model)
             .with_tools(tools)
             .with_hooks(hooks.clone())
             .with_max_turns(self.max_turns);
+        if self.todos {
+            agent = burrow_runtime::todos::with_todos(agent);
+        }
+        if let Some(agents) = self.agents {
+            let (store, scope) = store.unwrap_or_else(|| {
+                (
+                    Arc::new(MemoryStore::new()) as Arc<dyn SessionStore>,
+                    Scope::new(burrow::DEFAULT_TENANT, "default"),
+                )
+            });
+            let tasks = Tasks::new(agents, model, store, scope)
+                .with_tools(file_tools)
+                .with_hooks(hooks.clone())
+                .with_max_depth(self.task_depth)
+                .with_child_max_turns(self.task_max_turns)
+                .with_events(Arc::new(move |event: TaskEvent| task_event(event, json)));
+            agent = tasks.install(agent);
+        }
         (agent, hooks)
     }
 }
@@ -131,6 +227,81 @@ fn report(failure: &HookFailure, json: bool) {
             "message": failure.message,
         });
         pipe::now(format!("{event}\n"), true);
+    }
+}
+
+/// Prints what a `task` child does, queued at once (the child's run never
+/// waits for the reader): with `--json` its events, each with the child's
+/// `run_id` and the parent's `parent_run_id` (`task_started`, the child's
+/// frames, `task_ended`); else one line on stderr as it starts and as it ends.
+fn task_event(event: TaskEvent, json: bool) {
+    match event {
+        TaskEvent::Started {
+            run_id,
+            parent_run_id,
+            thread_id,
+            subagent_type,
+            description,
+        } => {
+            if json {
+                let line = serde_json::json!({"type": "task_started", "run_id": run_id,
+                    "parent_run_id": parent_run_id, "thread_id": thread_id,
+                    "subagent_type": subagent_type, "description": description});
+                pipe::now(format!("{line}\n"), true);
+            } else {
+                let line = format!(
+                    "burrow: task {subagent_type} started: {} (run {run_id}, thread {thread_id})",
+                    cut(&description, SUMMARY_CHARS)
+                );
+                pipe::now(format!("{}\n", display::sentence(&line)), false);
+            }
+        }
+        TaskEvent::Frame {
+            run_id,
+            parent_run_id,
+            event,
+        } => {
+            if !json {
+                return;
+            }
+            if let Ok(Value::Object(mut fields)) = serde_json::to_value(&event) {
+                fields.insert("run_id".to_owned(), Value::String(run_id));
+                fields.insert("parent_run_id".to_owned(), Value::String(parent_run_id));
+                pipe::now(format!("{}\n", Value::Object(fields)), true);
+            }
+        }
+        TaskEvent::Ended {
+            run_id,
+            parent_run_id,
+            thread_id,
+            subagent_type,
+            outcome,
+            reason,
+            turns,
+            tool_calls,
+            usage,
+        } => {
+            if json {
+                let line = serde_json::json!({"type": "task_ended", "run_id": run_id,
+                    "parent_run_id": parent_run_id, "thread_id": thread_id,
+                    "subagent_type": subagent_type, "outcome": outcome, "reason": reason,
+                    "turns": turns, "tool_calls": tool_calls, "usage": usage});
+                pipe::now(format!("{line}\n"), true);
+            } else {
+                let how = match reason {
+                    Some(reason) => format!("{outcome} ({reason})"),
+                    None => outcome,
+                };
+                let line = format!(
+                    "burrow: task {subagent_type} {how}: {}, {}, {} (run {run_id})",
+                    count(turns, "turn"),
+                    count(tool_calls, "tool call"),
+                    usage_text(&usage)
+                );
+                pipe::now(format!("{}\n", display::sentence(&line)), false);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -371,25 +542,10 @@ fn load_hooks(path: &Path) -> Result<(Hooks, Vec<String>), String> {
         .map_err(|e| format!("the settings file {shown} cannot be used: {e}"))?;
     let mut notes = Vec::new();
     for name in hooks.ignored_events() {
-        // burrow-runtime lists the events its loop does not fire yet among
-        // the ignored ones: those get the "not yet" note below.
-        if HookEvent::from_name(name).is_some_and(|e| NOT_FIRED.contains(&e)) {
-            continue;
-        }
         notes.push(format!(
             "the settings name {} hooks, an event burrow does not know; they never run",
             display::sentence(name)
         ));
-    }
-    for event in NOT_FIRED {
-        if hooks.hooks().iter().any(|h| h.event == event)
-            || hooks.ignored_events().iter().any(|n| n == event.as_str())
-        {
-            notes.push(format!(
-                "burrow run does not fire {} yet; those hooks do not run",
-                event.as_str()
-            ));
-        }
     }
     Ok((hooks, notes))
 }
@@ -409,7 +565,14 @@ pub async fn run(
 ) -> io::Result<Exit> {
     config.print_notes()?;
     let run_id = format!("run_{}", uuid::Uuid::now_v7().simple());
-    let (agent, hooks) = config.agent_for(opened, ctx, json, Some(&run_id));
+    let scope = Scope::new(ctx.tenant.clone(), "default");
+    let (agent, hooks) = config.agent_for(
+        opened,
+        ctx,
+        json,
+        Some(&run_id),
+        Some((Arc::new(MemoryStore::new()) as Arc<dyn SessionStore>, scope)),
+    );
     let live = Arc::new(FanoutChannel::new(LIVE_FRAMES));
     live.open(&run_id);
     let frames = live.watch(&run_id);
@@ -603,6 +766,8 @@ pub(crate) struct Printer {
     pending: VecDeque<(String, Value)>,
     /// Human output: stdout holds text not ended by a newline.
     mid_line: bool,
+    /// The `write_todos` calls waiting for their results, by call id, with their arguments.
+    todo_calls: Vec<(String, Value)>,
 }
 
 impl Printer {
@@ -611,6 +776,7 @@ impl Printer {
             json,
             pending: VecDeque::new(),
             mid_line: false,
+            todo_calls: Vec::new(),
         }
     }
 
@@ -661,10 +827,37 @@ impl Printer {
                 return;
             }
         }
+        let todos = self.todos_set(&event);
         if self.json {
-            self.json_event(event).await
+            self.json_event(event).await;
+            if let Some(todos) = todos {
+                json_line(&serde_json::json!({"type": "todos", "todos": todos})).await;
+            }
         } else {
             self.human_event(event).await
+        }
+    }
+
+    /// The todo list a `write_todos` call's successful result sets, once the result comes.
+    fn todos_set(&mut self, event: &AgentEvent) -> Option<Vec<burrow::types::Todo>> {
+        use burrow_runtime::todos::{WRITE_TODOS, parse};
+        match event {
+            AgentEvent::ToolCall {
+                id,
+                name,
+                arguments,
+            } if name == WRITE_TODOS => {
+                self.todo_calls.push((id.clone(), arguments.clone()));
+                None
+            }
+            AgentEvent::ToolResult {
+                id, name, is_error, ..
+            } if name == WRITE_TODOS => {
+                let at = self.todo_calls.iter().position(|(call, _)| call == id)?;
+                let (_, arguments) = self.todo_calls.remove(at);
+                if *is_error { None } else { parse(&arguments) }
+            }
+            _ => None,
         }
     }
 

@@ -149,6 +149,24 @@ sh -c, in the current directory. A failing PreToolUse hook denies the call unles
 \"on_error\": \"allow\". A state:FILE.json workspace is saved after every change, before the
 tool result reaches the model.
 
+--todos: the agent gets write_todos ({\"todos\": [{\"content\", \"status\", \"activeForm\"}]}, status
+pending, in_progress or completed), which replaces its todo list; a second call in one answer is
+refused. With --session the list is kept in the thread (`burrow thread show` lists it); --json
+prints a todos event (todos) after each list set.
+
+--agents DIR: subagents from DIR/*.md, Claude Code's agent files: a frontmatter between --- lines
+with name, description, optional tools (a comma list of file tools; default all) and model (a
+model spec as for --model, a scripted: file relative to DIR; default the parent's), then the
+instructions. The agent gets task ({\"description\", \"prompt\", \"subagent_type\"}; general-purpose
+is always there): the subagent runs to its end in its own thread PARENT/task-CALL of the session
+(of this process without --session), seeing only the prompt, and its final text with a usage line
+is the call's result; a subagent that does not complete makes the result an error with the
+reason. A subagent has no task tool unless --max-task-depth (1) allows it; --task-max-turns (50)
+bounds each subagent's model requests. Hooks decide subagents' calls too; SubagentStop hooks run
+as each ends. Human output: a line as each starts and ends; --json: task_started and task_ended
+events and the subagent's own events, each with its run_id and its parent_run_id. A file that
+does not parse is refused before anything runs.
+
 --session SESSION --thread ID: the run goes through a session thread that every process
 opening the same SESSION shares (sqlite:FILE.db, postgres://URL; memory: lives and dies with this
 process). An idle thread starts a run here and streams it. A thread another process runs is
@@ -303,6 +321,22 @@ pub enum Command {
         #[arg(long, value_name = "SECONDS", default_value_t = 600,
               value_parser = clap::value_parser!(u64).range(1..=86400))]
         request_timeout: u64,
+        /// Give the agent write_todos, a todo list it keeps (in the thread's history with
+        /// --session); with --json each list it sets is a `todos` event.
+        #[arg(long)]
+        todos: bool,
+        /// Subagents: DIR/*.md in Claude Code's agent form (frontmatter name, description,
+        /// optional tools and model; the body is the instructions). The agent gets `task`.
+        #[arg(long, value_name = "DIR")]
+        agents: Option<PathBuf>,
+        /// How deep tasks nest: 1 (the default) means a subagent starts no subagents.
+        #[arg(long, value_name = "N", default_value_t = 1,
+              value_parser = clap::value_parser!(u32).range(1..=16))]
+        max_task_depth: u32,
+        /// Most model requests of each subagent's run.
+        #[arg(long, value_name = "N", default_value_t = 50,
+              value_parser = clap::value_parser!(u32).range(1..))]
+        task_max_turns: u32,
         /// Run in a session thread: sqlite:FILE.db, postgres://... or memory: (per process).
         #[arg(long, value_name = "SESSION", requires = "thread")]
         session: Option<String>,

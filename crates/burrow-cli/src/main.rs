@@ -44,6 +44,8 @@ mod output;
 mod pipe;
 #[cfg(feature = "run")]
 mod session;
+#[cfg(feature = "run")]
+mod subagents;
 mod spec;
 #[cfg(feature = "state")]
 mod state_file;
@@ -160,12 +162,18 @@ async fn run_setup(cli: &Cli) -> io::Result<Result<Option<session::Setup>, Exit>
             model,
             settings,
             max_turns,
+            todos,
+            agents,
+            max_task_depth,
+            task_max_turns,
             ..
-        } => Ok(Ok(Some(session::Setup::given(
-            model,
-            settings.as_deref(),
-            *max_turns,
-        )))),
+        } => Ok(Ok(Some(
+            session::Setup::given(model, settings.as_deref(), *max_turns, *todos).with_tasks(
+                agents.as_deref(),
+                *max_task_depth,
+                *task_max_turns,
+            ),
+        ))),
         cli::Command::Thread(cli::ThreadCommand::Answer {
             id,
             model,
@@ -178,10 +186,12 @@ async fn run_setup(cli: &Cli) -> io::Result<Result<Option<session::Setup>, Exit>
                 model: model.clone(),
                 settings: settings.clone(),
                 max_turns: *max_turns,
+                todos: false,
+                agents: None,
+                task_depth: None,
+                task_max_turns: None,
             };
-            if given.model.is_some() && given.max_turns.is_some() && given.settings.is_some() {
-                return Ok(Ok(Some(given)));
-            }
+            // Always read the run's record: what no flag can say (`--todos`) comes from it.
             let args = session::SessionArgs {
                 spec: spec.clone(),
                 tenant: cli.tenant.clone(),
@@ -218,15 +228,29 @@ async fn run_agent(
             ..
         } => {
             config.print_notes()?;
+            let store = match session::open_store(&spec).await {
+                Ok(store) => store,
+                Err(refused) => return refused.report(json),
+            };
+            let scope = session::scope(&tenant);
             let args = session::SessionArgs {
                 spec,
                 tenant,
                 claim_ttl,
                 setup,
             };
-            let (agent, hooks) = config.agent_for(opened, ctx, json, Some(&thread));
-            let outcome =
-                session::run(agent, &args, &thread, &prompt, command_id.as_deref(), json).await;
+            let (agent, hooks) =
+                config.agent_for(opened, ctx, json, Some(&thread), Some((store.clone(), scope)));
+            let outcome = session::run(
+                agent,
+                store,
+                &args,
+                &thread,
+                &prompt,
+                command_id.as_deref(),
+                json,
+            )
+            .await;
             // Background hooks run to their end before burrow exits.
             hooks.settle().await;
             outcome
@@ -244,14 +268,21 @@ async fn run_agent(
             ..
         }) => {
             config.print_notes()?;
+            let store = match session::open_store(&spec).await {
+                Ok(store) => store,
+                Err(refused) => return refused.report(json),
+            };
+            let scope = session::scope(&tenant);
             let args = session::SessionArgs {
                 spec,
                 tenant,
                 claim_ttl,
                 setup,
             };
-            let (agent, hooks) = config.agent_for(opened, ctx, json, Some(&id));
-            let outcome = session::answer(agent, &args, &id, &request, &text, approve, json).await;
+            let (agent, hooks) =
+                config.agent_for(opened, ctx, json, Some(&id), Some((store.clone(), scope)));
+            let outcome =
+                session::answer(agent, store, &args, &id, &request, &text, approve, json).await;
             hooks.settle().await;
             outcome
         }

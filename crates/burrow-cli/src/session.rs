@@ -39,6 +39,10 @@ const POLL: Duration = Duration::from_millis(100);
 const MODEL_LABEL: &str = "burrow.model";
 const SETTINGS_LABEL: &str = "burrow.settings";
 const MAX_TURNS_LABEL: &str = "burrow.max_turns";
+const TODOS_LABEL: &str = "burrow.todos";
+const AGENTS_LABEL: &str = "burrow.agents";
+const TASK_DEPTH_LABEL: &str = "burrow.max_task_depth";
+const TASK_TURNS_LABEL: &str = "burrow.task_max_turns";
 /// The turn limit of a segment whose run recorded none (`burrow run`'s default).
 const DEFAULT_MAX_TURNS: u32 = 100;
 
@@ -65,12 +69,20 @@ pub struct Setup {
     pub settings: Option<PathBuf>,
     /// The most model requests per segment.
     pub max_turns: Option<u32>,
+    /// The agent has `write_todos` (`--todos`).
+    pub todos: bool,
+    /// The subagents' folder (`--agents`).
+    pub agents: Option<PathBuf>,
+    /// How deep tasks nest (`--max-task-depth`).
+    pub task_depth: Option<u32>,
+    /// Each child's most model requests (`--task-max-turns`).
+    pub task_max_turns: Option<u32>,
 }
 
 impl Setup {
     /// The setup given on the command line, its file paths made absolute (the
     /// process that resumes the run may work in another folder).
-    pub fn given(model: &str, settings: Option<&Path>, max_turns: u32) -> Self {
+    pub fn given(model: &str, settings: Option<&Path>, max_turns: u32, todos: bool) -> Self {
         let model = match model.strip_prefix("scripted:") {
             Some(file) => format!("scripted:{}", absolute(Path::new(file)).display()),
             None => model.to_owned(),
@@ -79,7 +91,19 @@ impl Setup {
             model: Some(model),
             settings: settings.map(absolute),
             max_turns: Some(max_turns),
+            todos,
+            agents: None,
+            task_depth: None,
+            task_max_turns: None,
         }
+    }
+
+    /// The same setup with `--agents`, `--max-task-depth` and `--task-max-turns`.
+    pub fn with_tasks(mut self, agents: Option<&Path>, depth: u32, max_turns: u32) -> Self {
+        self.agents = agents.map(absolute);
+        self.task_depth = Some(depth);
+        self.task_max_turns = Some(max_turns);
+        self
     }
 
     /// The agent's configuration, its model requests waiting at most
@@ -100,6 +124,15 @@ impl Setup {
             self.max_turns.unwrap_or(DEFAULT_MAX_TURNS),
             request_timeout,
         )
+        .map(|config| config.with_todos(self.todos))?
+        .with_agents(
+            self.agents.as_deref(),
+            self.task_depth
+                .unwrap_or(burrow_runtime::subagent::DEFAULT_MAX_DEPTH as u32),
+            self.task_max_turns
+                .unwrap_or(burrow_runtime::subagent::DEFAULT_CHILD_MAX_TURNS as u32),
+            request_timeout,
+        )
     }
 
     /// `self`, each part it leaves out taken from `recorded`.
@@ -108,6 +141,10 @@ impl Setup {
             model: self.model.or(recorded.model),
             settings: self.settings.or(recorded.settings),
             max_turns: self.max_turns.or(recorded.max_turns),
+            todos: self.todos || recorded.todos,
+            agents: self.agents.or(recorded.agents),
+            task_depth: self.task_depth.or(recorded.task_depth),
+            task_max_turns: self.task_max_turns.or(recorded.task_max_turns),
         }
     }
 
@@ -122,6 +159,18 @@ impl Setup {
         if let Some(n) = self.max_turns {
             labels.insert(MAX_TURNS_LABEL.to_owned(), n.to_string());
         }
+        if self.todos {
+            labels.insert(TODOS_LABEL.to_owned(), "true".to_owned());
+        }
+        if let Some(agents) = &self.agents {
+            labels.insert(AGENTS_LABEL.to_owned(), agents.display().to_string());
+            if let Some(n) = self.task_depth {
+                labels.insert(TASK_DEPTH_LABEL.to_owned(), n.to_string());
+            }
+            if let Some(n) = self.task_max_turns {
+                labels.insert(TASK_TURNS_LABEL.to_owned(), n.to_string());
+            }
+        }
         labels
     }
 
@@ -130,6 +179,10 @@ impl Setup {
             model: labels.get(MODEL_LABEL).cloned(),
             settings: labels.get(SETTINGS_LABEL).map(PathBuf::from),
             max_turns: labels.get(MAX_TURNS_LABEL).and_then(|n| n.parse().ok()),
+            todos: labels.get(TODOS_LABEL).is_some_and(|v| v == "true"),
+            agents: labels.get(AGENTS_LABEL).map(PathBuf::from),
+            task_depth: labels.get(TASK_DEPTH_LABEL).and_then(|n| n.parse().ok()),
+            task_max_turns: labels.get(TASK_TURNS_LABEL).and_then(|n| n.parse().ok()),
         }
     }
 }
@@ -260,7 +313,8 @@ async fn open_postgres(_url: &str) -> Result<Arc<dyn SessionStore>, Refused> {
     ))
 }
 
-fn scope(tenant: &str) -> Scope {
+/// The workspace of the session store the command's threads live in, for `tenant`.
+pub fn scope(tenant: &str) -> Scope {
     Scope::new(tenant, WORKSPACE)
 }
 
@@ -288,13 +342,13 @@ fn runner(
 /// `burrow run PROMPT --session S --thread T [--command-id C]`.
 pub async fn run(
     agent: Agent,
+    store: Arc<dyn SessionStore>,
     args: &SessionArgs,
     thread: &str,
     prompt: &str,
     command_id: Option<&str>,
     json: bool,
 ) -> Result<Exit, Refused> {
-    let store = open_store(&args.spec).await?;
     let scope = scope(&args.tenant);
     let key = scope.thread(thread);
     let transcript = transcript(&agent, &*store, &key)
@@ -721,12 +775,16 @@ pub async fn show(args: &SessionArgs, thread: &str, json: bool) -> Result<Exit, 
             })
         })
         .collect();
+    let messages: Vec<Message> = history.iter().map(|e| e.message.clone()).collect();
+    let todos = burrow_runtime::todos::current(&messages).unwrap_or_default();
+    let children = children(&*store, &key).await?;
     if json {
         let history: Vec<Value> = history
             .iter()
             .map(|e| json!({"pos": e.pos, "run_id": e.run_id, "message": e.message}))
             .collect();
-        print_json(&json!({"thread": info, "history": history, "runs": runs, "pending": pending}))?;
+        print_json(&json!({"thread": info, "history": history, "runs": runs, "pending": pending,
+                           "todos": todos, "children": children}))?;
         return Ok(Exit::Success);
     }
     let mut out = io::stdout().lock();
@@ -751,6 +809,33 @@ pub async fn show(args: &SessionArgs, thread: &str, json: bool) -> Result<Exit, 
             display::sentence(&format!("{} {}{model}", run.run_id, status_text(run)))
         )?;
     }
+    if !todos.is_empty() {
+        writeln!(out, "todos:")?;
+        for todo in &todos {
+            let mark = match todo.status {
+                burrow::types::TodoStatus::Pending => "[ ]",
+                burrow::types::TodoStatus::InProgress => "[*]",
+                burrow::types::TodoStatus::Completed => "[x]",
+            };
+            writeln!(out, "  {mark} {}", display::sentence(&todo.content))?;
+        }
+    }
+    if !children.is_empty() {
+        writeln!(out, "children:")?;
+        for c in &children {
+            let how = match c["reason"].as_str() {
+                Some(reason) => format!("{} ({reason})", c["status"].as_str().unwrap_or("?")),
+                None => c["status"].as_str().unwrap_or("?").to_owned(),
+            };
+            let line = format!(
+                "{} {} {how} (run {})",
+                c["thread_id"].as_str().unwrap_or_default(),
+                c["subagent_type"].as_str().unwrap_or("?"),
+                c["run_id"].as_str().unwrap_or("-")
+            );
+            writeln!(out, "  {}", display::sentence(&line))?;
+        }
+    }
     writeln!(out, "pending requests:")?;
     for p in &pending {
         let line = format!(
@@ -763,6 +848,42 @@ pub async fn show(args: &SessionArgs, thread: &str, json: bool) -> Result<Exit, 
         writeln!(out, "  {}", display::sentence(&line))?;
     }
     Ok(Exit::Success)
+}
+
+/// The `task` children of `thread` (threads `THREAD/task-CALL`), each with
+/// its last run's outcome: `thread_id`, `subagent_type`, `run_id`,
+/// `status`, `reason`, `usage`.
+async fn children(store: &dyn SessionStore, thread: &ThreadKey) -> Result<Vec<Value>, Refused> {
+    let prefix = format!("{}/task-", thread.thread);
+    let mut found = Vec::new();
+    let mut after = prefix.clone();
+    'pages: loop {
+        let page = store
+            .threads(&thread.scope, Some(&after), burrow_runtime::session::MAX_PAGE)
+            .await?;
+        let Some(last) = page.last() else { break };
+        after = last.thread.clone();
+        for info in page {
+            let Some(rest) = info.thread.strip_prefix(&prefix) else {
+                break 'pages;
+            };
+            // A grandchild (`.../task-a/task-b`) is its own parent's child.
+            if rest.contains("/task-") {
+                continue;
+            }
+            let runs = store.runs(&thread.scope.thread(info.thread.clone())).await?;
+            let last = runs.last();
+            found.push(json!({
+                "thread_id": info.thread,
+                "subagent_type": last.and_then(|r| r.labels.get(burrow_runtime::subagent::SUBAGENT_LABEL)),
+                "run_id": last.map(|r| r.run_id.clone()),
+                "status": last.map(|r| r.status.as_str()),
+                "reason": last.and_then(|r| r.reason.clone()),
+                "usage": last.map(|r| r.usage),
+            }));
+        }
+    }
+    Ok(found)
 }
 
 /// One history message on one line.
@@ -822,6 +943,7 @@ pub async fn recorded_setup(args: &SessionArgs, thread: &str) -> Result<Setup, R
 /// `burrow thread answer ID --request R TEXT`: answers and resumes the run here.
 pub async fn answer(
     agent: Agent,
+    store: Arc<dyn SessionStore>,
     args: &SessionArgs,
     thread: &str,
     request: &str,
@@ -829,7 +951,6 @@ pub async fn answer(
     approve: bool,
     json: bool,
 ) -> Result<Exit, Refused> {
-    let store = open_store(&args.spec).await?;
     let key = scope(&args.tenant).thread(thread);
     let run = paused_run(&*store, &key).await?;
     let run_id = run.run_id.clone();

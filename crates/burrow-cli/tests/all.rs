@@ -31,6 +31,10 @@ mod all {
     mod run_output;
     #[cfg(all(any(feature = "openai", feature = "anthropic"), feature = "fs"))]
     mod run_providers;
+    #[cfg(all(feature = "run", feature = "sqlite"))]
+    mod run_tasks;
+    #[cfg(all(feature = "run", feature = "sqlite"))]
+    mod run_todos;
     #[cfg(feature = "s3")]
     mod s3;
     #[cfg(feature = "run")]

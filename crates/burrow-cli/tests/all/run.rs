@@ -519,7 +519,7 @@ fn hooks_burrow_does_not_fire_are_named_in_a_note() {
     );
     assert!(
         run.stderr
-            .contains("burrow: note: burrow run does not fire SubagentStop yet"),
+            .contains("burrow: note: the settings name SubagentStop hooks, which run only for subagents (--agents DIR); they do not run"),
         "{}",
         run.stderr
     );

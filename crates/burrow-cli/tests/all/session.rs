@@ -692,7 +692,12 @@ fn thread_list_and_show_print_their_json_shapes() {
         .map(String::as_str)
         .collect();
     keys.sort();
-    assert_eq!(keys, ["history", "pending", "runs", "thread"]);
+    assert_eq!(
+        keys,
+        ["children", "history", "pending", "runs", "thread", "todos"]
+    );
+    assert_eq!(shown["todos"], json!([]));
+    assert_eq!(shown["children"], json!([]));
     let entry = &shown["history"][0];
     assert_eq!(entry["pos"], 0);
     assert_eq!(entry["message"], json!({"role": "user", "text": "hi"}));

@@ -1,0 +1,448 @@
+//! `burrow run --agents DIR`: the synchronous `task` tool through the binary, with a scripted parent and a scripted child (the child's `model:` a second script): the child's report and usage as the result, its thread and events, a failing child as an error result, the depth bound, hooks inside children and SubagentStop, and agent files that do not parse.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use super::support::{Run, Workspace, burrow_in};
+
+fn script(dir: &Path, name: &str, answers: &[Value]) -> String {
+    let path = dir.join(name);
+    let text: String = answers.iter().map(|a| format!("{a}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+    format!("scripted:{}", path.display())
+}
+
+fn spec(dir: &Path) -> String {
+    format!("sqlite:{}", dir.join("session.db").display())
+}
+
+fn show(dir: &Path, thread: &str) -> Value {
+    let run = burrow_in(
+        dir,
+        &["--json", "thread", "show", thread, "--session", &spec(dir)],
+        b"",
+    );
+    run.assert_code(0);
+    run.json()
+}
+
+fn lines(run: &Run) -> Vec<Value> {
+    run.out()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// `DIR/agents/NAME.md` with `frontmatter` lines and `body`; the child's
+/// script is `DIR/agents/NAME.jsonl`, named relative to the folder.
+fn agent(dir: &Path, name: &str, frontmatter: &str, body: &str, answers: &[Value]) {
+    let agents = dir.join("agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    let text: String = answers.iter().map(|a| format!("{a}\n")).collect();
+    std::fs::write(agents.join(format!("{name}.jsonl")), text).unwrap();
+    std::fs::write(
+        agents.join(format!("{name}.md")),
+        format!(
+            "---\nname: {name}\ndescription: The {name}.\nmodel: scripted:{name}.jsonl\n{frontmatter}---\n{body}\n"
+        ),
+    )
+    .unwrap();
+}
+
+fn task_call(id: &str, subagent: &str, prompt: &str) -> Value {
+    json!({"id": id, "name": "task", "arguments": {
+        "description": "look around", "prompt": prompt, "subagent_type": subagent}})
+}
+
+fn ls(id: &str) -> Value {
+    json!({"id": id, "name": "ls", "arguments": {"path": "/"}})
+}
+
+fn result_of<'a>(events: &'a [Value], id: &str) -> &'a Value {
+    events
+        .iter()
+        .find(|e| e["type"] == "tool_result" && e["id"] == id && e.get("parent_run_id").is_none())
+        .unwrap_or_else(|| panic!("no result of {id}: {events:?}"))
+}
+
+#[test]
+fn a_task_runs_its_subagent_in_a_child_thread_and_returns_its_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    agent(
+        d,
+        "scout",
+        "tools: ls, read_file\n",
+        "You look around.",
+        &[
+            json!({"tool_calls": [ls("c1")], "usage": {"input_tokens": 10, "output_tokens": 2}}),
+            json!({"text": "child report", "usage": {"input_tokens": 20, "output_tokens": 3}}),
+        ],
+    );
+    let parent = script(
+        d,
+        "parent.jsonl",
+        &[
+            json!({"tool_calls": [task_call("t1", "scout", "List the root.")]}),
+            json!({"text": "parent done"}),
+        ],
+    );
+    let agents = d.join("agents").display().to_string();
+    let spec = spec(d);
+    let run = burrow_in(
+        d,
+        &[
+            "--json", "run", "the parent's prompt", "--model", &parent, "--agents", &agents,
+            "--session", &spec, "--thread", "p",
+        ],
+        b"",
+    );
+    run.assert_code(0);
+    let events = lines(&run);
+    let parent_run = events[0]["run_id"].as_str().unwrap().to_owned();
+    let started = events
+        .iter()
+        .find(|e| e["type"] == "task_started")
+        .unwrap();
+    assert_eq!(started["parent_run_id"], parent_run.as_str());
+    assert_eq!(started["thread_id"], "p/task-t1");
+    assert_eq!(started["subagent_type"], "scout");
+    let child_run = started["run_id"].as_str().unwrap().to_owned();
+    assert_ne!(child_run, parent_run);
+    // The child's frames carry its run id and its parent's.
+    let child_call = events
+        .iter()
+        .find(|e| e["type"] == "tool_call" && e["id"] == "c1")
+        .unwrap();
+    assert_eq!(child_call["run_id"], child_run.as_str());
+    assert_eq!(child_call["parent_run_id"], parent_run.as_str());
+    let ended = events.iter().find(|e| e["type"] == "task_ended").unwrap();
+    assert_eq!(ended["outcome"], "completed");
+    assert_eq!(ended["turns"], 2);
+    assert_eq!(ended["usage"]["input_tokens"], 30);
+
+    let result = result_of(&events, "t1");
+    assert_eq!(result["is_error"], false, "{result}");
+    let content = result["content"].as_str().unwrap();
+    assert!(content.starts_with("child report\n\n[subagent scout completed: 2 turns, 1 tool call, usage: 30 input, 5 output tokens; thread p/task-t1]"), "{content}");
+    assert_eq!(events.last().unwrap()["outcome"], "completed");
+
+    // The parent lists the child; the child's history is its own.
+    let shown = show(d, "p");
+    let children = shown["children"].as_array().unwrap();
+    assert_eq!(children.len(), 1, "{shown}");
+    assert_eq!(children[0]["thread_id"], "p/task-t1");
+    assert_eq!(children[0]["subagent_type"], "scout");
+    assert_eq!(children[0]["status"], "completed");
+    assert_eq!(children[0]["run_id"], child_run.as_str());
+    let child = show(d, "p/task-t1");
+    let users: Vec<&str> = child["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["message"]["role"] == "user")
+        .map(|e| e["message"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(users, ["List the root."]);
+    assert_eq!(child["runs"][0]["labels"]["burrow.parent_run"], parent_run.as_str());
+    let human = burrow_in(d, &["thread", "show", "p", "--session", &spec], b"");
+    assert!(
+        human.out().contains("children:\n  p/task-t1 scout completed (run "),
+        "{}",
+        human.out()
+    );
+
+    // Human output: one line as the child starts, one as it ends.
+    let again = script(
+        d,
+        "again.jsonl",
+        &[
+            json!({"tool_calls": [task_call("t2", "scout", "Again.")]}),
+            json!({"text": "ok"}),
+        ],
+    );
+    std::fs::write(
+        d.join("agents/scout.jsonl"),
+        format!("{}\n", json!({"text": "second report"})),
+    )
+    .unwrap();
+    let human = burrow_in(
+        d,
+        &["run", "more", "--model", &again, "--agents", &agents, "--session", &spec, "--thread", "p"],
+        b"",
+    );
+    human.assert_code(0);
+    assert!(
+        human.stderr.contains("burrow: task scout started: look around (run "),
+        "{}",
+        human.stderr
+    );
+    assert!(
+        human.stderr.contains("burrow: task scout completed: 1 turn, 0 tool calls, usage unknown (run "),
+        "{}",
+        human.stderr
+    );
+    assert_eq!(human.out(), "ok\n");
+}
+
+#[test]
+fn a_child_that_fails_makes_the_result_an_error_with_its_reason() {
+    let ws = Workspace::new();
+    let d = ws.dir();
+    // The child would need a second turn; --task-max-turns 1 stops it.
+    agent(
+        d,
+        "busy",
+        "",
+        "Keep busy.",
+        &[json!({"tool_calls": [ls("c1")]}), json!({"text": "never"})],
+    );
+    let parent = script(
+        d,
+        "parent.jsonl",
+        &[
+            json!({"tool_calls": [task_call("t1", "busy", "Work.")]}),
+            json!({"text": "parent done"}),
+        ],
+    );
+    let agents = d.join("agents").display().to_string();
+    let run = ws.run(&[
+        "--json", "run", "go", "--model", &parent, "--agents", &agents, "--task-max-turns", "1",
+    ]);
+    run.assert_code(0);
+    let events = lines(&run);
+    let result = result_of(&events, "t1");
+    assert_eq!(result["is_error"], true, "{result}");
+    let content = result["content"].as_str().unwrap();
+    assert!(
+        content.starts_with("The subagent busy did not complete its task: it ended failed (max_turns: "),
+        "{content}"
+    );
+    assert!(content.contains("[subagent busy failed: 1 turn, 1 tool call"), "{content}");
+    let ended = events.iter().find(|e| e["type"] == "task_ended").unwrap();
+    assert_eq!(ended["outcome"], "failed");
+    assert_eq!(ended["reason"], "max_turns");
+}
+
+#[test]
+fn a_child_has_no_task_tool_unless_the_depth_allows_it() {
+    let ws = Workspace::new();
+    let d = ws.dir();
+    agent(
+        d,
+        "nester",
+        "",
+        "Delegate.",
+        &[
+            json!({"tool_calls": [task_call("g1", "general-purpose", "Deeper.")]}),
+            json!({"text": "nester report"}),
+        ],
+    );
+    let parent = script(
+        d,
+        "parent.jsonl",
+        &[
+            json!({"tool_calls": [
+                task_call("t1", "nester", "Work."),
+                task_call("t2", "nobody", "Work."),
+                {"id": "t3", "name": "task", "arguments": {"description": "bg", "prompt": "p",
+                  "subagent_type": "nester", "run_in_background": true}}
+            ]}),
+            json!({"text": "parent done"}),
+        ],
+    );
+    let agents = d.join("agents").display().to_string();
+    let run = ws.run(&["--json", "run", "go", "--model", &parent, "--agents", &agents]);
+    run.assert_code(0);
+    let events = lines(&run);
+    let refused = events
+        .iter()
+        .find(|e| e["type"] == "tool_result" && e["id"] == "g1")
+        .unwrap();
+    assert_eq!(refused["is_error"], true);
+    assert!(
+        refused["content"].as_str().unwrap().contains(
+            "There is no tool named \"task\" (a subagent starts no subagents: tasks nest at most 1 deep)"
+        ),
+        "{refused}"
+    );
+    assert!(refused["parent_run_id"].is_string(), "{refused}");
+    assert_eq!(result_of(&events, "t1")["is_error"], false);
+    let unknown = result_of(&events, "t2");
+    assert_eq!(unknown["is_error"], true);
+    assert!(
+        unknown["content"]
+            .as_str()
+            .unwrap()
+            .contains("no subagent named \"nobody\"; the subagents are: general-purpose, nester"),
+        "{unknown}"
+    );
+    let background = result_of(&events, "t3");
+    assert_eq!(background["is_error"], true);
+    assert!(
+        background["content"]
+            .as_str()
+            .unwrap()
+            .contains("Background tasks are not available yet"),
+        "{background}"
+    );
+}
+
+#[test]
+fn with_depth_two_a_child_starts_a_grandchild_in_its_own_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    agent(
+        d,
+        "nester",
+        "",
+        "Delegate.",
+        &[
+            json!({"tool_calls": [task_call("g1", "leaf", "Deeper.")]}),
+            json!({"text": "nester report"}),
+        ],
+    );
+    agent(d, "leaf", "", "Answer.", &[json!({"text": "leaf report"})]);
+    let parent = script(
+        d,
+        "parent.jsonl",
+        &[
+            json!({"tool_calls": [task_call("t1", "nester", "Work.")]}),
+            json!({"text": "parent done"}),
+        ],
+    );
+    let agents = d.join("agents").display().to_string();
+    let spec = spec(d);
+    let run = burrow_in(
+        d,
+        &[
+            "--json", "run", "go", "--model", &parent, "--agents", &agents, "--max-task-depth",
+            "2", "--session", &spec, "--thread", "p",
+        ],
+        b"",
+    );
+    run.assert_code(0);
+    let events = lines(&run);
+    let grandchild = events
+        .iter()
+        .find(|e| e["type"] == "tool_result" && e["id"] == "g1")
+        .unwrap();
+    assert_eq!(grandchild["is_error"], false, "{grandchild}");
+    assert!(grandchild["content"].as_str().unwrap().starts_with("leaf report"));
+    assert!(
+        result_of(&events, "t1")["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("nester report")
+    );
+    let child = show(d, "p/task-t1");
+    assert_eq!(child["children"][0]["thread_id"], "p/task-t1/task-g1");
+    // The parent lists only its own child.
+    assert_eq!(show(d, "p")["children"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn hooks_decide_childrens_calls_and_subagent_stop_fires_with_claude_codes_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    agent(
+        d,
+        "scout",
+        "",
+        "Look.",
+        &[json!({"tool_calls": [ls("c1")]}), json!({"text": "saw nothing"})],
+    );
+    let parent = script(
+        d,
+        "parent.jsonl",
+        &[
+            json!({"tool_calls": [task_call("t1", "scout", "Look.")]}),
+            json!({"text": "parent done"}),
+        ],
+    );
+    let settings = d.join("settings.json");
+    let hooks = json!({"hooks": {
+        "PreToolUse": [{"matcher": "ls", "hooks": [{"type": "command",
+            "command": "echo 'no listing in here' >&2; exit 2"}]}],
+        "SubagentStop": [{"hooks": [{"type": "command", "command": "cat > subagent_stop.json"}]}]
+    }});
+    std::fs::write(&settings, hooks.to_string()).unwrap();
+    let agents = d.join("agents").display().to_string();
+    let spec = spec(d);
+    let run = burrow_in(
+        d,
+        &[
+            "--json", "run", "go", "--model", &parent, "--agents", &agents, "--settings",
+            &settings.display().to_string(), "--session", &spec, "--thread", "p",
+        ],
+        b"",
+    );
+    run.assert_code(0);
+    assert!(!run.stderr.contains("SubagentStop"), "{}", run.stderr);
+    let events = lines(&run);
+    let denied = events
+        .iter()
+        .find(|e| e["type"] == "tool_result" && e["id"] == "c1")
+        .unwrap();
+    assert_eq!(denied["is_error"], true);
+    assert!(
+        denied["content"].as_str().unwrap().contains("no listing in here"),
+        "{denied}"
+    );
+    let child_run = events
+        .iter()
+        .find(|e| e["type"] == "task_started")
+        .unwrap()["run_id"]
+        .clone();
+    let stop: Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("subagent_stop.json")).unwrap())
+            .unwrap();
+    assert_eq!(stop["hook_event_name"], "SubagentStop");
+    assert_eq!(stop["session_id"], "p");
+    assert_eq!(stop["run_id"], events[0]["run_id"]);
+    assert_eq!(stop["agent_id"], child_run);
+    assert_eq!(stop["agent_type"], "scout");
+    assert_eq!(stop["stop_hook_active"], false);
+}
+
+#[test]
+fn an_agent_file_that_does_not_parse_is_one_sentence_and_nothing_runs() {
+    let ws = Workspace::new();
+    let d = ws.dir().join("defs");
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("good.md"), "---\nname: good\ndescription: fine\n---\nBody.\n").unwrap();
+    std::fs::write(d.join("bad.md"), "name: bad\n").unwrap();
+    let model = script(ws.dir(), "m.jsonl", &[json!({"tool_calls": [{"id": "w", "name": "write_file",
+        "arguments": {"file_path": "/x", "content": "x"}}]})]);
+    let agents = d.display().to_string();
+    for json in [false, true] {
+        let mut args = vec![];
+        if json {
+            args.push("--json");
+        }
+        args.extend(["run", "go", "--model", &model, "--agents", &agents]);
+        let run = ws.run(&args);
+        run.assert_code(2);
+        assert_eq!(run.out(), "");
+        let lines: Vec<&str> = run.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{}", run.stderr);
+        assert!(
+            lines[0].starts_with("burrow: the agent file ")
+                && lines[0].contains("bad.md does not parse: it does not start with a --- line"),
+            "{}",
+            run.stderr
+        );
+        assert!(!ws.state.exists(), "a tool ran");
+    }
+    // A tool no subagent can get, and a missing folder, are refused alike.
+    std::fs::write(d.join("bad.md"), "---\nname: bad\ndescription: d\ntools: fly\n---\n").unwrap();
+    let run = ws.run(&["run", "go", "--model", &model, "--agents", &agents]);
+    run.assert_code(2);
+    assert!(run.stderr.contains("names the tool fly, which subagents cannot get"), "{}", run.stderr);
+    let missing = ws.dir().join("nowhere").display().to_string();
+    let run = ws.run(&["run", "go", "--model", &model, "--agents", &missing]);
+    run.assert_code(2);
+    assert!(run.stderr.contains("the agents folder"), "{}", run.stderr);
+    assert!(!ws.state.exists(), "a tool ran");
+}
