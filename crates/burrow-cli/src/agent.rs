@@ -36,7 +36,6 @@ use crate::spec::Opened;
 /// Provider model specs (their adapters live in burrow-models, one cargo feature each).
 const PROVIDERS: [&str; 3] = ["openai", "openai-responses", "anthropic"];
 
-
 /// Longest argument summary a progress line shows (characters).
 const SUMMARY_CHARS: usize = 80;
 
@@ -121,7 +120,13 @@ impl Config {
         }
         // The tools a child may name: the file tools (execute on a sandbox only).
         let known = [
-            "ls", "read_file", "write_file", "edit_file", "glob", "grep", "execute",
+            "ls",
+            "read_file",
+            "write_file",
+            "edit_file",
+            "glob",
+            "grep",
+            "execute",
         ];
         for agent in &agents {
             for tool in agent.tools.iter().flatten() {

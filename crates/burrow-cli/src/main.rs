@@ -44,11 +44,11 @@ mod output;
 mod pipe;
 #[cfg(feature = "run")]
 mod session;
-#[cfg(feature = "run")]
-mod subagents;
 mod spec;
 #[cfg(feature = "state")]
 mod state_file;
+#[cfg(feature = "run")]
+mod subagents;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -239,8 +239,13 @@ async fn run_agent(
                 claim_ttl,
                 setup,
             };
-            let (agent, hooks) =
-                config.agent_for(opened, ctx, json, Some(&thread), Some((store.clone(), scope)));
+            let (agent, hooks) = config.agent_for(
+                opened,
+                ctx,
+                json,
+                Some(&thread),
+                Some((store.clone(), scope)),
+            );
             let outcome = session::run(
                 agent,
                 store,

@@ -783,8 +783,10 @@ pub async fn show(args: &SessionArgs, thread: &str, json: bool) -> Result<Exit, 
             .iter()
             .map(|e| json!({"pos": e.pos, "run_id": e.run_id, "message": e.message}))
             .collect();
-        print_json(&json!({"thread": info, "history": history, "runs": runs, "pending": pending,
-                           "todos": todos, "children": children}))?;
+        print_json(
+            &json!({"thread": info, "history": history, "runs": runs, "pending": pending,
+                           "todos": todos, "children": children}),
+        )?;
         return Ok(Exit::Success);
     }
     let mut out = io::stdout().lock();
@@ -859,7 +861,11 @@ async fn children(store: &dyn SessionStore, thread: &ThreadKey) -> Result<Vec<Va
     let mut after = prefix.clone();
     'pages: loop {
         let page = store
-            .threads(&thread.scope, Some(&after), burrow_runtime::session::MAX_PAGE)
+            .threads(
+                &thread.scope,
+                Some(&after),
+                burrow_runtime::session::MAX_PAGE,
+            )
             .await?;
         let Some(last) = page.last() else { break };
         after = last.thread.clone();
@@ -871,7 +877,9 @@ async fn children(store: &dyn SessionStore, thread: &ThreadKey) -> Result<Vec<Va
             if rest.contains("/task-") {
                 continue;
             }
-            let runs = store.runs(&thread.scope.thread(info.thread.clone())).await?;
+            let runs = store
+                .runs(&thread.scope.thread(info.thread.clone()))
+                .await?;
             let last = runs.last();
             found.push(json!({
                 "thread_id": info.thread,

@@ -166,8 +166,7 @@ fn frontmatter(lines: &[&str]) -> Result<BTreeMap<String, Value>, String> {
         let rest = rest.trim();
         // The indented lines that follow belong to this key.
         let start = i;
-        while i < lines.len() && (lines[i].starts_with([' ', '\t']) || lines[i].trim().is_empty())
-        {
+        while i < lines.len() && (lines[i].starts_with([' ', '\t']) || lines[i].trim().is_empty()) {
             i += 1;
         }
         let block: Vec<&str> = lines[start..i].to_vec();
@@ -180,10 +179,8 @@ fn frontmatter(lines: &[&str]) -> Result<BTreeMap<String, Value>, String> {
             if items.is_empty() {
                 Value::Text(String::new())
             } else if items.iter().all(|l| l.starts_with('-')) {
-                let list: Result<Vec<String>, String> = items
-                    .iter()
-                    .map(|l| unquote(l[1..].trim(), i))
-                    .collect();
+                let list: Result<Vec<String>, String> =
+                    items.iter().map(|l| unquote(l[1..].trim(), i)).collect();
                 Value::List(list?)
             } else {
                 return Err(format!(
@@ -205,9 +202,9 @@ fn frontmatter(lines: &[&str]) -> Result<BTreeMap<String, Value>, String> {
                 ));
             }
             if let Some(inner) = rest.strip_prefix('[') {
-                let inner = inner
-                    .strip_suffix(']')
-                    .ok_or_else(|| format!("the list of {key} in its frontmatter has no closing ]"))?;
+                let inner = inner.strip_suffix(']').ok_or_else(|| {
+                    format!("the list of {key} in its frontmatter has no closing ]")
+                })?;
                 let list: Result<Vec<String>, String> = inner
                     .split(',')
                     .map(str::trim)
@@ -272,11 +269,13 @@ mod tests {
         assert_eq!(listed.config.description, "one two");
         assert_eq!(listed.tools, Some(vec!["ls".to_owned(), "glob".to_owned()]));
         assert_eq!(
-            parse("---\nname: a\ndescription: d\ntools: [ls, 'grep']\nmodel: scripted:x.jsonl\n---\n")
-                .unwrap()
-                .config
-                .model
-                .as_deref(),
+            parse(
+                "---\nname: a\ndescription: d\ntools: [ls, 'grep']\nmodel: scripted:x.jsonl\n---\n"
+            )
+            .unwrap()
+            .config
+            .model
+            .as_deref(),
             Some("scripted:x.jsonl")
         );
     }

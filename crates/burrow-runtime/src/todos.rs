@@ -160,17 +160,19 @@ pub fn current(history: &[Message]) -> Option<Vec<Todo>> {
 /// The `write_todos` tool. It changes nothing outside the conversation: its
 /// result is the list it set, and the list is read back from the history.
 pub fn write_todos_tool() -> Arc<dyn Tool> {
-    Arc::new(FnTool::new(WRITE_TODOS, DESCRIPTION, |args: Args, _cx| async move {
-        Ok(match items(args) {
-            Ok(todos) => ToolOutput::ok(render(&todos)),
-            Err(refusal) => ToolOutput::refused(refusal),
+    Arc::new(
+        FnTool::new(WRITE_TODOS, DESCRIPTION, |args: Args, _cx| async move {
+            Ok(match items(args) {
+                Ok(todos) => ToolOutput::ok(render(&todos)),
+                Err(refusal) => ToolOutput::refused(refusal),
+            })
         })
-    })
-    .with_annotations(crate::tool::ToolAnnotations {
-        read_only: false,
-        destructive: false,
-        idempotent: true,
-    }))
+        .with_annotations(crate::tool::ToolAnnotations {
+            read_only: false,
+            destructive: false,
+            idempotent: true,
+        }),
+    )
 }
 
 /// Refuses every `write_todos` call of a model answer but the first.

@@ -24,6 +24,7 @@ mod all {
     mod session;
     mod spans;
     mod spill;
+    mod subagent;
     mod support;
     mod tool;
     mod toolset;

@@ -93,18 +93,24 @@ fn a_task_runs_its_subagent_in_a_child_thread_and_returns_its_report() {
     let run = burrow_in(
         d,
         &[
-            "--json", "run", "the parent's prompt", "--model", &parent, "--agents", &agents,
-            "--session", &spec, "--thread", "p",
+            "--json",
+            "run",
+            "the parent's prompt",
+            "--model",
+            &parent,
+            "--agents",
+            &agents,
+            "--session",
+            &spec,
+            "--thread",
+            "p",
         ],
         b"",
     );
     run.assert_code(0);
     let events = lines(&run);
     let parent_run = events[0]["run_id"].as_str().unwrap().to_owned();
-    let started = events
-        .iter()
-        .find(|e| e["type"] == "task_started")
-        .unwrap();
+    let started = events.iter().find(|e| e["type"] == "task_started").unwrap();
     assert_eq!(started["parent_run_id"], parent_run.as_str());
     assert_eq!(started["thread_id"], "p/task-t1");
     assert_eq!(started["subagent_type"], "scout");
@@ -145,10 +151,15 @@ fn a_task_runs_its_subagent_in_a_child_thread_and_returns_its_report() {
         .map(|e| e["message"]["text"].as_str().unwrap())
         .collect();
     assert_eq!(users, ["List the root."]);
-    assert_eq!(child["runs"][0]["labels"]["burrow.parent_run"], parent_run.as_str());
+    assert_eq!(
+        child["runs"][0]["labels"]["burrow.parent_run"],
+        parent_run.as_str()
+    );
     let human = burrow_in(d, &["thread", "show", "p", "--session", &spec], b"");
     assert!(
-        human.out().contains("children:\n  p/task-t1 scout completed (run "),
+        human
+            .out()
+            .contains("children:\n  p/task-t1 scout completed (run "),
         "{}",
         human.out()
     );
@@ -169,17 +180,32 @@ fn a_task_runs_its_subagent_in_a_child_thread_and_returns_its_report() {
     .unwrap();
     let human = burrow_in(
         d,
-        &["run", "more", "--model", &again, "--agents", &agents, "--session", &spec, "--thread", "p"],
+        &[
+            "run",
+            "more",
+            "--model",
+            &again,
+            "--agents",
+            &agents,
+            "--session",
+            &spec,
+            "--thread",
+            "p",
+        ],
         b"",
     );
     human.assert_code(0);
     assert!(
-        human.stderr.contains("burrow: task scout started: look around (run "),
+        human
+            .stderr
+            .contains("burrow: task scout started: look around (run "),
         "{}",
         human.stderr
     );
     assert!(
-        human.stderr.contains("burrow: task scout completed: 1 turn, 0 tool calls, usage unknown (run "),
+        human
+            .stderr
+            .contains("burrow: task scout completed: 1 turn, 0 tool calls, usage unknown (run "),
         "{}",
         human.stderr
     );
@@ -208,7 +234,15 @@ fn a_child_that_fails_makes_the_result_an_error_with_its_reason() {
     );
     let agents = d.join("agents").display().to_string();
     let run = ws.run(&[
-        "--json", "run", "go", "--model", &parent, "--agents", &agents, "--task-max-turns", "1",
+        "--json",
+        "run",
+        "go",
+        "--model",
+        &parent,
+        "--agents",
+        &agents,
+        "--task-max-turns",
+        "1",
     ]);
     run.assert_code(0);
     let events = lines(&run);
@@ -216,10 +250,15 @@ fn a_child_that_fails_makes_the_result_an_error_with_its_reason() {
     assert_eq!(result["is_error"], true, "{result}");
     let content = result["content"].as_str().unwrap();
     assert!(
-        content.starts_with("The subagent busy did not complete its task: it ended failed (max_turns: "),
+        content.starts_with(
+            "The subagent busy did not complete its task: it ended failed (max_turns: "
+        ),
         "{content}"
     );
-    assert!(content.contains("[subagent busy failed: 1 turn, 1 tool call"), "{content}");
+    assert!(
+        content.contains("[subagent busy failed: 1 turn, 1 tool call"),
+        "{content}"
+    );
     let ended = events.iter().find(|e| e["type"] == "task_ended").unwrap();
     assert_eq!(ended["outcome"], "failed");
     assert_eq!(ended["reason"], "max_turns");
@@ -253,7 +292,9 @@ fn a_child_has_no_task_tool_unless_the_depth_allows_it() {
         ],
     );
     let agents = d.join("agents").display().to_string();
-    let run = ws.run(&["--json", "run", "go", "--model", &parent, "--agents", &agents]);
+    let run = ws.run(&[
+        "--json", "run", "go", "--model", &parent, "--agents", &agents,
+    ]);
     run.assert_code(0);
     let events = lines(&run);
     let refused = events
@@ -317,8 +358,19 @@ fn with_depth_two_a_child_starts_a_grandchild_in_its_own_thread() {
     let run = burrow_in(
         d,
         &[
-            "--json", "run", "go", "--model", &parent, "--agents", &agents, "--max-task-depth",
-            "2", "--session", &spec, "--thread", "p",
+            "--json",
+            "run",
+            "go",
+            "--model",
+            &parent,
+            "--agents",
+            &agents,
+            "--max-task-depth",
+            "2",
+            "--session",
+            &spec,
+            "--thread",
+            "p",
         ],
         b"",
     );
@@ -329,7 +381,12 @@ fn with_depth_two_a_child_starts_a_grandchild_in_its_own_thread() {
         .find(|e| e["type"] == "tool_result" && e["id"] == "g1")
         .unwrap();
     assert_eq!(grandchild["is_error"], false, "{grandchild}");
-    assert!(grandchild["content"].as_str().unwrap().starts_with("leaf report"));
+    assert!(
+        grandchild["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("leaf report")
+    );
     assert!(
         result_of(&events, "t1")["content"]
             .as_str()
@@ -351,7 +408,10 @@ fn hooks_decide_childrens_calls_and_subagent_stop_fires_with_claude_codes_fields
         "scout",
         "",
         "Look.",
-        &[json!({"tool_calls": [ls("c1")]}), json!({"text": "saw nothing"})],
+        &[
+            json!({"tool_calls": [ls("c1")]}),
+            json!({"text": "saw nothing"}),
+        ],
     );
     let parent = script(
         d,
@@ -373,8 +433,19 @@ fn hooks_decide_childrens_calls_and_subagent_stop_fires_with_claude_codes_fields
     let run = burrow_in(
         d,
         &[
-            "--json", "run", "go", "--model", &parent, "--agents", &agents, "--settings",
-            &settings.display().to_string(), "--session", &spec, "--thread", "p",
+            "--json",
+            "run",
+            "go",
+            "--model",
+            &parent,
+            "--agents",
+            &agents,
+            "--settings",
+            &settings.display().to_string(),
+            "--session",
+            &spec,
+            "--thread",
+            "p",
         ],
         b"",
     );
@@ -387,14 +458,13 @@ fn hooks_decide_childrens_calls_and_subagent_stop_fires_with_claude_codes_fields
         .unwrap();
     assert_eq!(denied["is_error"], true);
     assert!(
-        denied["content"].as_str().unwrap().contains("no listing in here"),
+        denied["content"]
+            .as_str()
+            .unwrap()
+            .contains("no listing in here"),
         "{denied}"
     );
-    let child_run = events
-        .iter()
-        .find(|e| e["type"] == "task_started")
-        .unwrap()["run_id"]
-        .clone();
+    let child_run = events.iter().find(|e| e["type"] == "task_started").unwrap()["run_id"].clone();
     let stop: Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("subagent_stop.json")).unwrap())
             .unwrap();
@@ -411,10 +481,18 @@ fn an_agent_file_that_does_not_parse_is_one_sentence_and_nothing_runs() {
     let ws = Workspace::new();
     let d = ws.dir().join("defs");
     std::fs::create_dir_all(&d).unwrap();
-    std::fs::write(d.join("good.md"), "---\nname: good\ndescription: fine\n---\nBody.\n").unwrap();
+    std::fs::write(
+        d.join("good.md"),
+        "---\nname: good\ndescription: fine\n---\nBody.\n",
+    )
+    .unwrap();
     std::fs::write(d.join("bad.md"), "name: bad\n").unwrap();
-    let model = script(ws.dir(), "m.jsonl", &[json!({"tool_calls": [{"id": "w", "name": "write_file",
-        "arguments": {"file_path": "/x", "content": "x"}}]})]);
+    let model = script(
+        ws.dir(),
+        "m.jsonl",
+        &[json!({"tool_calls": [{"id": "w", "name": "write_file",
+        "arguments": {"file_path": "/x", "content": "x"}}]})],
+    );
     let agents = d.display().to_string();
     for json in [false, true] {
         let mut args = vec![];
@@ -436,10 +514,19 @@ fn an_agent_file_that_does_not_parse_is_one_sentence_and_nothing_runs() {
         assert!(!ws.state.exists(), "a tool ran");
     }
     // A tool no subagent can get, and a missing folder, are refused alike.
-    std::fs::write(d.join("bad.md"), "---\nname: bad\ndescription: d\ntools: fly\n---\n").unwrap();
+    std::fs::write(
+        d.join("bad.md"),
+        "---\nname: bad\ndescription: d\ntools: fly\n---\n",
+    )
+    .unwrap();
     let run = ws.run(&["run", "go", "--model", &model, "--agents", &agents]);
     run.assert_code(2);
-    assert!(run.stderr.contains("names the tool fly, which subagents cannot get"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("names the tool fly, which subagents cannot get"),
+        "{}",
+        run.stderr
+    );
     let missing = ws.dir().join("nowhere").display().to_string();
     let run = ws.run(&["run", "go", "--model", &model, "--agents", &missing]);
     run.assert_code(2);

@@ -81,7 +81,15 @@ fn todos_are_evented_shown_and_a_second_write_in_one_answer_is_refused() {
     let run = burrow_in(
         d,
         &[
-            "--json", "run", "plan", "--todos", "--model", &model, "--session", &spec, "--thread",
+            "--json",
+            "run",
+            "plan",
+            "--todos",
+            "--model",
+            &model,
+            "--session",
+            &spec,
+            "--thread",
             "t",
         ],
         b"",
@@ -141,16 +149,21 @@ fn without_todos_the_agent_has_no_write_todos() {
     );
     let run = burrow_in(
         d,
-        &["--json", "--backend", "memory:", "run", "plan", "--model", &model],
+        &[
+            "--json",
+            "--backend",
+            "memory:",
+            "run",
+            "plan",
+            "--model",
+            &model,
+        ],
         b"",
     );
     run.assert_code(0);
     let events = lines(&run);
     assert!(events.iter().all(|e| e["type"] != "todos"), "{events:?}");
-    let result = events
-        .iter()
-        .find(|e| e["type"] == "tool_result")
-        .unwrap();
+    let result = events.iter().find(|e| e["type"] == "tool_result").unwrap();
     assert_eq!(result["is_error"], true);
     assert!(
         result["content"]
@@ -262,4 +275,74 @@ fn todos_survive_a_killed_process_and_the_threads_next_run_goes_on_from_them() {
         .map(|r| r["status"].as_str().unwrap())
         .collect();
     assert_eq!(statuses, ["failed", "completed"], "{shown}");
+}
+
+#[test]
+fn an_answered_pause_resumes_with_write_todos_as_the_run_was_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let spec = spec(d);
+    let first = [("ask", "in_progress")];
+    let model = script(
+        d,
+        "ask.jsonl",
+        &[
+            json!({"tool_calls": [write_todos("w1", &first)]}),
+            json!({"tool_calls": [{"id": "q1", "name": "ask_user", "arguments": {"question": "Go?"}}]}),
+        ],
+    );
+    let paused = burrow_in(
+        d,
+        &[
+            "--json",
+            "run",
+            "plan",
+            "--todos",
+            "--model",
+            &model,
+            "--session",
+            &spec,
+            "--thread",
+            "t",
+        ],
+        b"",
+    );
+    paused.assert_code(3);
+    let request = lines(&paused)
+        .into_iter()
+        .find(|e| e["type"] == "request")
+        .unwrap();
+    assert_eq!(show(d, "t")["runs"][0]["labels"]["burrow.todos"], "true");
+    // The same script file goes on: a new list, then the answer.
+    let second = [("ask", "completed")];
+    script(
+        d,
+        "ask.jsonl",
+        &[
+            json!({"tool_calls": [write_todos("w2", &second)]}),
+            json!({"text": "done"}),
+        ],
+    );
+    let answered = burrow_in(
+        d,
+        &[
+            "--json",
+            "thread",
+            "answer",
+            "t",
+            "--request",
+            request["request_id"].as_str().unwrap(),
+            "yes",
+            "--session",
+            &spec,
+        ],
+        b"",
+    );
+    answered.assert_code(0);
+    let result = lines(&answered)
+        .into_iter()
+        .find(|e| e["type"] == "tool_result" && e["id"] == "w2")
+        .unwrap();
+    assert_eq!(result["is_error"], false, "{result}");
+    assert_eq!(show(d, "t")["todos"], stored(&second));
 }

@@ -245,7 +245,12 @@ impl Tasks {
     /// The definitions, [`GENERAL_PURPOSE`] first unless one takes its name.
     pub fn agents(&self) -> Vec<SubAgent> {
         let mut all = Vec::with_capacity(self.inner.agents.len() + 1);
-        if !self.inner.agents.iter().any(|a| a.name() == GENERAL_PURPOSE) {
+        if !self
+            .inner
+            .agents
+            .iter()
+            .any(|a| a.name() == GENERAL_PURPOSE)
+        {
             all.push(SubAgent::new(burrow_types::SubAgentConfig::new(
                 GENERAL_PURPOSE,
                 "A general agent with your tools, for research and multi-step work.",
@@ -410,7 +415,9 @@ to keep. Give a short `description` and a complete `prompt`. The subagents (`sub
             Ok(None) => cx.run_id.to_string(),
             Err(e) => return Err(store_failure(&e)),
         };
-        let thread = inner.scope.thread(child_thread(&parent_thread, &cx.call_id));
+        let thread = inner
+            .scope
+            .thread(child_thread(&parent_thread, &cx.call_id));
         let live = ChildLive {
             sink: inner.events.clone(),
             parent_run_id: cx.run_id.to_string(),
@@ -424,11 +431,8 @@ to keep. Give a short `description` and a complete `prompt`. The subagents (`sub
             .with_run_label(PARENT_RUN_LABEL, cx.run_id.to_string())
             .with_run_label(SUBAGENT_LABEL, name.clone())
             .with_run_label(TASK_CALL_LABEL, cx.call_id.clone());
-        let runner = Runner::with_config(
-            self.child_agent(&def, depth),
-            inner.store.clone(),
-            config,
-        );
+        let runner =
+            Runner::with_config(self.child_agent(&def, depth), inner.store.clone(), config);
         let guard = StopOnDrop {
             runner: runner.clone(),
             thread: thread.clone(),
@@ -652,7 +656,9 @@ fn result(name: &str, thread: &str, ended: &ChildEnd, text: String) -> ToolOutpu
         why.trim_end_matches('.')
     );
     if ended.outcome == RunStatus::Paused.as_str() {
-        text.push_str(" A subagent that waits for an approval or an answer cannot go on inside a task yet.");
+        text.push_str(
+            " A subagent that waits for an approval or an answer cannot go on inside a task yet.",
+        );
     }
     text.push_str(&format!("\n\n{usage}"));
     ToolOutput::refused(text)

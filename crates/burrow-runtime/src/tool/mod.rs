@@ -326,7 +326,9 @@ impl ToolRegistry {
 
     /// The tools noted absent ([`note_absent`](Self::note_absent)), with why.
     pub fn absent(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.absent.iter().map(|(n, why)| (n.as_str(), why.as_str()))
+        self.absent
+            .iter()
+            .map(|(n, why)| (n.as_str(), why.as_str()))
     }
 
     /// Calls the tool `name` on `args` as `cx`: an unknown tool and
