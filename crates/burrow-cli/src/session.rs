@@ -949,6 +949,7 @@ pub async fn recorded_setup(args: &SessionArgs, thread: &str) -> Result<Setup, R
 }
 
 /// `burrow thread answer ID --request R TEXT`: answers and resumes the run here.
+#[allow(clippy::too_many_arguments)]
 pub async fn answer(
     agent: Agent,
     store: Arc<dyn SessionStore>,
