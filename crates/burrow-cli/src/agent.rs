@@ -56,6 +56,8 @@ pub struct Config {
     task_depth: usize,
     /// Each child's most model requests (`--task-max-turns`).
     task_max_turns: usize,
+    /// How long a child's runner claims its thread (`--claim-ttl`).
+    task_claim_ttl: Duration,
     /// The note for SubagentStop hooks, dropped once subagents are given.
     subagent_note: Option<String>,
     /// Notes for stderr (settings that name hooks burrow does not run).
@@ -86,6 +88,7 @@ impl Config {
             agents: None,
             task_depth: burrow_runtime::subagent::DEFAULT_MAX_DEPTH,
             task_max_turns: burrow_runtime::subagent::DEFAULT_CHILD_MAX_TURNS,
+            task_claim_ttl: burrow_runtime::runner::DEFAULT_CLAIM_TTL,
             subagent_note,
             notes,
         })
@@ -143,6 +146,13 @@ impl Config {
         self.subagent_note = None;
         self.agents = Some(agents);
         Ok(self)
+    }
+
+    /// The same configuration, children's runners claiming their threads
+    /// for `ttl` (the parent's `--claim-ttl`).
+    pub fn with_task_claim_ttl(mut self, ttl: Duration) -> Self {
+        self.task_claim_ttl = ttl;
+        self
     }
 
     /// The same configuration, with `write_todos` when `todos` (`--todos`).
@@ -207,6 +217,7 @@ impl Config {
                 .with_hooks(hooks.clone())
                 .with_max_depth(self.task_depth)
                 .with_child_max_turns(self.task_max_turns)
+                .with_claim_ttl(self.task_claim_ttl)
                 .with_events(Arc::new(move |event: TaskEvent| task_event(event, json)));
             agent = tasks.install(agent);
         }

@@ -239,13 +239,15 @@ async fn run_agent(
                 claim_ttl,
                 setup,
             };
-            let (agent, hooks) = config.agent_for(
-                opened,
-                ctx,
-                json,
-                Some(&thread),
-                Some((store.clone(), scope)),
-            );
+            let (agent, hooks) = config
+                .with_task_claim_ttl(std::time::Duration::from_secs(claim_ttl))
+                .agent_for(
+                    opened,
+                    ctx,
+                    json,
+                    Some(&thread),
+                    Some((store.clone(), scope)),
+                );
             let outcome = session::run(
                 agent,
                 store,
@@ -284,8 +286,9 @@ async fn run_agent(
                 claim_ttl,
                 setup,
             };
-            let (agent, hooks) =
-                config.agent_for(opened, ctx, json, Some(&id), Some((store.clone(), scope)));
+            let (agent, hooks) = config
+                .with_task_claim_ttl(std::time::Duration::from_secs(claim_ttl))
+                .agent_for(opened, ctx, json, Some(&id), Some((store.clone(), scope)));
             let outcome =
                 session::answer(agent, store, &args, &id, &request, &text, approve, json).await;
             hooks.settle().await;

@@ -533,3 +533,133 @@ fn an_agent_file_that_does_not_parse_is_one_sentence_and_nothing_runs() {
     assert!(run.stderr.contains("the agents folder"), "{}", run.stderr);
     assert!(!ws.state.exists(), "a tool ran");
 }
+
+#[test]
+fn a_killed_parent_is_taken_over_and_its_child_goes_on_to_its_report() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // The child's `ls` is held by a hook until the parent's process is killed.
+    agent(
+        d,
+        "scout",
+        "",
+        "Look.",
+        &[
+            json!({"tool_calls": [ls("c1")]}),
+            json!({"text": "never said"}),
+        ],
+    );
+    let parent = script(
+        d,
+        "parent.jsonl",
+        &[json!({"tool_calls": [task_call("t1", "scout", "Look.")]})],
+    );
+    let settings = d.join("block.json");
+    let hook = json!({"hooks": {"PreToolUse": [{"matcher": "ls", "hooks": [
+        {"type": "command", "command": "touch started; while [ ! -e go ]; do sleep 0.01; done"}
+    ]}]}});
+    std::fs::write(&settings, hook.to_string()).unwrap();
+    let agents = d.join("agents").display().to_string();
+    let spec = spec(d);
+    let mut holder = Command::new(env!("CARGO_BIN_EXE_burrow"))
+        .args([
+            "run",
+            "go",
+            "--model",
+            &parent,
+            "--agents",
+            &agents,
+            "--settings",
+            &settings.display().to_string(),
+            "--session",
+            &spec,
+            "--thread",
+            "p",
+            "--claim-ttl",
+            "1",
+        ])
+        .current_dir(d)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !d.join("started").exists() {
+        assert!(Instant::now() < deadline, "the child never reached ls");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    std::fs::write(d.join("go"), b"").unwrap();
+
+    // The next process takes the parent over: the task call runs again, finds
+    // its child left behind, and the child goes on in its own thread.
+    std::fs::write(
+        d.join("agents/scout.jsonl"),
+        format!("{}\n", json!({"text": "child report"})),
+    )
+    .unwrap();
+    let taker = script(d, "taker.jsonl", &[json!({"text": "parent done"})]);
+    let run = burrow_in(
+        d,
+        &[
+            "--json",
+            "run",
+            "again",
+            "--model",
+            &taker,
+            "--agents",
+            &agents,
+            "--session",
+            &spec,
+            "--thread",
+            "p",
+            "--claim-ttl",
+            "5",
+        ],
+        b"",
+    );
+    run.assert_code(0);
+    let shown = show(d, "p");
+    let result = shown["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["message"]["role"] == "tool_result" && e["message"]["call_id"] == "t1")
+        .unwrap_or_else(|| panic!("no result of t1: {shown}"));
+    assert_eq!(result["message"]["is_error"], false, "{result}");
+    assert!(
+        result["message"]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("child report\n\n[subagent scout completed"),
+        "{result}"
+    );
+    let child = show(d, "p/task-t1");
+    let statuses: Vec<(&str, Option<&str>)> = child["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["status"].as_str().unwrap(), r["reason"].as_str()))
+        .collect();
+    assert_eq!(
+        statuses,
+        [("failed", Some("abandoned")), ("completed", None)],
+        "{child}"
+    );
+    // One prompt, then the note that it was interrupted; the ls never ran twice.
+    let users: Vec<&str> = child["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["message"]["role"] == "user")
+        .map(|e| e["message"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(users.len(), 2, "{child}");
+    assert_eq!(users[0], "Look.");
+    assert!(users[1].starts_with("Your previous run was interrupted"));
+    assert_eq!(shown["children"][0]["status"], "completed");
+}

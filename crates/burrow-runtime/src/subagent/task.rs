@@ -531,31 +531,58 @@ impl ChildEnd {
     }
 }
 
+/// What a child whose run was left behind (its process died) is told, in a
+/// new run of its thread, when the parent's call runs again.
+pub const RESUME_TEXT: &str = "Your previous run was interrupted before it ended. Go on with the task from where you stopped, then give your final report.";
+
 /// Starts the child (posting `prompt` once: its message id is the
 /// thread's), or finds it again when the call runs a second time, and waits
-/// for its end. A child that ended before is not run again.
+/// for its end. A child that ended before is not run again; one whose run
+/// was left behind abandoned goes on in a new run of its thread, with its
+/// history, told [`RESUME_TEXT`].
 async fn run_child(
     runner: &Runner,
     thread: &ThreadKey,
     prompt: &str,
 ) -> Result<ChildEnd, crate::session::StoreError> {
     let message_id = format!("{}#prompt", thread.thread);
-    let handle: Option<RunHandle> = match runner
+    match runner
         .send(thread, CHILD_MESSAGE_AUTHOR, prompt, Some(&message_id))
         .await
     {
-        Ok(sent) => sent.run,
-        Err(e) if e.kind() == RunnerErrorKind::IdInUse => {
-            // Posted by an earlier attempt of this call: take up what is left.
-            runner.take_thread(thread).await.map_err(runner_failure)?
-        }
-        Err(e) => return Err(runner_failure(e)),
-    };
+        Ok(sent) => return settle(runner, thread, sent.run).await,
+        Err(e) if e.kind() != RunnerErrorKind::IdInUse => return Err(runner_failure(e)),
+        Err(_) => {}
+    }
+    // Posted by an earlier attempt of this call: take up what is left.
+    let handle = runner.take_thread(thread).await.map_err(runner_failure)?;
+    let end = settle(runner, thread, handle).await?;
+    if !(end.outcome == RunStatus::Failed.as_str() && end.reason.as_deref() == Some("abandoned")) {
+        return Ok(end);
+    }
+    let runs = runner.store().runs(thread).await?.len();
+    let resume_id = format!("{}#resume-{runs}", thread.thread);
+    match runner
+        .send(thread, CHILD_MESSAGE_AUTHOR, RESUME_TEXT, Some(&resume_id))
+        .await
+    {
+        Ok(sent) => settle(runner, thread, sent.run).await,
+        Err(e) if e.kind() == RunnerErrorKind::IdInUse => settle(runner, thread, None).await,
+        Err(e) => Err(runner_failure(e)),
+    }
+}
+
+/// Waits for the child's run: `handle` when this runner runs it, else its
+/// record once it has settled (taking the thread over when its holder's
+/// claim lapses).
+async fn settle(
+    runner: &Runner,
+    thread: &ThreadKey,
+    handle: Option<RunHandle>,
+) -> Result<ChildEnd, crate::session::StoreError> {
     if let Some(handle) = handle {
         return Ok(ChildEnd::of_result(&handle.wait().await));
     }
-    // Someone else runs it (a claim not lapsed yet), or it has ended: wait
-    // for its record to settle.
     loop {
         let runs = runner.store().runs(thread).await?;
         match runs.last() {
