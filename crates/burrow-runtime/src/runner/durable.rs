@@ -228,6 +228,11 @@ pub(crate) async fn repair(
                     result.content =
                         format!("{OUTCOME_UNKNOWN} It was not run again: {}", result.content);
                     result.is_error = true;
+                } else if *replay && result.is_error {
+                    // Run again, it was refused: the refusal may be the first
+                    // attempt's own effect (a file it wrote), so say both.
+                    result.content =
+                        format!("{OUTCOME_UNKNOWN} Run again, it was refused: {}", result.content);
                 }
                 result
             })
