@@ -87,10 +87,7 @@ impl Setup {
         let started = self.path("started");
         let deadline = Instant::now() + PATIENCE;
         while !started.exists() {
-            assert!(
-                Instant::now() < deadline,
-                "the holder's hook never started"
-            );
+            assert!(Instant::now() < deadline, "the holder's hook never started");
             assert!(
                 holder.try_wait().unwrap().is_none(),
                 "the holder ended before its hook held it"
@@ -148,7 +145,12 @@ fn results_of(shown: &Value, id: &str) -> Vec<String> {
         .unwrap()
         .iter()
         .filter(|e| e["message"]["role"] == "tool_result" && e["message"]["call_id"] == id)
-        .map(|e| e["message"]["content"].as_str().unwrap_or_default().to_owned())
+        .map(|e| {
+            e["message"]["content"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
         .collect()
 }
 
@@ -161,7 +163,11 @@ fn last_text(shown: &Value) -> String {
         .rev()
         .find(|e| e["message"]["role"] == "assistant")
         .and_then(|e| e["message"]["parts"].as_array().cloned())
-        .and_then(|parts| parts.iter().find_map(|p| p["text"].as_str().map(str::to_owned)))
+        .and_then(|parts| {
+            parts
+                .iter()
+                .find_map(|p| p["text"].as_str().map(str::to_owned))
+        })
         .unwrap_or_default()
 }
 
@@ -190,7 +196,10 @@ fn a_write_whose_deny_hook_was_running_at_sigkill_is_decided_again_and_never_run
     let holder = s.args(
         "holder",
         "write it",
-        &[write("w", "/secret.txt", "leaked"), json!({"text": "never"})],
+        &[
+            write("w", "/secret.txt", "leaked"),
+            json!({"text": "never"}),
+        ],
         &deny,
     );
     s.kill_at_hold(&holder);
@@ -198,10 +207,7 @@ fn a_write_whose_deny_hook_was_running_at_sigkill_is_decided_again_and_never_run
     s.take_over(&taker);
 
     assert_eq!(s.file("secret.txt"), None, "the denied write never ran");
-    assert!(
-        s.path("started").exists(),
-        "the taker asked the hook again"
-    );
+    assert!(s.path("started").exists(), "the taker asked the hook again");
     taken_over(&s);
     let results = results_of(&s.show(), "w");
     assert_eq!(results.len(), 1, "{results:?}");
@@ -226,7 +232,12 @@ fn a_write_killed_before_its_result_was_saved_is_never_made_twice() {
     // The file is changed behind the write's back: a write made again (its
     // call replayed) would put "first" back.
     std::fs::write(s.dir().join("ws").join("a.txt"), "changed since").unwrap();
-    let taker = s.args("taker", "next", &[json!({"text": "taken over"})], &hold_after);
+    let taker = s.args(
+        "taker",
+        "next",
+        &[json!({"text": "taken over"})],
+        &hold_after,
+    );
     s.take_over(&taker);
 
     assert_eq!(
@@ -259,10 +270,19 @@ fn a_run_killed_between_turns_is_taken_over_and_nothing_is_redone() {
     s.kill_at_hold(&holder);
     assert_eq!(s.file("b.txt").as_deref(), Some("once"));
     std::fs::remove_file(s.dir().join("ws").join("b.txt")).unwrap();
-    let taker = s.args("taker", "next", &[json!({"text": "taken over"})], &hold_stop);
+    let taker = s.args(
+        "taker",
+        "next",
+        &[json!({"text": "taken over"})],
+        &hold_stop,
+    );
     s.take_over(&taker);
 
-    assert_eq!(s.file("b.txt"), None, "the finished write was not made again");
+    assert_eq!(
+        s.file("b.txt"),
+        None,
+        "the finished write was not made again"
+    );
     taken_over(&s);
     let shown = s.show();
     let results = results_of(&shown, "w");

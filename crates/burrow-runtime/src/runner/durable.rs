@@ -231,8 +231,10 @@ pub(crate) async fn repair(
                 } else if *replay && result.is_error {
                     // Run again, it was refused: the refusal may be the first
                     // attempt's own effect (a file it wrote), so say both.
-                    result.content =
-                        format!("{OUTCOME_UNKNOWN} Run again, it was refused: {}", result.content);
+                    result.content = format!(
+                        "{OUTCOME_UNKNOWN} Run again, it was refused: {}",
+                        result.content
+                    );
                 }
                 result
             })

@@ -174,21 +174,23 @@ async fn crash_and_recover(fx: Fixture, at: CrashPoint) {
     assert_eq!(run.wait().await.outcome, Outcome::Completed, "at {at:?}");
     next.drain().await;
 
-    let book = book.lock().unwrap();
-    let executed = |call: &str| book.executed.get(call).copied().unwrap_or(0);
-    let allowed = |call: &str| book.allowed.get(call).copied().unwrap_or(0);
-    assert_eq!(executed("c1"), 0, "at {at:?}: the denied call never ran");
-    for call in ["c2", "c3"] {
-        assert!(
-            executed(call) <= allowed(call),
-            "at {at:?}: {call} ran {} times on {} allow decisions",
-            executed(call),
-            allowed(call)
-        );
-    }
-    assert!(executed("c2") <= 1, "at {at:?}: a charge never runs twice");
-    for (effect, n) in &book.effects {
-        assert_eq!(*n, 1, "at {at:?}: {effect} took effect {n} times");
+    {
+        let book = book.lock().unwrap();
+        let executed = |call: &str| book.executed.get(call).copied().unwrap_or(0);
+        let allowed = |call: &str| book.allowed.get(call).copied().unwrap_or(0);
+        assert_eq!(executed("c1"), 0, "at {at:?}: the denied call never ran");
+        for call in ["c2", "c3"] {
+            assert!(
+                executed(call) <= allowed(call),
+                "at {at:?}: {call} ran {} times on {} allow decisions",
+                executed(call),
+                allowed(call)
+            );
+        }
+        assert!(executed("c2") <= 1, "at {at:?}: a charge never runs twice");
+        for (effect, n) in &book.effects {
+            assert_eq!(*n, 1, "at {at:?}: {effect} took effect {n} times");
+        }
     }
     let history = load_history(fx.store.as_ref(), &t).await.unwrap();
     assert_valid_history(&history);
