@@ -12,6 +12,8 @@ mod all {
     #[cfg(all(feature = "composite", feature = "fs", feature = "sqlite"))]
     mod composite;
     mod concurrency;
+    #[cfg(all(feature = "run", feature = "fs", feature = "sqlite"))]
+    mod crash;
     #[cfg(all(feature = "docker", feature = "composite", feature = "sqlite"))]
     mod docker;
     mod exit_codes;

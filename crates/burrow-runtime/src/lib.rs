@@ -41,6 +41,10 @@
 //!   metrics API), opentelemetry_sdk, tracing-opentelemetry and
 //!   tracing-subscriber's registry; no exporter.
 //!
+//! - `failpoints` (tests only): [`failpoint`], crash points at every step of
+//!   a tool call and of a run's commits, for crash-recovery tests. Without
+//!   it the crash points are not compiled at all.
+//!
 //! # Tracing
 //!
 //! The agent loop emits `tracing` spans whatever the features: `run` >
@@ -51,7 +55,19 @@
 //! subscriber to see them (`tracing_subscriber::fmt`, or `otel::layer`
 //! with the `otel` feature); with none installed they cost a callsite check.
 
+/// `crash_point!(failpoint, point)`: awaits `failpoint::reach` with the
+/// `failpoints` feature on; expands to nothing without it.
+macro_rules! crash_point {
+    ($failpoint:expr, $point:expr) => {
+        #[cfg(feature = "failpoints")]
+        $crate::failpoint::reach($failpoint, $point).await;
+    };
+}
+pub(crate) use crash_point;
+
 pub mod agent;
+#[cfg(feature = "failpoints")]
+pub mod failpoint;
 pub mod hooks;
 pub mod message;
 pub mod model;

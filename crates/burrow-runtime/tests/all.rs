@@ -5,6 +5,8 @@ mod all {
     mod agent;
     mod call_ids;
     mod capability;
+    #[cfg(feature = "failpoints")]
+    mod crash;
     mod faulty;
     mod golden;
     mod guard;

@@ -1,12 +1,15 @@
-//! The batch executor: the tool calls of one answer run concurrently, except where their lock keys meet; one result per call, in call order.
+//! The call pipeline: every execution of a tool call (an answer's batch, a call decided again or replayed after a crash, an approved call on resume) goes through the same steps; the calls of one batch run concurrently, except where their lock keys meet; one result per call, in call order.
 //!
-//! Phases, for a batch of calls:
+//! [`CallPipeline::run`] is the one way a call runs (ADR 0241). Phases, for a
+//! batch of calls:
 //! 1. Each call is checked (a known tool, arguments that are an object and
 //!    fit the schema); a call that fails a check gets a result the model
 //!    can act on and does not run.
 //! 2. The `PreToolUse` hooks of every call run concurrently; a hook may deny
-//!    the call or replace its arguments. Lock keys are taken from the final
-//!    arguments.
+//!    the call, ask for approval (the call does not run; a typed
+//!    [`PendingApproval`] keeps the hook's `updatedInput`) or replace its
+//!    arguments. An approved call skips this step: the approval is its
+//!    decision. Lock keys are taken from the final arguments.
 //! 3. Each call waits for the earlier calls its keys meet (the workspace key
 //!    meets every key), then runs; a panic is caught and is a failure of that
 //!    call. Its `PostToolUse` hooks (`PostToolUseFailure` for a refusal or
@@ -21,6 +24,7 @@ use std::sync::Arc;
 use burrow_backend::LockKey;
 use futures::FutureExt;
 use futures::future::{Shared, join_all};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use tracing::Instrument;
@@ -32,11 +36,53 @@ use crate::hooks::{Decision, HookContext, Hooks};
 use crate::message::{ToolCall, ToolResult};
 use crate::tool::{CallContext, Tool, ToolOutput, ToolRegistry, WORKSPACE_LOCK};
 
+/// A call a `PreToolUse` hook sent for approval: it did not run, and runs
+/// once approved with [`PendingApproval::arguments`] when a hook rewrote them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingApproval {
+    /// The call's id.
+    pub call_id: String,
+    /// The tool called.
+    pub tool_name: String,
+    /// Why approval is needed (the hook's reason).
+    pub reason: String,
+    /// The arguments the call runs with once approved, when a hook's
+    /// `updatedInput` replaced the model's (validated by the tool); `None`:
+    /// the call's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
+}
+
+/// One call given to the pipeline.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PipelineCall<'a> {
+    /// The call as the model made it.
+    pub call: &'a ToolCall,
+    /// `Some`: the call was approved (its decision is made; no `PreToolUse`
+    /// hook is asked again), to run with these arguments.
+    pub approved: Option<&'a Value>,
+}
+
+impl<'a> PipelineCall<'a> {
+    /// A call its `PreToolUse` hooks decide.
+    pub(crate) fn decide(call: &'a ToolCall) -> Self {
+        Self {
+            call,
+            approved: None,
+        }
+    }
+}
+
 /// What a batch produced.
 #[derive(Debug, Default)]
 pub(crate) struct BatchOutcome {
     /// One per call, in call order.
     pub results: Vec<ToolResult>,
+    /// Per call, in call order: whether its tool was started (it may have
+    /// taken effect), as opposed to refused before it ran.
+    pub ran: Vec<bool>,
+    /// The calls sent for approval, in call order.
+    pub approvals: Vec<PendingApproval>,
     /// The first failure (a tool's `Err` or panic), which ends the run.
     pub failure: Option<String>,
     /// A hook failure whose policy ends the run.
@@ -64,6 +110,8 @@ enum Ended {
 
 struct Prepared<'a> {
     call: &'a ToolCall,
+    /// Approved already: no `PreToolUse` hook decides it.
+    approved: bool,
     tool: Option<&'a Arc<dyn Tool>>,
     /// The result when the call does not run.
     early: Option<ToolOutput>,
@@ -74,9 +122,11 @@ struct Prepared<'a> {
 
 pub(crate) const CANCELLED: &str = "The call was cancelled before it finished: the run was stopped. Its effects, if any, may be partial; check before calling it again.";
 
-fn check<'a>(tools: &'a ToolRegistry, call: &'a ToolCall) -> Prepared<'a> {
+fn check<'a>(tools: &'a ToolRegistry, entry: PipelineCall<'a>) -> Prepared<'a> {
+    let call = entry.call;
     let mut prepared = Prepared {
         call,
+        approved: entry.approved.is_some(),
         tool: None,
         early: None,
         arguments: Value::Null,
@@ -88,7 +138,7 @@ fn check<'a>(tools: &'a ToolRegistry, call: &'a ToolCall) -> Prepared<'a> {
         return prepared;
     };
     prepared.tool = Some(tool);
-    let arguments = match &call.arguments {
+    let arguments = match entry.approved.unwrap_or(&call.arguments) {
         Value::String(raw) => {
             prepared.early = Some(ToolOutput::refused(format!(
                 "The arguments for {} are not valid JSON ({}); send them again as one JSON object that fits the tool's input schema.",
@@ -201,6 +251,19 @@ async fn run_call(
     }
 }
 
+/// The decision of a call no `PreToolUse` hook is configured for.
+fn allowed() -> crate::hooks::PreToolUse {
+    crate::hooks::PreToolUse {
+        decision: Decision::Allow,
+        reason: None,
+        arguments: None,
+        context: Vec::new(),
+        stop: None,
+        run_failure: None,
+        failures: Vec::new(),
+    }
+}
+
 /// For each call, the earlier calls it must wait for.
 fn predecessors(prepared: &[Prepared<'_>]) -> Vec<Vec<usize>> {
     let mut last: HashMap<&str, usize> = HashMap::new();
@@ -235,44 +298,85 @@ fn predecessors(prepared: &[Prepared<'_>]) -> Vec<Vec<usize>> {
     preds
 }
 
-/// Runs one batch. `calls` are the answer's tool calls, in order.
-#[allow(clippy::too_many_arguments)]
-pub(crate) async fn run_batch(
-    tools: &ToolRegistry,
-    hooks: &Hooks,
-    capabilities: &[Arc<dyn Capability>],
-    hook_cx: &HookContext,
-    calls: &[ToolCall],
-    run_id: &Arc<str>,
-    cancel: &CancelToken,
-) -> BatchOutcome {
-    let mut out = BatchOutcome::default();
-    let mut prepared: Vec<Prepared<'_>> = calls.iter().map(|c| check(tools, c)).collect();
+/// The steps every execution of a tool call goes through, set up for one run.
+pub(crate) struct CallPipeline<'a> {
+    pub tools: &'a ToolRegistry,
+    pub hooks: &'a Hooks,
+    pub capabilities: &'a [Arc<dyn Capability>],
+    pub hook_cx: &'a HookContext,
+    pub run_id: &'a Arc<str>,
+    pub cancel: &'a CancelToken,
+    /// Where the run crashes, in crash-recovery tests.
+    #[cfg(feature = "failpoints")]
+    pub failpoint: Option<&'a Arc<dyn crate::failpoint::Failpoint>>,
+}
 
-    // PreToolUse hooks, every call's at once.
-    if hooks.has_pre_tool_use() {
+impl CallPipeline<'_> {
+    /// Runs one batch of calls (an answer's, in call order) through every step.
+    pub(crate) async fn run(&self, calls: &[PipelineCall<'_>]) -> BatchOutcome {
+        run_batch(self, calls).await
+    }
+}
+
+async fn run_batch(pipeline: &CallPipeline<'_>, calls: &[PipelineCall<'_>]) -> BatchOutcome {
+    let CallPipeline {
+        tools,
+        hooks,
+        capabilities,
+        hook_cx,
+        run_id,
+        cancel,
+        ..
+    } = *pipeline;
+    let mut out = BatchOutcome::default();
+    let mut prepared: Vec<Prepared<'_>> = calls.iter().map(|c| check(tools, *c)).collect();
+
+    // PreToolUse hooks, every call's at once (an approved call's decision is made).
+    let deciding = prepared
+        .iter()
+        .any(|p| p.tool.is_some() && p.early.is_none() && !p.approved);
+    if deciding && (hooks.has_pre_tool_use() || cfg!(feature = "failpoints")) {
         let pending = join_all(prepared.iter().map(|p| async move {
             match (p.tool, &p.early) {
+                (Some(_), None) if p.approved => None,
                 // A panicking PreToolUse hook denies the call (fail closed).
-                (Some(tool), None) => Some(
-                    AssertUnwindSafe(
-                        hooks.pre_tool_use(hook_cx, p.call, &p.arguments, &|v| tool.validate(v)),
-                    )
-                    .catch_unwind()
-                    .await
-                    .unwrap_or_else(|panic| crate::hooks::PreToolUse {
-                        decision: Decision::Deny,
-                        reason: Some(format!(
-                            "a PreToolUse hook panicked: {}",
-                            panic_message(panic.as_ref())
-                        )),
-                        arguments: None,
-                        context: Vec::new(),
-                        stop: None,
-                        run_failure: None,
-                        failures: Vec::new(),
-                    }),
-                ),
+                (Some(tool), None) => Some({
+                    crate::crash_point!(
+                        pipeline.failpoint,
+                        crate::failpoint::CrashPoint::BeforePreToolUse {
+                            call_id: p.call.id.clone()
+                        }
+                    );
+                    let decided = if !hooks.has_pre_tool_use() {
+                        allowed()
+                    } else {
+                        AssertUnwindSafe(
+                            hooks
+                                .pre_tool_use(hook_cx, p.call, &p.arguments, &|v| tool.validate(v)),
+                        )
+                        .catch_unwind()
+                        .await
+                        .unwrap_or_else(|panic| crate::hooks::PreToolUse {
+                            decision: Decision::Deny,
+                            reason: Some(format!(
+                                "a PreToolUse hook panicked: {}",
+                                panic_message(panic.as_ref())
+                            )),
+                            arguments: None,
+                            context: Vec::new(),
+                            stop: None,
+                            run_failure: None,
+                            failures: Vec::new(),
+                        })
+                    };
+                    crate::crash_point!(
+                        pipeline.failpoint,
+                        crate::failpoint::CrashPoint::Decided {
+                            call_id: p.call.id.clone()
+                        }
+                    );
+                    decided
+                }),
                 _ => None,
             }
         }));
@@ -321,6 +425,13 @@ pub(crate) async fn run_batch(
                         .reason
                         .unwrap_or_else(|| "a hook asked for approval".into());
                     out.paused.get_or_insert(reason.clone());
+                    // The hook's updatedInput is what the approved call runs with.
+                    out.approvals.push(PendingApproval {
+                        call_id: p.call.id.clone(),
+                        tool_name: p.call.name.clone(),
+                        reason: reason.clone(),
+                        arguments: d.arguments,
+                    });
                     p.early = Some(ToolOutput::refused(format!(
                         "The call was not run: it needs approval ({reason})."
                     )));
@@ -424,6 +535,11 @@ pub(crate) async fn run_batch(
         }
         #[cfg(feature = "otel")]
         out.ended.push((call_outcome(&ended), p.tool.is_some()));
+        out.ran.push(match &ended {
+            Ended::Output(_) | Ended::Failed(_) => p.early.is_none(),
+            Ended::NotRun(_) => false,
+            Ended::Cancelled => p.early.is_none() && p.tool.is_some(),
+        });
         let (content, is_error) = match ended {
             Ended::Output(output) | Ended::NotRun(output) => {
                 (with_context(output.text, &context), output.is_error)

@@ -36,6 +36,8 @@ use crate::message::{Message, ToolCall, Usage};
 use crate::model::{Model, ModelRequest, ModelSettings, ResponseBuilder, StreamEvent};
 use crate::tool::ToolRegistry;
 
+pub use batch::PendingApproval;
+pub(crate) use batch::{CallPipeline, PipelineCall};
 pub use cancel::CancelToken;
 pub use capability::{CallInfo, CallWork, Capability, RunInfo};
 pub use context::{ContextFiles, DEFAULT_CONTEXT_CHARS, DEFAULT_CONTEXT_FILES};
@@ -171,6 +173,9 @@ pub struct RunResult {
     pub tool_calls: usize,
     /// The usage of all requests (counts no request reported stay unknown).
     pub usage: Usage,
+    /// A paused run's calls that wait for approval, in call order (typed:
+    /// never found by their result's text).
+    pub approvals: Vec<PendingApproval>,
 }
 
 /// One event of a run, as `burrow run --json` prints them (DESIGN §7).
@@ -259,6 +264,9 @@ pub struct RunOptions {
     pub cancel: CancelToken,
     /// Follows the run from inside the loop (a session runner), if any.
     pub observer: Option<Observer>,
+    /// Where the run crashes, in crash-recovery tests (feature `failpoints`).
+    #[cfg(feature = "failpoints")]
+    pub failpoint: Option<Arc<dyn crate::failpoint::Failpoint>>,
 }
 
 /// A shared [`RunObserver`], as [`RunOptions`] holds it.
@@ -400,6 +408,27 @@ impl Agent {
         &self.hooks
     }
 
+    /// The steps every execution of this agent's tool calls goes through
+    /// (its tools, hooks and capabilities), for run `run_id`: the loop's
+    /// batches, and a runner's repair and approved calls (ADR 0241).
+    pub(crate) fn call_pipeline<'a>(
+        &'a self,
+        hook_cx: &'a HookContext,
+        run_id: &'a Arc<str>,
+        cancel: &'a CancelToken,
+    ) -> CallPipeline<'a> {
+        CallPipeline {
+            tools: &self.tools,
+            hooks: &self.hooks,
+            capabilities: &self.capabilities,
+            hook_cx,
+            run_id,
+            cancel,
+            #[cfg(feature = "failpoints")]
+            failpoint: None,
+        }
+    }
+
     /// Appends `prompt` as a user message and runs until the model stops.
     pub async fn run(&self, history: &mut Vec<Message>, prompt: impl Into<String>) -> RunResult {
         self.run_with(
@@ -451,6 +480,7 @@ impl Agent {
             usage: Usage::UNKNOWN,
             stop_hook_active: false,
             ids: ids::UsedIds::default(),
+            approvals: Vec::new(),
         };
         let run = RunInfo {
             run_id: run_id.clone(),
@@ -503,12 +533,17 @@ impl Agent {
             },
             usage: state.usage,
         });
+        let approvals = match outcome {
+            Outcome::Paused { .. } => std::mem::take(&mut state.approvals),
+            _ => Vec::new(),
+        };
         RunResult {
             run_id,
             outcome,
             turns: state.turns,
             tool_calls: state.tool_calls,
             usage: state.usage,
+            approvals,
         }
     }
 
@@ -749,18 +784,17 @@ impl Agent {
                 ..Default::default()
             },
             None => {
-                batch::run_batch(
-                    &self.tools,
-                    &self.hooks,
-                    &self.capabilities,
-                    hook_cx,
-                    &calls,
-                    &state.run_id,
-                    cancel,
-                )
-                .await
+                let entries: Vec<PipelineCall<'_>> =
+                    calls.iter().map(PipelineCall::decide).collect();
+                let pipeline = CallPipeline {
+                    #[cfg(feature = "failpoints")]
+                    failpoint: options.failpoint.as_ref(),
+                    ..self.call_pipeline(hook_cx, &state.run_id, cancel)
+                };
+                pipeline.run(&entries).await
             }
         };
+        state.approvals = batch.approvals;
         state.tool_calls += batch.results.len();
         #[cfg(feature = "otel")]
         if let Some(metrics) = &self.metrics {
@@ -989,6 +1023,8 @@ struct RunState {
     stop_hook_active: bool,
     /// The call ids the history uses, for renaming a model's repeats.
     ids: ids::UsedIds,
+    /// The last batch's calls sent for approval.
+    approvals: Vec<PendingApproval>,
 }
 
 fn hook_failed(message: String) -> Outcome {

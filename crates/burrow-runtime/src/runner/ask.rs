@@ -46,6 +46,22 @@ pub struct PendingRequest {
     pub tool_name: String,
     /// The question, or why approval is needed.
     pub text: String,
+    /// For an approval: the arguments the call runs with once approved, when
+    /// a hook's `updatedInput` replaced the model's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
+}
+
+impl From<crate::agent::PendingApproval> for PendingRequest {
+    fn from(approval: crate::agent::PendingApproval) -> Self {
+        Self {
+            request_id: approval.call_id,
+            kind: RequestKind::Approval,
+            tool_name: approval.tool_name,
+            text: approval.reason,
+            arguments: approval.arguments,
+        }
+    }
 }
 
 /// The questions asked during one batch, collected for the runner.
@@ -136,6 +152,7 @@ impl Tool for AskUser {
                 kind: RequestKind::Question,
                 tool_name: ASK_USER.to_owned(),
                 text: args.question,
+                arguments: None,
             });
         Ok(ToolOutput::ok(ASKED))
     }

@@ -16,8 +16,8 @@ use crate::tools::ToolOutput;
 pub const OUTCOME_UNKNOWN: &str = "The outcome of this call is unknown: the run was interrupted while it ran, and the tool is not safe to run twice. Check whether it took effect before calling it again.";
 
 /// What the model reads for a call of an interrupted run that was never
-/// allowed to start (its run was lost before its hooks decided, or it was
-/// refused and the refusal was not saved).
+/// allowed to start and could not be decided again (its run was cancelled
+/// meanwhile).
 pub const NOT_RUN: &str = "The call was not run: its run was interrupted before the call was allowed to start. Call it again if it is still needed.";
 
 /// Where a run's tool calls are recorded.
@@ -155,62 +155,120 @@ pub(crate) fn unanswered(history: &[Message]) -> Vec<ToolCall> {
         .collect()
 }
 
+/// What the model reads for a call of an interrupted run that a hook sent for
+/// approval when it was decided again: the run it belonged to is over, so no
+/// one can approve it there.
+pub(crate) fn approval_lost(reason: &str) -> String {
+    format!(
+        "The call was not run: it needs approval ({reason}), and its run was interrupted before it could wait for one. Call it again to ask for approval."
+    )
+}
+
 /// Gives every unanswered call of the history's last answer its result, in
-/// call order: a finished call's recorded result; a call that started and
-/// never finished is run again only when its tool is idempotent, else the
-/// model is told its outcome is unknown; a call that never started (never
-/// allowed) does not run and the model is told so.
-/// `run_id` is the run that made the calls. Returns the results appended,
-/// each with whether it is the call's recorded result.
+/// call order (ADR 0241): a finished call's recorded result; a call never
+/// recorded started (its decision was never reached, or its refusal was not
+/// saved) is decided again through the call pipeline, its hooks asked again;
+/// a call that started and never finished is replayed through the pipeline
+/// under the same effect keys when its tool is idempotent, else the model is
+/// told its outcome is unknown. `agent` carries the tools (recorded in the
+/// run's log), hooks and capabilities; `run_id` is the run that made the
+/// calls. Returns the results appended, each with whether it is the call's
+/// recorded result from before.
 pub(crate) async fn repair(
     history: &mut Vec<Message>,
-    tools: &ToolRegistry,
-    log: &Arc<dyn CallLog>,
+    agent: &crate::agent::Agent,
+    session_id: &str,
     run_id: &str,
     records: &HashMap<String, CallState>,
+    cancel: &crate::agent::CancelToken,
 ) -> Vec<(ToolResult, bool)> {
     let calls = unanswered(history);
-    let mut results = Vec::with_capacity(calls.len());
-    for call in calls {
-        let (output, recorded) = match (records.get(&call.id), tools.get(&call.name)) {
-            (Some(CallState::Finished(output)), _) => (output.clone(), true),
-            (_, None) => (ToolOutput::refused(tools.unknown_tool(&call.name)), false),
-            // Never recorded started: its hooks, capabilities and checks never
-            // allowed it (or were never asked), so it does not run here, where
-            // none of them would be asked (ADR 0240).
-            (None, Some(_)) => (ToolOutput::refused(NOT_RUN), false),
+    let tools = agent.tools();
+    let mut fixed: Vec<Option<(ToolOutput, bool)>> = Vec::with_capacity(calls.len());
+    let mut entries = Vec::new();
+    let mut replays = Vec::new();
+    for call in &calls {
+        fixed.push(match (records.get(&call.id), tools.get(&call.name)) {
+            (Some(CallState::Finished(output)), _) => Some((output.clone(), true)),
+            (_, None) => Some((ToolOutput::refused(tools.unknown_tool(&call.name)), false)),
             (Some(CallState::Started), Some(tool)) if !tool.annotations().idempotent => {
-                (ToolOutput::refused(OUTCOME_UNKNOWN), false)
+                Some((ToolOutput::refused(OUTCOME_UNKNOWN), false))
             }
-            // Recorded started: it was allowed and was about to run; an
-            // idempotent tool runs again under the same effect keys.
-            (Some(CallState::Started), Some(tool)) => {
-                let durable = Durable {
-                    inner: tool.clone(),
-                    log: log.clone(),
-                };
-                let cx = CallContext {
-                    run_id: Arc::from(run_id),
-                    call_id: call.id.clone(),
-                };
-                let args = match &call.arguments {
-                    Value::Null => Value::Object(serde_json::Map::new()),
-                    other => other.clone(),
-                };
-                match tool.validate(&args) {
-                    Err(why) => (ToolOutput::refused(why), false),
-                    Ok(()) => match durable.call(&cx, args).await {
-                        Ok(output) => (output, true),
-                        Err(e) => (ToolOutput::refused(format!("{e}")), false),
-                    },
-                }
+            (state, Some(_)) => {
+                entries.push(crate::agent::PipelineCall::decide(call));
+                replays.push(state.is_some());
+                None
             }
+        });
+    }
+    let mut ran = Vec::new().into_iter();
+    if !entries.is_empty() {
+        let run: Arc<str> = Arc::from(run_id);
+        let hook_cx = crate::hooks::HookContext {
+            session_id: session_id.to_owned(),
+            run_id: run_id.to_owned(),
         };
-        let result = ToolResult {
-            call_id: call.id.clone(),
-            name: call.name.clone(),
-            content: output.text,
-            is_error: output.is_error,
+        let outcome = agent
+            .call_pipeline(&hook_cx, &run, cancel)
+            .run(&entries)
+            .await;
+        let approvals: HashMap<&str, &str> = outcome
+            .approvals
+            .iter()
+            .map(|a| (a.call_id.as_str(), a.reason.as_str()))
+            .collect();
+        let decided: Vec<ToolResult> = outcome
+            .results
+            .iter()
+            .zip(&outcome.ran)
+            .zip(&replays)
+            .map(|((result, ran), replay)| {
+                let mut result = result.clone();
+                if let Some(reason) = approvals.get(result.call_id.as_str()) {
+                    result.content = approval_lost(reason);
+                    result.is_error = true;
+                } else if *replay && !ran {
+                    // Its first attempt may have taken effect; this one did not run.
+                    result.content =
+                        format!("{OUTCOME_UNKNOWN} It was not run again: {}", result.content);
+                    result.is_error = true;
+                } else if *replay && result.is_error {
+                    // Run again, it was refused: the refusal may be the first
+                    // attempt's own effect (a file it wrote), so say both.
+                    result.content = format!(
+                        "{OUTCOME_UNKNOWN} Run again, it was refused: {}",
+                        result.content
+                    );
+                }
+                result
+            })
+            .collect();
+        ran = decided.into_iter();
+    }
+    let mut results = Vec::with_capacity(calls.len());
+    for (call, fixed) in calls.into_iter().zip(fixed) {
+        let (result, recorded) = match fixed {
+            Some((output, recorded)) => (
+                ToolResult {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    content: output.text,
+                    is_error: output.is_error,
+                },
+                recorded,
+            ),
+            None => match ran.next() {
+                Some(result) => (result, false),
+                None => (
+                    ToolResult {
+                        call_id: call.id.clone(),
+                        name: call.name.clone(),
+                        content: NOT_RUN.to_owned(),
+                        is_error: true,
+                    },
+                    false,
+                ),
+            },
         };
         history.push(Message::ToolResult(result.clone()));
         results.push((result, recorded));

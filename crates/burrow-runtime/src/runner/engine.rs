@@ -33,7 +33,7 @@ use crate::session::{
     SessionStore, StoreError, StoreErrorKind, ThreadKey, ThreadStatus, ToolCallStatus, Trigger,
     Write, load_history,
 };
-use crate::tool::{CallContext, ToolRegistry};
+
 use crate::tools::ToolOutput;
 
 /// The cursor that moves when a message is posted.
@@ -50,9 +50,6 @@ pub async fn last_seen(store: &dyn SessionStore, thread: &ThreadKey) -> Result<u
 
 /// How long a command delivered twice at once waits for the other delivery's record.
 const DUPLICATE_WAIT: Duration = Duration::from_secs(2);
-
-/// The text a call that waits for approval leaves as its result (the batch executor's).
-const NEEDS_APPROVAL: &str = "The call was not run: it needs approval";
 
 /// How a runner is set up.
 #[derive(Clone)]
@@ -76,6 +73,9 @@ pub struct RunnerConfig {
     /// example the model it runs with, so that a process answering the run
     /// later can set itself up alike. A run resumed keeps its own.
     pub run_labels: BTreeMap<String, String>,
+    /// Where this runner's runs crash, in crash-recovery tests (feature `failpoints`).
+    #[cfg(feature = "failpoints")]
+    pub failpoint: Option<Arc<dyn crate::failpoint::Failpoint>>,
 }
 
 impl Default for RunnerConfig {
@@ -88,6 +88,8 @@ impl Default for RunnerConfig {
             turn_context: None,
             evaluators: Vec::new(),
             run_labels: BTreeMap::new(),
+            #[cfg(feature = "failpoints")]
+            failpoint: None,
         }
     }
 }
@@ -120,6 +122,13 @@ impl RunnerConfig {
     /// The same config with one more label on the runs it starts (the same name replaces).
     pub fn with_run_label(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.run_labels.insert(name.into(), value.into());
+        self
+    }
+
+    /// The same config with runs crashing where `failpoint` says (feature `failpoints`).
+    #[cfg(feature = "failpoints")]
+    pub fn with_failpoint(mut self, failpoint: Arc<dyn crate::failpoint::Failpoint>) -> Self {
+        self.failpoint = Some(failpoint);
         self
     }
 
@@ -171,6 +180,7 @@ impl RunHandle {
             turns: 0,
             tool_calls: 0,
             usage: Usage::UNKNOWN,
+            approvals: Vec::new(),
         };
         match rx.wait_for(Option::is_some).await {
             Ok(r) => r.clone().unwrap_or_else(lost),
@@ -883,7 +893,7 @@ impl Inner {
             }
         };
         let asked_at_read = self.store.cursor(thread, ASKED).await.unwrap_or(0);
-        let planned = self.plan(thread, &claim, explicit).await;
+        let planned = self.plan(thread, &claim, began, explicit).await;
         match planned {
             Ok(Some(segment)) => {
                 let handle = self.start_segment(thread.clone(), claim, began, segment);
@@ -909,6 +919,7 @@ impl Inner {
         self: &Arc<Self>,
         thread: &ThreadKey,
         claim: &Claim,
+        began: Instant,
         explicit: Option<Explicit>,
     ) -> RunnerResult<Option<Segment>> {
         let fence = claim.fence();
@@ -918,7 +929,7 @@ impl Inner {
         if info.status == ThreadStatus::Running
             && let Some(left) = info.active_run.clone()
         {
-            self.abandon(thread, &fence, &left).await?;
+            self.abandon(thread, claim, began, &left).await?;
             info = match self.store.thread(thread).await? {
                 Some(info) => info,
                 None => return Ok(None),
@@ -1040,8 +1051,18 @@ impl Inner {
 
     /// Records the run `left` (running, but no runner of ours drives it: its
     /// process died) as failed/abandoned, after giving its last answer's
-    /// unanswered calls their results from the records.
-    async fn abandon(&self, thread: &ThreadKey, fence: &Fence, left: &str) -> RunnerResult<()> {
+    /// unanswered calls their results: from the records, or through the call
+    /// pipeline (a call never allowed is decided again by its hooks; a started
+    /// idempotent call is replayed under its effect keys), under the claim,
+    /// kept alive meanwhile (ADR 0241).
+    async fn abandon(
+        &self,
+        thread: &ThreadKey,
+        claim: &Claim,
+        began: Instant,
+        left: &str,
+    ) -> RunnerResult<()> {
+        let fence = claim.fence();
         let mut history = load_history(self.store.as_ref(), thread).await?;
         let records: HashMap<String, CallState> = self
             .store
@@ -1059,18 +1080,41 @@ impl Inner {
                 (r.call_id, state)
             })
             .collect();
-        let recorded = Arc::new(Mutex::new(HashMap::new()));
-        let log: Arc<dyn CallLog> = Arc::new(StoreLog {
-            commits: SegmentCommits::new(
-                self.store.clone(),
-                thread.clone(),
-                fence.clone(),
-                Window::within(self.config.claim_ttl),
-            ),
-            recorded,
-        });
-        let tools = self.tools_for_repair();
-        let repaired = repair(&mut history, &tools, &log, left, &records).await;
+        let repaired = if super::durable::unanswered(&history).is_empty() {
+            Vec::new()
+        } else {
+            // Hooks and tools may take a while: the claim is renewed meanwhile,
+            // and a lost claim cancels the calls (their commits are fenced anyway).
+            let done = CancelToken::new();
+            let lost = CancelToken::new();
+            let keeper = self.keep(thread, claim, began, &done, &lost);
+            let recorded = Arc::new(Mutex::new(HashMap::new()));
+            let log: Arc<dyn CallLog> = Arc::new(StoreLog {
+                commits: SegmentCommits::new(
+                    self.store.clone(),
+                    thread.clone(),
+                    fence.clone(),
+                    Window::claim(lost.clone()),
+                ),
+                recorded: recorded.clone(),
+            });
+            let agent = self
+                .agent
+                .clone()
+                .with_tools(Durable::wrap(self.agent.tools(), &log));
+            let repaired =
+                repair(&mut history, &agent, &thread.thread, left, &records, &lost).await;
+            done.cancel();
+            let _ = keeper.await;
+            let recorded = recorded.lock().unwrap_or_else(PoisonError::into_inner);
+            repaired
+                .into_iter()
+                .map(|(result, from_record)| {
+                    let refers = from_record || recorded.get(&result.call_id) == Some(&result);
+                    (result, refers)
+                })
+                .collect()
+        };
         let mut commit = Commit::new().fenced(fence.clone());
         if !repaired.is_empty() {
             commit = commit.write(Write::AppendHistory {
@@ -1115,8 +1159,34 @@ impl Inner {
         Ok(())
     }
 
-    fn tools_for_repair(&self) -> ToolRegistry {
-        self.agent.tools().clone()
+    /// Spawns the task that renews `claim` until `done`, cancelling `lost`
+    /// when the claim is lost.
+    fn keep(
+        &self,
+        thread: &ThreadKey,
+        claim: &Claim,
+        began: Instant,
+        done: &CancelToken,
+        lost: &CancelToken,
+    ) -> tokio::task::JoinHandle<()> {
+        let store = self.store.clone();
+        let thread = thread.clone();
+        let claim = claim.clone();
+        let ttl = self.config.claim_ttl;
+        let renew = move || {
+            let store = store.clone();
+            let thread = thread.clone();
+            let claim = claim.clone();
+            async move {
+                match store.renew_claim(&thread, &claim, ttl).await {
+                    Ok(_) => Ok(()),
+                    Err(e) if e.kind() == StoreErrorKind::StaleClaim => Err(RenewError::Lost),
+                    Err(e) => Err(RenewError::Failed(e.to_string())),
+                }
+            }
+            .boxed()
+        };
+        tokio::spawn(keep_claim(ttl, began, renew, done.clone(), lost.clone()))
     }
 
     /// Schedules one look at `thread` after the claim TTL, in case its holder died.
@@ -1289,26 +1359,7 @@ impl Inner {
     ) -> RunResult {
         let done = CancelToken::new();
         let lost = CancelToken::new();
-        let keeper = {
-            let store = self.store.clone();
-            let thread = thread.clone();
-            let claim = claim.clone();
-            let ttl = self.config.claim_ttl;
-            let renew = move || {
-                let store = store.clone();
-                let thread = thread.clone();
-                let claim = claim.clone();
-                async move {
-                    match store.renew_claim(&thread, &claim, ttl).await {
-                        Ok(_) => Ok(()),
-                        Err(e) if e.kind() == StoreErrorKind::StaleClaim => Err(RenewError::Lost),
-                        Err(e) => Err(RenewError::Failed(e.to_string())),
-                    }
-                }
-                .boxed()
-            };
-            tokio::spawn(keep_claim(ttl, began, renew, done.clone(), lost.clone()))
-        };
+        let keeper = self.keep(thread, claim, began, &done, &lost);
         // A stop asked from another process (ADR 0180).
         let stop_watch = tokio::spawn(super::remote::watch_stop(
             self.store.clone(),
@@ -1342,6 +1393,7 @@ impl Inner {
                         turns: 0,
                         tool_calls: 0,
                         usage: Usage::UNKNOWN,
+                        approvals: Vec::new(),
                     };
                     let recorded = AssertUnwindSafe(self.record_end(
                         thread,
@@ -1350,6 +1402,7 @@ impl Inner {
                         &result,
                         Vec::new(),
                         Vec::new(),
+                        None,
                         None,
                     ))
                     .catch_unwind()
@@ -1385,6 +1438,7 @@ impl Inner {
             turns: 0,
             tool_calls: 0,
             usage: Usage::UNKNOWN,
+            approvals: Vec::new(),
         };
         let fence = claim.fence();
         let mut history = match load_history(self.store.as_ref(), thread).await {
@@ -1401,18 +1455,24 @@ impl Inner {
                     Vec::new(),
                     Vec::new(),
                     None,
+                    None,
                 )
                 .await;
                 return result;
             }
         };
         let recorded = Arc::new(Mutex::new(HashMap::new()));
-        let commits = SegmentCommits::new(
+        #[allow(unused_mut)] // set only with the `failpoints` feature
+        let mut commits = SegmentCommits::new(
             self.store.clone(),
             thread.clone(),
             fence.clone(),
             Window::claim(lost.clone()),
         );
+        #[cfg(feature = "failpoints")]
+        {
+            commits.failpoint = self.config.failpoint.clone();
+        }
         let log: Arc<dyn CallLog> = Arc::new(StoreLog {
             commits: commits.clone(),
             recorded: recorded.clone(),
@@ -1453,6 +1513,12 @@ impl Inner {
             asked: asked.clone(),
             pairing: Mutex::new(pairing::Pairing::default()),
         });
+        let mut tools = Durable::wrap(self.agent.tools(), &log);
+        if self.config.ask_user {
+            let ask: Arc<dyn crate::tool::Tool> = Arc::new(AskUser::new(asked.clone()));
+            tools.add_arc(Durable::one(ask, log.clone()));
+        }
+        let agent = self.agent.clone().with_tools(tools);
         // A new segment's first message is the agent's prompt, so its
         // SessionStart and UserPromptSubmit hooks fire as in any run; the
         // others follow as steering (docs/adr/0261).
@@ -1471,21 +1537,19 @@ impl Inner {
                 book.queued.extend(prompt.map(|m| (m.id, m.text)));
             }
             Segment::Resume { run } => {
-                let text = self.answers_text(&history, &run, &log).await;
+                let text = self
+                    .answers_text(&agent, &history, &run, thread, &cancel)
+                    .await;
                 history.push(Message::user(text));
             }
         }
-        let mut tools = Durable::wrap(self.agent.tools(), &log);
-        if self.config.ask_user {
-            let ask: Arc<dyn crate::tool::Tool> = Arc::new(AskUser::new(asked.clone()));
-            tools.add_arc(Durable::one(ask, log.clone()));
-        }
-        let agent = self.agent.clone().with_tools(tools);
         let options = RunOptions {
             run_id: Some(run_id.to_owned()),
             thread_id: Some(thread.thread.clone()),
             cancel,
             observer: Some(Observer(durable.clone())),
+            #[cfg(feature = "failpoints")]
+            failpoint: self.config.failpoint.clone(),
         };
         let live = self.config.live.clone();
         let frame_run = run_id.to_owned();
@@ -1510,7 +1574,9 @@ impl Inner {
         }
         let mut requests: Vec<PendingRequest> = asked.take();
         if matches!(result.outcome, Outcome::Paused { .. }) {
-            requests.extend(approvals(&history));
+            // Typed: the calls the batch sent for approval, with the
+            // arguments a hook rewrote (ADR 0242).
+            requests.extend(result.approvals.iter().cloned().map(PendingRequest::from));
         }
         if !matches!(result.outcome, Outcome::Paused { .. }) {
             // A run never ends with a call unanswered (ADR 0251).
@@ -1534,6 +1600,7 @@ impl Inner {
             held,
             items,
             Some((requests, delivered)),
+            Some(&durable.commits),
         )
         .await;
         result
@@ -1570,13 +1637,59 @@ impl Inner {
     }
 
     /// What the answers to a paused run's requests say, as the user's next
-    /// message; an approved call runs here (recorded like any call).
+    /// message. The approved calls run here, together, through the call
+    /// pipeline (capabilities, locks, cancellation, panic isolation, the
+    /// recorded start, post-tool hooks; the approval is their decision, so no
+    /// `PreToolUse` hook is asked again), with the arguments a hook's
+    /// `updatedInput` gave them when it asked (ADR 0241, 0242).
     async fn answers_text(
         &self,
+        agent: &Agent,
         history: &[Message],
         run: &RunRecord,
-        log: &Arc<dyn CallLog>,
+        thread: &ThreadKey,
+        cancel: &CancelToken,
     ) -> String {
+        let approved: Vec<(&RequestSpec, Option<&crate::message::ToolCall>)> = run
+            .requests
+            .iter()
+            .filter(|r| {
+                r.spec.kind == RequestKind::Approval
+                    && r.answer.as_ref().and_then(|a| a.approved) == Some(true)
+            })
+            .map(|r| {
+                let call = history
+                    .iter()
+                    .rev()
+                    .flat_map(|m| m.tool_calls())
+                    .find(|c| c.id == r.spec.call_id && c.name == r.spec.tool_name);
+                (&r.spec, call)
+            })
+            .collect();
+        let entries: Vec<crate::agent::PipelineCall<'_>> = approved
+            .iter()
+            .filter_map(|(spec, call)| {
+                call.map(|call| crate::agent::PipelineCall {
+                    call,
+                    approved: Some(spec.arguments.as_ref().unwrap_or(&call.arguments)),
+                })
+            })
+            .collect();
+        let mut outputs: HashMap<String, ToolResult> = HashMap::new();
+        if !entries.is_empty() {
+            let run_id: Arc<str> = Arc::from(run.run_id.as_str());
+            let hook_cx = crate::hooks::HookContext {
+                session_id: thread.thread.clone(),
+                run_id: run.run_id.clone(),
+            };
+            let pipeline = crate::agent::CallPipeline {
+                #[cfg(feature = "failpoints")]
+                failpoint: self.config.failpoint.as_ref(),
+                ..agent.call_pipeline(&hook_cx, &run_id, cancel)
+            };
+            let ran = pipeline.run(&entries).await;
+            outputs.extend(ran.results.into_iter().map(|r| (r.call_id.clone(), r)));
+        }
         let mut parts = Vec::new();
         for request in &run.requests {
             let Some(answer) = &request.answer else {
@@ -1587,14 +1700,19 @@ impl Inner {
             match spec.kind {
                 RequestKind::Question => parts.push(text),
                 RequestKind::Approval if answer.approved == Some(true) => {
-                    let output = self.run_approved(history, run, spec, log).await;
-                    parts.push(format!(
-                        "I approved the call {} ({}); it ran. Its result{}:\n{}",
-                        spec.call_id,
-                        spec.tool_name,
-                        if output.is_error { " (an error)" } else { "" },
-                        output.text
-                    ));
+                    parts.push(match outputs.remove(&spec.call_id) {
+                        Some(result) => format!(
+                            "I approved the call {} ({}); it ran. Its result{}:\n{}",
+                            spec.call_id,
+                            spec.tool_name,
+                            if result.is_error { " (an error)" } else { "" },
+                            result.content
+                        ),
+                        None => format!(
+                            "I approved the call {} ({}), but it could not be found to run.",
+                            spec.call_id, spec.tool_name
+                        ),
+                    });
                 }
                 RequestKind::Approval => parts.push(if text.is_empty() {
                     format!(
@@ -1612,36 +1730,6 @@ impl Inner {
         parts.join("\n\n")
     }
 
-    async fn run_approved(
-        &self,
-        history: &[Message],
-        run: &RunRecord,
-        spec: &RequestSpec,
-        log: &Arc<dyn CallLog>,
-    ) -> ToolOutput {
-        let call = history
-            .iter()
-            .rev()
-            .flat_map(|m| m.tool_calls())
-            .find(|c| c.id == spec.call_id)
-            .cloned();
-        let (Some(call), Some(tool)) = (call, self.agent.tools().get(&spec.tool_name)) else {
-            return ToolOutput::refused(format!(
-                "The approved call {} could not be found to run.",
-                spec.call_id
-            ));
-        };
-        let durable = Durable::one(tool.clone(), log.clone());
-        let cx = CallContext {
-            run_id: Arc::from(run.run_id.as_str()),
-            call_id: call.id.clone(),
-        };
-        match durable.call(&cx, call.arguments.clone()).await {
-            Ok(output) => output,
-            Err(e) => ToolOutput::refused(format!("The tool {} failed: {e}.", spec.tool_name)),
-        }
-    }
-
     /// Records a segment's end: a held call finish, the history left to save,
     /// the usage, and the end (or pause) with the taken cursor, in one fenced
     /// commit. A record refused because the claim was lost is dropped: the
@@ -1656,7 +1744,9 @@ impl Inner {
         held: Vec<Write>,
         items: Vec<HistoryItem>,
         pause: Option<(Vec<PendingRequest>, u64)>,
+        segment: Option<&SegmentCommits>,
     ) {
+        let _ = &segment; // counted for the failpoints only
         let mut commit = Commit::new().fenced(fence.clone());
         for write in held {
             commit = commit.write(write);
@@ -1706,6 +1796,7 @@ impl Inner {
                             AskKind::Question => RequestKind::Question,
                             AskKind::Approval => RequestKind::Approval,
                         },
+                        arguments: r.arguments,
                     })
                     .collect(),
             }),
@@ -1717,7 +1808,18 @@ impl Inner {
         // The end is tried again while the claim holds: the keeper's renewals
         // go on until the segment is done (ADR 0250).
         let window = Window::within(self.config.claim_ttl);
-        match retry::commit(self.store.as_ref(), thread, commit, &window).await {
+        #[cfg(feature = "failpoints")]
+        let (failpoint, nth) = match segment {
+            Some(s) => (s.failpoint.as_ref(), s.next_commit()),
+            None => (None, 0),
+        };
+        crate::crash_point!(
+            failpoint,
+            crate::failpoint::CrashPoint::BeforeCommit { nth }
+        );
+        let done = retry::commit(self.store.as_ref(), thread, commit, &window).await;
+        crate::crash_point!(failpoint, crate::failpoint::CrashPoint::AfterCommit { nth });
+        match done {
             Ok(_) => {}
             Err(e) if e.kind() == StoreErrorKind::StaleClaim => {
                 tracing::warn!(run_id, "the run's end was not recorded: its claim was lost");
@@ -1725,28 +1827,6 @@ impl Inner {
             Err(e) => tracing::error!(run_id, error = %e, "recording the run's end failed"),
         }
     }
-}
-
-/// The approval requests of the history's last batch.
-fn approvals(history: &[Message]) -> Vec<PendingRequest> {
-    let at = history
-        .iter()
-        .rposition(|m| matches!(m, Message::Assistant { .. }))
-        .unwrap_or(0);
-    history[at..]
-        .iter()
-        .filter_map(|m| match m {
-            Message::ToolResult(r) if r.content.starts_with(NEEDS_APPROVAL) => {
-                Some(PendingRequest {
-                    request_id: r.call_id.clone(),
-                    kind: AskKind::Approval,
-                    tool_name: r.name.clone(),
-                    text: r.content.clone(),
-                })
-            }
-            _ => None,
-        })
-        .collect()
 }
 
 /// What a segment's commits share (ADR 0185): the calls its answer's commit
@@ -1764,6 +1844,9 @@ struct Ledger {
     /// Whether something else may have been committed to the thread since the
     /// last steering read (a post by anyone: the only unfenced write).
     moved: bool,
+    /// How many commits the segment made or began (for the failpoints).
+    #[cfg(feature = "failpoints")]
+    commits: usize,
 }
 
 impl Ledger {
@@ -1788,6 +1871,9 @@ struct SegmentCommits {
     /// How long a commit that failed for a moment is tried again (ADR 0250).
     window: Window,
     ledger: Arc<Mutex<Ledger>>,
+    /// Where the segment crashes, in crash-recovery tests.
+    #[cfg(feature = "failpoints")]
+    failpoint: Option<Arc<dyn crate::failpoint::Failpoint>>,
 }
 
 impl SegmentCommits {
@@ -1803,8 +1889,20 @@ impl SegmentCommits {
                 held: Vec::new(),
                 head: None,
                 moved: true,
+                #[cfg(feature = "failpoints")]
+                commits: 0,
             })),
+            #[cfg(feature = "failpoints")]
+            failpoint: None,
         }
+    }
+
+    /// The number of the segment's next commit (from 1).
+    #[cfg(feature = "failpoints")]
+    fn next_commit(&self) -> usize {
+        let mut ledger = self.ledger();
+        ledger.commits += 1;
+        ledger.commits
     }
 
     fn ledger(&self) -> MutexGuard<'_, Ledger> {
@@ -1821,7 +1919,17 @@ impl SegmentCommits {
             commit = commit.cursor(TAKEN, delivered);
         }
         let commit = retry::keyed(&self.thread, commit);
+        #[cfg(feature = "failpoints")]
+        let nth = self.next_commit();
+        crate::crash_point!(
+            self.failpoint.as_ref(),
+            crate::failpoint::CrashPoint::BeforeCommit { nth }
+        );
         let done = retry::commit(self.store.as_ref(), &self.thread, commit, &self.window).await?;
+        crate::crash_point!(
+            self.failpoint.as_ref(),
+            crate::failpoint::CrashPoint::AfterCommit { nth }
+        );
         self.ledger().saw(&done);
         Ok(done)
     }
@@ -1868,8 +1976,14 @@ impl CallLog for StoreLog {
         self.commits
             .commit(vec![write], 0)
             .await
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        crate::crash_point!(
+            self.commits.failpoint.as_ref(),
+            crate::failpoint::CrashPoint::Started {
+                call_id: call_id.to_owned()
+            }
+        );
+        Ok(())
     }
 
     async fn finished(
@@ -1879,6 +1993,12 @@ impl CallLog for StoreLog {
         tool: &str,
         output: &ToolOutput,
     ) -> Result<(), String> {
+        crate::crash_point!(
+            self.commits.failpoint.as_ref(),
+            crate::failpoint::CrashPoint::ToolEnded {
+                call_id: call_id.to_owned()
+            }
+        );
         let result = ToolResult {
             call_id: call_id.to_owned(),
             name: tool.to_owned(),

@@ -22,7 +22,9 @@
 //! - **Claims.** One per thread, with a fresh holder id per claimant, renewed
 //!   every third of the TTL; a lost claim cancels the run; the next claimant
 //!   records a run left `running` as `failed/abandoned`, after giving its
-//!   unanswered calls their results from the records.
+//!   unanswered calls their results: from the records, or through the call
+//!   pipeline (a call never allowed is decided again by its hooks, a started
+//!   idempotent call replayed under its effect keys; ADR 0241).
 //! - **Tool calls.** Each call is recorded started (with its effect key)
 //!   before it runs and finished after; the history refers to the recorded
 //!   result instead of copying it.

@@ -256,6 +256,11 @@ pub struct RequestSpec {
     pub tool_name: String,
     /// Question or approval.
     pub kind: RequestKind,
+    /// For an approval: the arguments the call runs with once approved, when
+    /// a `PreToolUse` hook's `updatedInput` replaced the model's; `None`: the
+    /// call's own (in the history).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
 }
 
 /// An answer to a request.

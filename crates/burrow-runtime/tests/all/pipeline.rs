@@ -234,8 +234,9 @@ mod on_every_store {
 
 /// Crash point "a PreToolUse hook is running": runner A's hook never returns
 /// (its process is as good as dead), its claim lapses, runner B takes the
-/// thread over. The call was never allowed, so it never runs, and the thread
-/// completes its next message with one result per call.
+/// thread over. The call was never allowed, so it is decided again, by B's
+/// hooks: it runs once they allow it, never before, and the thread completes
+/// its next message with one result per call.
 async fn a_call_whose_hook_was_deciding_at_the_crash_never_runs_without_it(fx: Fixture) {
     let t = Scope::new("acme", "ws").thread("t1");
     let charges = Arc::new(AtomicUsize::new(0));
@@ -262,21 +263,41 @@ async fn a_call_whose_hook_was_deciding_at_the_crash_never_runs_without_it(fx: F
     entered_rx.await.unwrap();
     fx.clock.advance(std::time::Duration::from_secs(31));
 
+    // B's hook decides: it allows, counting its decisions and what had run before.
+    let decided = Arc::new(AtomicUsize::new(0));
+    let ran_before = Arc::new(AtomicUsize::new(usize::MAX));
+    let mut hooks = Hooks::new();
+    let (d, c, r) = (decided.clone(), charges.clone(), ran_before.clone());
+    hooks.add(
+        Hook::handler(HookEvent::PreToolUse, Some("charge"), move |_| {
+            d.fetch_add(1, Ordering::SeqCst);
+            r.store(c.load(Ordering::SeqCst), Ordering::SeqCst);
+            async { Ok(HookOutput::allow()) }
+        })
+        .unwrap(),
+    );
     let b = Runner::new(
         Agent::new(Arc::new(ScriptedModel::new(|_| {
             Ok(ScriptedResponse::text("taken over"))
         })))
-        .with_tools(counted_tools(charges.clone())),
+        .with_tools(counted_tools(charges.clone()))
+        .with_hooks(hooks),
         fx.store.clone(),
     );
     let sent = b.send(&t, "alice", "are you there?", None).await.unwrap();
     assert_eq!(sent.run.unwrap().wait().await.outcome, Outcome::Completed);
     b.drain().await;
     assert_eq!(
-        charges.load(Ordering::SeqCst),
-        0,
-        "the undecided call never ran"
+        decided.load(Ordering::SeqCst),
+        1,
+        "the call was decided again"
     );
+    assert_eq!(
+        ran_before.load(Ordering::SeqCst),
+        0,
+        "the undecided call never ran before its hooks allowed it"
+    );
+    assert_eq!(charges.load(Ordering::SeqCst), 1, "then it ran, once");
     let run = fx
         .store
         .run(&t.scope, left.run_id())
@@ -284,15 +305,10 @@ async fn a_call_whose_hook_was_deciding_at_the_crash_never_runs_without_it(fx: F
         .unwrap()
         .unwrap();
     assert_eq!(run.reason.as_deref(), Some("abandoned"));
-    assert!(
-        fx.store
-            .tool_calls(&t.scope, left.run_id())
-            .await
-            .unwrap()
-            .is_empty(),
-        "an undecided call is never recorded started"
-    );
+    let calls = fx.store.tool_calls(&t.scope, left.run_id()).await.unwrap();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].attempts, 1, "recorded started once, once allowed");
     let history = load_history(fx.store.as_ref(), &t).await.unwrap();
     assert_valid_history(&history);
-    assert_eq!(result_of(&history, "c1"), burrow_runtime::runner::NOT_RUN);
+    assert_eq!(result_of(&history, "c1"), "charged");
 }

@@ -8,10 +8,10 @@ use std::time::Duration;
 use super::support::start_run;
 use async_trait::async_trait;
 use burrow_runtime::agent::{Agent, Outcome};
-use burrow_runtime::message::{AssistantPart, Message, ToolCall};
+use burrow_runtime::message::{AssistantPart, Message};
 use burrow_runtime::model::{ScriptedModel, ScriptedResponse};
 use burrow_runtime::runner::{
-    Command, LiveEvent, NOT_RUN, OUTCOME_UNKNOWN, Runner, RunnerConfig, RunnerErrorKind, last_seen,
+    Command, LiveEvent, OUTCOME_UNKNOWN, Runner, RunnerConfig, RunnerErrorKind, last_seen,
 };
 use burrow_runtime::session::{
     Checkpoint, Claim, ClaimAttempt, CommandKey, Commit, Committed, Event, HistoryEntry,
@@ -143,6 +143,7 @@ on_every_store!(
     a_closed_runner_starts_nothing_and_another_runner_recovers_the_message,
     an_approval_a_hook_asks_for_pauses_and_an_approval_from_another_runner_runs_the_call,
     a_message_to_a_thread_paused_on_an_approval_declines_it_with_its_text,
+    an_approved_call_runs_through_the_pipeline_with_the_input_its_hook_gave_it,
     durable_events_are_content_free_and_each_text_is_stored_once,
     the_runs_a_runner_starts_carry_its_labels,
 );
@@ -666,129 +667,138 @@ struct Tag {
     tag: String,
 }
 
-async fn a_run_left_behind_is_abandoned_and_its_calls_replayed_rerun_or_reported_unknown(
-    fx: Fixture,
-) {
-    let t = scope().thread("t1");
-    let store = fx.store.clone();
-    // A runner that died in the middle of a batch: it claimed the thread, started
-    // run r0, saved the answer with three calls, recorded all three started and
-    // only c3 finished, then stopped renewing.
-    let ClaimAttempt::Granted(ghost) = store
-        .acquire_claim(&t, "ghost", Duration::from_secs(30))
-        .await
-        .unwrap()
-    else {
-        panic!("the thread is free");
-    };
-    let answer = Message::Assistant {
-        parts: vec![
-            AssistantPart::ToolCall(ToolCall {
-                id: "c1".into(),
-                name: "lookup".into(),
-                arguments: json!({"tag": "a"}),
-            }),
-            AssistantPart::ToolCall(ToolCall {
-                id: "c2".into(),
-                name: "charge".into(),
-                arguments: json!({"tag": "b"}),
-            }),
-            AssistantPart::ToolCall(ToolCall {
-                id: "c3".into(),
-                name: "charge".into(),
-                arguments: json!({"tag": "c"}),
-            }),
-            // Never recorded started: its hooks never allowed it (say a
-            // PreToolUse hook was still deciding, or denied it, when the
-            // process died), so it must not run without them.
-            AssistantPart::ToolCall(ToolCall {
-                id: "c4".into(),
-                name: "charge".into(),
-                arguments: json!({"tag": "d"}),
-            }),
-        ],
-    };
-    let mut commit = Commit::new()
-        .fenced(ghost.fence())
-        .write(Write::PostMessage {
-            id: "m1".into(),
-            author: "alice".into(),
-            kind: MessageKind::Message,
-            text: "do it".into(),
-        })
-        .write(Write::StartRun {
-            run_id: "r0".into(),
-            trigger: Trigger::Message,
-            requested_by: Some("alice".into()),
-            message_ids: vec!["m1".into()],
-            labels: Default::default(),
-        })
-        .write(Write::AppendHistory {
-            run_id: Some("r0".into()),
-            items: vec![
-                HistoryItem::Posted {
-                    message_id: "m1".into(),
-                },
-                HistoryItem::Message { message: answer },
-            ],
-        });
-    for (call, name) in [("c1", "lookup"), ("c2", "charge"), ("c3", "charge")] {
-        commit = commit.write(Write::ToolStarted {
-            run_id: "r0".into(),
-            call_id: call.into(),
-            name: name.into(),
-            effect_key: None,
-        });
-    }
-    commit = commit
-        .write(Write::ToolFinished {
-            run_id: "r0".into(),
-            call_id: "c3".into(),
-            result: burrow_runtime::message::ToolResult {
-                call_id: "c3".into(),
-                name: "charge".into(),
-                content: "charged c before the crash".into(),
-                is_error: false,
-            },
-        })
-        .cursor("asked", 1)
-        .cursor("taken", 1);
-    store.commit(&t, commit).await.unwrap();
-    fx.clock.advance(Duration::from_secs(31));
-
-    let lookups = Arc::new(AtomicUsize::new(0));
-    let charges = Arc::new(AtomicUsize::new(0));
+/// The tools and the PreToolUse hook of the abandoned-run scenario, over
+/// shared counters: `lookup` (idempotent) and `charge` (not), each counting
+/// its runs; a `hang` argument makes a call wait forever (the process dies
+/// there); the hook denies tag `d` and counts its allow decisions per call.
+fn abandoning_agent(
+    model: Arc<ScriptedModel>,
+    lookups: &Arc<AtomicUsize>,
+    charges: &Arc<AtomicUsize>,
+    allowed: &Arc<Mutex<Vec<String>>>,
+    hang: bool,
+) -> Agent {
+    use burrow_runtime::hooks::{Hook, HookEvent, HookOutput, Hooks};
     let mut tools = ToolRegistry::new();
     let l = lookups.clone();
     tools.add(
         FnTool::new("lookup", "Looks up.", move |a: Tag, _| {
             l.fetch_add(1, Ordering::SeqCst);
-            async move { Ok(ToolOutput::ok(format!("looked up {}", a.tag))) }
+            async move {
+                if hang {
+                    std::future::pending::<()>().await;
+                }
+                Ok(ToolOutput::ok(format!("looked up {}", a.tag)))
+            }
         })
         .with_annotations(ToolAnnotations::READ_ONLY),
     );
     let c = charges.clone();
     tools.add(FnTool::new("charge", "Charges.", move |a: Tag, _| {
         c.fetch_add(1, Ordering::SeqCst);
-        async move { Ok(ToolOutput::ok(format!("charged {}", a.tag))) }
+        async move {
+            if hang && a.tag == "b" {
+                std::future::pending::<()>().await;
+            }
+            Ok(ToolOutput::ok(format!("charged {}", a.tag)))
+        }
     }));
-    let agent = Agent::new(Arc::new(ScriptedModel::new(|_| {
-        Ok(ScriptedResponse::text("ok"))
-    })))
-    .with_tools(tools);
-    let runner = Runner::new(agent, store.clone());
+    let mut hooks = Hooks::new();
+    let allowed = allowed.clone();
+    hooks.add(
+        Hook::handler(HookEvent::PreToolUse, None, move |input| {
+            let deny = input.tool_input.as_ref().and_then(|i| i["tag"].as_str()) == Some("d");
+            if !deny {
+                allowed
+                    .lock()
+                    .unwrap()
+                    .push(input.tool_use_id.clone().unwrap_or_default());
+            }
+            async move {
+                Ok(if deny {
+                    HookOutput::deny("d is never charged")
+                } else {
+                    HookOutput::allow()
+                })
+            }
+        })
+        .unwrap(),
+    );
+    Agent::new(model).with_tools(tools).with_hooks(hooks)
+}
+
+async fn a_run_left_behind_is_abandoned_and_its_calls_replayed_rerun_or_reported_unknown(
+    fx: Fixture,
+) {
+    let t = scope().thread("t1");
+    let store = fx.store.clone();
+    // A real runner dies in the middle of a batch of four calls: c1 (an
+    // idempotent lookup) and c2 (a charge) started and hang, c3 finished, c4
+    // was denied by its hook, and nothing of the batch's results was saved.
+    let lookups = Arc::new(AtomicUsize::new(0));
+    let charges = Arc::new(AtomicUsize::new(0));
+    let allowed = Arc::new(Mutex::new(Vec::new()));
+    let batch = Arc::new(ScriptedModel::new(|request| {
+        if user_texts(request.messages).len() == 1 {
+            Ok(ScriptedResponse::calls()
+                .call("c1", "lookup", json!({"tag": "a"}))
+                .call("c2", "charge", json!({"tag": "b"}))
+                .call("c3", "charge", json!({"tag": "c"}))
+                .call("c4", "charge", json!({"tag": "d"})))
+        } else {
+            Ok(ScriptedResponse::text("ok"))
+        }
+    }));
+    let dying = Runner::with_config(
+        abandoning_agent(batch.clone(), &lookups, &charges, &allowed, true),
+        store.clone(),
+        RunnerConfig::default().with_claim_ttl(Duration::from_secs(300)),
+    );
+    let left = start_run(&dying, &t, "alice", "do it").await;
+    // Wait until c3's finish is in (c1 and c2 hang in their tools).
+    loop {
+        let calls = store.tool_calls(&t.scope, left.run_id()).await.unwrap();
+        if calls
+            .iter()
+            .any(|c| c.call_id == "c3" && c.status == ToolCallStatus::Finished)
+            && calls.len() == 3
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(
+        (
+            lookups.load(Ordering::SeqCst),
+            charges.load(Ordering::SeqCst)
+        ),
+        (1, 2)
+    );
+    fx.clock.advance(Duration::from_secs(301));
+
+    lookups.store(0, Ordering::SeqCst);
+    charges.store(0, Ordering::SeqCst);
+    allowed.lock().unwrap().clear();
+    let runner = Runner::new(
+        abandoning_agent(batch, &lookups, &charges, &allowed, false),
+        store.clone(),
+    );
     let sent = runner.send(&t, "alice", "go on", None).await.unwrap();
     assert_eq!(sent.run.unwrap().wait().await.outcome, Outcome::Completed);
     runner.drain().await;
-
-    let r0 = store.run(&t.scope, "r0").await.unwrap().unwrap();
+    drop(dying);
+    let r0_id = left.run_id().to_owned();
+    let r0 = store.run(&t.scope, &r0_id).await.unwrap().unwrap();
     assert_eq!(r0.status, RunStatus::Failed);
     assert_eq!(r0.reason.as_deref(), Some("abandoned"));
-    // The idempotent call that never finished ran again, once; the other
-    // unfinished call did not run and the model is told so; the finished call
-    // is replayed from its record.
+    // The idempotent call that never finished was decided again by its hook
+    // and replayed, once; the charge that never finished did not run again
+    // and the model is told its outcome is unknown; the finished call is
+    // replayed from its record; the denied call was decided again, by its
+    // hook, and never ran.
     assert_eq!(lookups.load(Ordering::SeqCst), 1);
     assert_eq!(charges.load(Ordering::SeqCst), 0);
+    assert_eq!(*allowed.lock().unwrap(), vec!["c1".to_owned()]);
     let history = load_history(store.as_ref(), &t).await.unwrap();
     assert_valid_history(&history);
     let results: HashMap<String, String> = history
@@ -800,13 +810,22 @@ async fn a_run_left_behind_is_abandoned_and_its_calls_replayed_rerun_or_reported
         .collect();
     assert_eq!(results["c1"], "looked up a");
     assert_eq!(results["c2"], OUTCOME_UNKNOWN);
-    assert_eq!(results["c3"], "charged c before the crash");
-    assert_eq!(results["c4"], NOT_RUN);
-    let calls = store.tool_calls(&t.scope, "r0").await.unwrap();
+    assert_eq!(results["c3"], "charged c");
+    assert!(results["c4"].contains("denied"), "{}", results["c4"]);
+    assert!(
+        results["c4"].contains("d is never charged"),
+        "{}",
+        results["c4"]
+    );
+    let calls = store.tool_calls(&t.scope, &r0_id).await.unwrap();
     let c1 = calls.iter().find(|c| c.call_id == "c1").unwrap();
     assert_eq!((c1.status, c1.attempts), (ToolCallStatus::Finished, 2));
     let c2 = calls.iter().find(|c| c.call_id == "c2").unwrap();
     assert_eq!(c2.status, ToolCallStatus::Started);
+    assert!(
+        calls.iter().all(|c| c.call_id != "c4"),
+        "a denied call is never recorded started"
+    );
     let runs = store.runs(&t).await.unwrap();
     assert_eq!(runs.len(), 2);
     assert_eq!(runs[1].status, RunStatus::Completed);
@@ -1264,11 +1283,24 @@ async fn renewals_every_third_keep_a_long_run_alive() {
 
 const CHILD_DB: &str = "BURROW_RUNNER_TEST_CHILD_DB";
 
-fn hang_agent() -> Agent {
+/// The file the child's `hang` tool makes once it runs: the proof the call
+/// is running, not only recorded started.
+fn running_marker(db: &std::path::Path) -> std::path::PathBuf {
+    db.with_extension("running")
+}
+
+/// An agent whose first answer calls `hang`, which makes `marker` (when
+/// given) once it runs and never returns.
+fn hang_agent(marker: Option<std::path::PathBuf>) -> Agent {
     let mut tools = ToolRegistry::new();
-    tools.add_typed("hang", "Never returns.", |_: Nothing, _| async {
-        std::future::pending::<()>().await;
-        Ok(ToolOutput::ok("never"))
+    tools.add_typed("hang", "Never returns.", move |_: Nothing, _| {
+        if let Some(marker) = &marker {
+            std::fs::write(marker, b"running").unwrap();
+        }
+        async {
+            std::future::pending::<()>().await;
+            Ok(ToolOutput::ok("never"))
+        }
     });
     Agent::new(Arc::new(ScriptedModel::new(|request| {
         if user_texts(request.messages).len() == 1 {
@@ -1286,8 +1318,9 @@ fn hang_agent() -> Agent {
 #[ignore = "the child process of a_killed_runner_process_is_taken_over_by_another_process"]
 async fn killed_runner_child() {
     let db = std::env::var(CHILD_DB).expect("run by its parent test");
+    let marker = running_marker(std::path::Path::new(&db));
     let store = Arc::new(SqliteStore::open(db).unwrap());
-    let runner = Runner::new(hang_agent(), store);
+    let runner = Runner::new(hang_agent(Some(marker)), store);
     let sent = runner
         .send(&scope().thread("t1"), "alice", "work", Some("m1"))
         .await
@@ -1317,27 +1350,25 @@ async fn a_killed_runner_process_is_taken_over_by_another_process() {
         .spawn()
         .unwrap();
     let t = scope().thread("t1");
-    // Wait for the child's call to be recorded started (the child makes the file).
-    let started = async {
-        loop {
-            if db.exists()
-                && let Ok(store) = SqliteStore::open(&db)
-                && let Ok(events) = store.events(&t, 0, 100).await
-                && events.iter().any(|e| {
-                    matches!(
-                        &e.kind,
-                        burrow_runtime::session::EventKind::ToolCallStarted { .. }
-                    )
-                })
-            {
-                return;
-            }
+    // Wait for the child's tool to run: its marker, not its `ToolCallStarted`
+    // event (recorded once the call is allowed, just before the tool runs).
+    let marker = running_marker(&db);
+    let running = async {
+        while !marker.exists() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     };
-    tokio::time::timeout(Duration::from_secs(120), started)
+    tokio::time::timeout(Duration::from_secs(120), running)
         .await
-        .expect("the child process recorded its call started");
+        .expect("the child process's tool ran");
+    {
+        // A running call is recorded started (it was allowed before it ran).
+        let store = SqliteStore::open(&db).unwrap();
+        let runs = store.runs(&t).await.unwrap();
+        let calls = store.tool_calls(&t.scope, &runs[0].run_id).await.unwrap();
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].status, ToolCallStatus::Started);
+    }
     child.kill().unwrap();
     child.wait().unwrap();
 
@@ -1346,7 +1377,7 @@ async fn a_killed_runner_process_is_taken_over_by_another_process() {
     let clock = Arc::new(ManualClock::new(now + 31_000));
     let store: Arc<dyn SessionStore> =
         Arc::new(SqliteStore::open_with(&db, clock, SqliteOptions::default()).unwrap());
-    let runner = Runner::new(hang_agent(), store.clone());
+    let runner = Runner::new(hang_agent(None), store.clone());
     let sent = runner
         .send(&t, "alice", "are you there?", None)
         .await
@@ -1456,6 +1487,98 @@ async fn an_approval_a_hook_asks_for_pauses_and_an_approval_from_another_runner_
         .unwrap_err();
     assert_eq!(again.kind(), RunnerErrorKind::InvalidState);
     assert_eq!(charges.load(Ordering::SeqCst), 1);
+}
+
+/// An `ask` with an `updatedInput`: the pause keeps the rewritten arguments
+/// (typed, in the run's request), and the approved call runs with them,
+/// through the pipeline (its PostToolUse hook fires, its start is recorded).
+async fn an_approved_call_runs_through_the_pipeline_with_the_input_its_hook_gave_it(fx: Fixture) {
+    use burrow_runtime::hooks::{Hook, HookEvent, HookOutput, Hooks};
+    let t = scope().thread("t1");
+    let charged = Arc::new(Mutex::new(Vec::new()));
+    let posts = Arc::new(AtomicUsize::new(0));
+    let make = |charged: Arc<Mutex<Vec<String>>>, posts: Arc<AtomicUsize>| {
+        let mut tools = ToolRegistry::new();
+        tools.add_typed("charge", "Charges.", move |a: Tag, _| {
+            charged.lock().unwrap().push(a.tag.clone());
+            async move { Ok(ToolOutput::ok(format!("charged {}", a.tag))) }
+        });
+        let mut hooks = Hooks::new();
+        hooks.add(
+            Hook::handler(HookEvent::PreToolUse, Some("charge"), |_| async {
+                let mut out = HookOutput::ask("charging needs a human");
+                if let Some(s) = out.hook_specific_output.as_mut() {
+                    s.updated_input = Some(json!({"tag": "capped"}));
+                }
+                Ok(out)
+            })
+            .unwrap(),
+        );
+        hooks.add(
+            Hook::handler(HookEvent::PostToolUse, Some("charge"), move |_| {
+                posts.fetch_add(1, Ordering::SeqCst);
+                async { Ok(HookOutput::allow()) }
+            })
+            .unwrap(),
+        );
+        Agent::new(Arc::new(ScriptedModel::new(|request| {
+            if user_texts(request.messages).len() == 1 {
+                Ok(ScriptedResponse::calls().call("c1", "charge", json!({"tag": "all"})))
+            } else {
+                Ok(ScriptedResponse::text(format!(
+                    "heard: {}",
+                    user_texts(request.messages).last().unwrap()
+                )))
+            }
+        })))
+        .with_tools(tools)
+        .with_hooks(hooks)
+    };
+    let a = Runner::new(make(charged.clone(), posts.clone()), fx.store.clone());
+    let run = start_run(&a, &t, "alice", "charge it").await;
+    let paused = run.wait().await;
+    assert!(matches!(paused.outcome, Outcome::Paused { .. }));
+    assert_eq!(paused.approvals.len(), 1);
+    assert_eq!(paused.approvals[0].call_id, "c1");
+    assert_eq!(
+        paused.approvals[0].arguments,
+        Some(json!({"tag": "capped"}))
+    );
+    a.drain().await;
+    let record = fx.store.run(&t.scope, run.run_id()).await.unwrap().unwrap();
+    assert_eq!(
+        record.requests[0].spec.arguments,
+        Some(json!({"tag": "capped"})),
+        "the pause keeps the hook's updatedInput"
+    );
+    assert!(charged.lock().unwrap().is_empty());
+
+    let b = Runner::new(make(charged.clone(), posts.clone()), fx.store.clone());
+    let answer = burrow_runtime::session::Answer {
+        author: "alice".into(),
+        approved: Some(true),
+        text: None,
+        message_id: None,
+    };
+    let sent = b.answer(&t, run.run_id(), "c1", answer).await.unwrap();
+    assert_eq!(sent.run.unwrap().wait().await.outcome, Outcome::Completed);
+    b.drain().await;
+    assert_eq!(
+        *charged.lock().unwrap(),
+        vec!["capped".to_owned()],
+        "the approved call ran once, with the hook's input"
+    );
+    assert_eq!(
+        posts.load(Ordering::SeqCst),
+        1,
+        "its PostToolUse hook fired"
+    );
+    let calls = fx.store.tool_calls(&t.scope, run.run_id()).await.unwrap();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].status, ToolCallStatus::Finished);
+    let history = load_history(fx.store.as_ref(), &t).await.unwrap();
+    assert_valid_history(&history);
+    assert!(last_text(&history).contains("charged capped"));
 }
 
 async fn a_message_to_a_thread_paused_on_an_approval_declines_it_with_its_text(fx: Fixture) {

@@ -113,6 +113,7 @@ pub async fn a_thread_has_one_unfinished_run(fx: &super::Fixture) -> Outcome {
                 call_id: "c1".into(),
                 tool_name: "ask_user".into(),
                 kind: RequestKind::Question,
+                arguments: None,
             }],
         }),
     )
@@ -257,6 +258,7 @@ fn question(id: &str) -> RequestSpec {
         call_id: format!("call-{id}"),
         tool_name: "ask_user".into(),
         kind: RequestKind::Question,
+        arguments: None,
     }
 }
 
@@ -266,6 +268,7 @@ fn approval(id: &str) -> RequestSpec {
         call_id: format!("call-{id}"),
         tool_name: "write_file".into(),
         kind: RequestKind::Approval,
+        arguments: None,
     }
 }
 

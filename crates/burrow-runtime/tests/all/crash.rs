@@ -1,0 +1,257 @@
+//! Crash points (feature `failpoints`): a run crashed at each step of its tool calls (before the PreToolUse hooks, after the decision, recorded started, after the tool, before and after each commit), then taken over by another runner. On every store: a denied or undecided call never runs without its hooks deciding allow, no side effect happens twice, every call has exactly one result, and the thread completes its next message.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use burrow_runtime::agent::{Agent, Outcome};
+use burrow_runtime::failpoint::{CrashPoint, Failpoint};
+use burrow_runtime::hooks::{Hook, HookEvent, HookOutput, Hooks};
+use burrow_runtime::message::Message;
+use burrow_runtime::model::{ScriptedModel, ScriptedResponse};
+use burrow_runtime::runner::{Runner, RunnerConfig};
+use burrow_runtime::session::{RunStatus, Scope, load_history};
+use burrow_runtime::tool::{FnTool, ToolAnnotations, ToolOutput, ToolRegistry};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::agent::assert_valid_history;
+use super::runner::{Fixture, memory, sqlite};
+
+/// What the hooks decided and the tools did, across both runners.
+#[derive(Debug, Default)]
+struct Book {
+    /// Per call: how many times a PreToolUse hook allowed it.
+    allowed: HashMap<String, usize>,
+    /// Per call: how many times its tool ran.
+    executed: HashMap<String, usize>,
+    /// Per effect: how many times it took effect (`put` applies its effect key once).
+    effects: HashMap<String, usize>,
+}
+
+type Shared = Arc<Mutex<Book>>;
+
+#[derive(Deserialize, JsonSchema)]
+struct Tag {
+    tag: String,
+}
+
+/// An answer of three calls: `c1` a charge the hook denies, `c2` a charge it
+/// allows (not idempotent), `c3` a put it allows (idempotent: its effect is
+/// keyed by the run and call, so a replay takes effect once); then "done".
+/// Any other prompt is answered "ok".
+fn agent(book: &Shared) -> Agent {
+    let mut tools = ToolRegistry::new();
+    let b = book.clone();
+    tools.add(FnTool::new("charge", "Charges.", move |a: Tag, cx| {
+        let mut book = b.lock().unwrap();
+        *book.executed.entry(cx.call_id.clone()).or_default() += 1;
+        *book.effects.entry(format!("charge {}", a.tag)).or_default() += 1;
+        async move { Ok(ToolOutput::ok(format!("charged {}", a.tag))) }
+    }));
+    let b = book.clone();
+    tools.add(
+        FnTool::new("put", "Puts, once per effect key.", move |a: Tag, cx| {
+            let mut book = b.lock().unwrap();
+            *book.executed.entry(cx.call_id.clone()).or_default() += 1;
+            let key = format!("put {} {} {}", cx.run_id, cx.call_id, a.tag);
+            book.effects.entry(key).or_insert(1);
+            async move { Ok(ToolOutput::ok(format!("put {}", a.tag))) }
+        })
+        .with_annotations(ToolAnnotations {
+            read_only: false,
+            destructive: false,
+            idempotent: true,
+        }),
+    );
+    let mut hooks = Hooks::new();
+    let b = book.clone();
+    hooks.add(
+        Hook::handler(HookEvent::PreToolUse, None, move |input| {
+            let deny = input.tool_input.as_ref().and_then(|i| i["tag"].as_str()) == Some("deny");
+            if !deny {
+                let call = input.tool_use_id.clone().unwrap_or_default();
+                *b.lock().unwrap().allowed.entry(call).or_default() += 1;
+            }
+            async move {
+                Ok(if deny {
+                    HookOutput::deny("charging that is not allowed")
+                } else {
+                    HookOutput::allow()
+                })
+            }
+        })
+        .unwrap(),
+    );
+    let model = ScriptedModel::new(|request| {
+        let last_user = request.messages.iter().rev().find_map(|m| match m {
+            Message::User { text } => Some(text.clone()),
+            _ => None,
+        });
+        let answered = matches!(request.messages.last(), Some(Message::ToolResult(_)));
+        if last_user.as_deref() == Some("go") && !answered {
+            Ok(ScriptedResponse::calls()
+                .call("c1", "charge", json!({"tag": "deny"}))
+                .call("c2", "charge", json!({"tag": "a"}))
+                .call("c3", "put", json!({"tag": "b"})))
+        } else if answered {
+            Ok(ScriptedResponse::text("done"))
+        } else {
+            Ok(ScriptedResponse::text("ok"))
+        }
+    });
+    Agent::new(Arc::new(model))
+        .with_tools(tools)
+        .with_hooks(hooks)
+}
+
+/// Records every point a run reaches; crashes at `at`, once, if set.
+#[derive(Debug, Default)]
+struct Points {
+    at: Option<CrashPoint>,
+    seen: Mutex<BTreeSet<CrashPoint>>,
+    crashed: tokio::sync::Notify,
+}
+
+impl Failpoint for Points {
+    fn crash(&self, point: &CrashPoint) -> bool {
+        self.seen.lock().unwrap().insert(point.clone());
+        let crash = self.at.as_ref() == Some(point);
+        if crash {
+            self.crashed.notify_one();
+        }
+        crash
+    }
+}
+
+/// A claim long enough that the crashed runner never renews it during a test.
+const DEAD_TTL: Duration = Duration::from_secs(300);
+
+/// Every crash point of the scenario's run, from a run that never crashes.
+async fn every_point() -> Vec<CrashPoint> {
+    let fx = memory();
+    let book = Shared::default();
+    let points = Arc::new(Points::default());
+    let runner = Runner::with_config(
+        agent(&book),
+        fx.store.clone(),
+        RunnerConfig::default().with_failpoint(points.clone()),
+    );
+    let t = Scope::new("acme", "ws").thread("t1");
+    let sent = runner.send(&t, "alice", "go", None).await.unwrap();
+    assert_eq!(sent.run.unwrap().wait().await.outcome, Outcome::Completed);
+    runner.drain().await;
+    let seen: Vec<CrashPoint> = points.seen.lock().unwrap().iter().cloned().collect();
+    seen
+}
+
+/// Crashes the run at `at`, lets another runner take the thread over, and checks the invariants.
+async fn crash_and_recover(fx: Fixture, at: CrashPoint) {
+    let t = Scope::new("acme", "ws").thread("t1");
+    let book = Shared::default();
+    let points = Arc::new(Points {
+        at: Some(at.clone()),
+        ..Points::default()
+    });
+    let dying = Runner::with_config(
+        agent(&book),
+        fx.store.clone(),
+        RunnerConfig::default()
+            .with_claim_ttl(DEAD_TTL)
+            .with_failpoint(points.clone()),
+    );
+    let first = dying.send(&t, "alice", "go", None).await.unwrap();
+    let left = first.run.expect("the message starts a run");
+    tokio::time::timeout(Duration::from_secs(60), points.crashed.notified())
+        .await
+        .unwrap_or_else(|_| panic!("the run never reached {at:?}"));
+    // The dead runner's claim lapses; another runner takes the thread over.
+    fx.clock.advance(DEAD_TTL + Duration::from_secs(1));
+    let next = Runner::new(agent(&book), fx.store.clone());
+    let sent = next.send(&t, "alice", "next?", None).await.unwrap();
+    let run = sent.run.expect("the thread is taken over");
+    assert_eq!(run.wait().await.outcome, Outcome::Completed, "at {at:?}");
+    next.drain().await;
+
+    {
+        let book = book.lock().unwrap();
+        let executed = |call: &str| book.executed.get(call).copied().unwrap_or(0);
+        let allowed = |call: &str| book.allowed.get(call).copied().unwrap_or(0);
+        assert_eq!(executed("c1"), 0, "at {at:?}: the denied call never ran");
+        for call in ["c2", "c3"] {
+            assert!(
+                executed(call) <= allowed(call),
+                "at {at:?}: {call} ran {} times on {} allow decisions",
+                executed(call),
+                allowed(call)
+            );
+        }
+        assert!(executed("c2") <= 1, "at {at:?}: a charge never runs twice");
+        for (effect, n) in &book.effects {
+            assert_eq!(*n, 1, "at {at:?}: {effect} took effect {n} times");
+        }
+    }
+    let history = load_history(fx.store.as_ref(), &t).await.unwrap();
+    assert_valid_history(&history);
+    let last = history.iter().rev().find_map(|m| match m {
+        Message::Assistant { .. } => Some(m.clone()),
+        _ => None,
+    });
+    assert!(
+        matches!(&last, Some(Message::Assistant { parts }) if format!("{parts:?}").contains("\"ok\"")),
+        "at {at:?}: the thread answered its next message: {last:?}"
+    );
+    let left = fx
+        .store
+        .run(&t.scope, left.run_id())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        left.status == RunStatus::Completed || left.reason.as_deref() == Some("abandoned"),
+        "at {at:?}: the crashed run ended {:?} {:?}",
+        left.status,
+        left.reason
+    );
+    drop(dying);
+}
+
+async fn a_run_crashed_at_any_step_of_a_call_is_recovered_with_every_invariant<F, Fut>(fixture: F)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Fixture>,
+{
+    let points = every_point().await;
+    assert!(
+        points.len() >= 20,
+        "every step of the three calls and of each commit is a point: {points:?}"
+    );
+    for at in points {
+        crash_and_recover(fixture().await, at).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_crashed_at_any_step_of_a_call_is_recovered_on_memory() {
+    a_run_crashed_at_any_step_of_a_call_is_recovered_with_every_invariant(|| async { memory() })
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_crashed_at_any_step_of_a_call_is_recovered_on_sqlite() {
+    a_run_crashed_at_any_step_of_a_call_is_recovered_with_every_invariant(|| async { sqlite() })
+        .await;
+}
+
+/// On PostgreSQL (a module of that name, so a missing server is skipped or, under CI, fails).
+#[cfg(feature = "postgres")]
+mod postgres {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_run_crashed_at_any_step_of_a_call_is_recovered_on_postgres() {
+        super::a_run_crashed_at_any_step_of_a_call_is_recovered_with_every_invariant(
+            super::super::runner::postgres,
+        )
+        .await;
+    }
+}
