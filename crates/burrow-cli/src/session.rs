@@ -701,7 +701,11 @@ pub async fn list(args: &SessionArgs, json: bool) -> Result<Exit, Refused> {
 
 /// `burrow thread prune --before TIME`: forgets what the session's threads no
 /// longer need from before the cutoff (ADR 0255) and says what it removed.
-pub async fn prune(args: &SessionArgs, before: crate::cli::Before, json: bool) -> Result<Exit, Refused> {
+pub async fn prune(
+    args: &SessionArgs,
+    before: crate::cli::Before,
+    json: bool,
+) -> Result<Exit, Refused> {
     let store = open_store(&args.spec).await?;
     let now = store.now_ms();
     let before_ms = before.at_ms(now);

@@ -744,13 +744,28 @@ fn thread_prune_forgets_old_records_keeps_the_history_and_says_what_it_removed()
         ],
     );
     let run = s.burrow(&[
-        "run", "list it", "--model", &first, "--session", &spec, "--thread", "t",
-        "--command-id", "c1",
+        "run",
+        "list it",
+        "--model",
+        &first,
+        "--session",
+        &spec,
+        "--thread",
+        "t",
+        "--command-id",
+        "c1",
     ]);
     run.assert_code(0);
     let second = s.script("second.jsonl", &[json!({"text": "still here"})]);
     s.burrow(&[
-        "run", "and now?", "--model", &second, "--session", &spec, "--thread", "t",
+        "run",
+        "and now?",
+        "--model",
+        &second,
+        "--session",
+        &spec,
+        "--thread",
+        "t",
     ])
     .assert_code(0);
     let before = s.show("t");
@@ -766,36 +781,81 @@ fn thread_prune_forgets_old_records_keeps_the_history_and_says_what_it_removed()
     );
 
     // Everything before now: the command result, every event, the first run's call.
-    let pruned = s.burrow(&["--json", "thread", "prune", "--before", "0s", "--session", &spec]);
+    let pruned = s.burrow(&[
+        "--json",
+        "thread",
+        "prune",
+        "--before",
+        "0s",
+        "--session",
+        &spec,
+    ]);
     pruned.assert_code(0);
     let pruned = pruned.json();
     assert_eq!(pruned["commands"], 1, "{pruned}");
     assert_eq!(pruned["tool_calls"], 1, "{pruned}");
     assert!(pruned["events"].as_u64().unwrap() > 5, "{pruned}");
-    assert!(pruned["before"].as_str().unwrap().ends_with('Z'), "{pruned}");
+    assert!(
+        pruned["before"].as_str().unwrap().ends_with('Z'),
+        "{pruned}"
+    );
     let after = s.show("t");
-    assert_eq!(after["history"], before["history"], "the history reads the same");
+    assert_eq!(
+        after["history"], before["history"],
+        "the history reads the same"
+    );
     assert_eq!(after["runs"], before["runs"], "the runs are kept");
     assert_eq!(after["thread"], before["thread"]);
 
     // The thread goes on after a prune.
     let third = s.script("third.jsonl", &[json!({"text": "goes on"})]);
     s.burrow(&[
-        "run", "again", "--model", &third, "--session", &spec, "--thread", "t",
+        "run",
+        "again",
+        "--model",
+        &third,
+        "--session",
+        &spec,
+        "--thread",
+        "t",
     ])
     .assert_code(0);
     assert_eq!(run_statuses(&s.show("t")).len(), 3);
 
     // A time in the future is refused; so is a cutoff burrow cannot read.
     let future = s.burrow(&[
-        "--json", "thread", "prune", "--before", "2999-01-01T00:00:00Z", "--session", &spec,
+        "--json",
+        "thread",
+        "prune",
+        "--before",
+        "2999-01-01T00:00:00Z",
+        "--session",
+        &spec,
     ]);
     let message = future.assert_json_error(2, "invalid_argument");
     assert!(message.contains("future"), "{message}");
-    let date = s.burrow(&["thread", "prune", "--before", "2020-01-31", "--session", &spec]);
+    let date = s.burrow(&[
+        "thread",
+        "prune",
+        "--before",
+        "2020-01-31",
+        "--session",
+        &spec,
+    ]);
     date.assert_code(0);
-    assert!(date.out().ends_with("from before 2020-01-31T00:00:00Z\n"), "{}", date.out());
-    let bad = s.burrow(&["thread", "prune", "--before", "yesterday", "--session", &spec]);
+    assert!(
+        date.out().ends_with("from before 2020-01-31T00:00:00Z\n"),
+        "{}",
+        date.out()
+    );
+    let bad = s.burrow(&[
+        "thread",
+        "prune",
+        "--before",
+        "yesterday",
+        "--session",
+        &spec,
+    ]);
     bad.assert_code(2);
     assert!(bad.stderr.contains("ISO-8601"), "{}", bad.stderr);
 }
@@ -840,7 +900,34 @@ mod postgres {
             &url,
         ]);
         shown.assert_code(0);
-        assert_eq!(shown.json()["runs"][0]["status"], "completed");
+        let shown = shown.json();
+        assert_eq!(shown["runs"][0]["status"], "completed");
+        // Pruning this tenant's workspace forgets its events and keeps its history.
+        let pruned = s.burrow(&[
+            "--tenant",
+            &tenant,
+            "--json",
+            "thread",
+            "prune",
+            "--before",
+            "0s",
+            "--session",
+            &url,
+        ]);
+        pruned.assert_code(0);
+        assert!(pruned.json()["events"].as_u64().unwrap() > 0);
+        let after = s.burrow(&[
+            "--tenant",
+            &tenant,
+            "--json",
+            "thread",
+            "show",
+            &thread,
+            "--session",
+            &url,
+        ]);
+        after.assert_code(0);
+        assert_eq!(after.json()["history"], shown["history"]);
     }
 
     fn uuid_like() -> u128 {

@@ -62,9 +62,9 @@ pub use sqlite::{SqliteOptions, SqliteStore};
 pub use types::{
     Answer, Checkpoint, Claim, ClaimAttempt, CommandKey, CommandRecord, Commit, Committed,
     CursorMove, Event, EventKind, Fence, HistoryEntry, HistoryItem, MAX_LABEL_NAME,
-    MAX_LABEL_VALUE, MAX_RUN_LABELS, MessageKind, PostedMessage, Request, RequestKind, RequestSpec,
-    Pruned, RunEnd, RunRecord, RunStatus, Scope, ThreadInfo, ThreadKey, ThreadStatus, ToolCallRecord,
-    ToolCallStatus, Trigger, Write,
+    MAX_LABEL_VALUE, MAX_RUN_LABELS, MessageKind, PostedMessage, Pruned, Request, RequestKind,
+    RequestSpec, RunEnd, RunRecord, RunStatus, Scope, ThreadInfo, ThreadKey, ThreadStatus,
+    ToolCallRecord, ToolCallStatus, Trigger, Write,
 };
 
 /// The most entries one listing returns, whatever limit the caller asks.

@@ -639,7 +639,10 @@ async fn a_background_hook_never_delays_the_call() {
         .await
         .expect("the background hook ends once its gate opens");
     assert!(started.exists(), "the background hook never ran");
-    assert!(marker.exists(), "the background hook did not run to its end");
+    assert!(
+        marker.exists(),
+        "the background hook did not run to its end"
+    );
 }
 
 #[tokio::test]

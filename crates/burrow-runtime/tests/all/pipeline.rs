@@ -253,9 +253,10 @@ async fn a_panicking_model_adapter_ends_the_run_panicked_releases_the_claim_ends
     // The watcher attaches while the model request is in flight.
     let watcher = runner.watch(&t.scope, first.run_id());
     go_tx.send(()).unwrap();
-    let frames: Vec<_> = tokio::time::timeout(std::time::Duration::from_secs(60), watcher.collect())
-        .await
-        .expect("the watcher gets the end frame instead of hanging");
+    let frames: Vec<_> =
+        tokio::time::timeout(std::time::Duration::from_secs(60), watcher.collect())
+            .await
+            .expect("the watcher gets the end frame instead of hanging");
     assert_eq!(
         frames.last().map(|f| &f.event),
         Some(&LiveEvent::End {

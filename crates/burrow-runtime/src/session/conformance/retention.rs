@@ -51,8 +51,11 @@ async fn finished_run(
     message: &str,
     call: &str,
 ) -> Result<(), ScenarioError> {
-    s.commit(t, Commit::new().write(post(message, "alice", "write a.txt")))
-        .await?;
+    s.commit(
+        t,
+        Commit::new().write(post(message, "alice", "write a.txt")),
+    )
+    .await?;
     s.commit(
         t,
         Commit::new()
@@ -206,10 +209,7 @@ pub async fn prune_keeps_what_an_unfinished_run_needs(fx: &super::Fixture) -> Ou
     // Every event is older than a cutoff an hour on: only the unfinished run keeps its own.
     fx.clock().advance(HOUR);
     let pruned = s.prune(&scope(), s.now_ms()).await?;
-    let expected_events = events_before
-        .iter()
-        .filter(|e| e.seq < r2_started)
-        .count() as u64;
+    let expected_events = events_before.iter().filter(|e| e.seq < r2_started).count() as u64;
     ensure(
         pruned.events == expected_events && pruned.tool_calls == 1 && pruned.commands == 0,
         || format!("expected {expected_events} events and r1's one call deleted, got {pruned:?}"),
@@ -221,17 +221,17 @@ pub async fn prune_keeps_what_an_unfinished_run_needs(fx: &super::Fixture) -> Ou
         format!("events kept {kept:?}, expected r2's {want:?}")
     })?;
     let page = s.events(&t, r2_started, 1).await?;
-    ensure(
-        page.first().map(|e| e.seq) == Some(r2_started + 1),
-        || format!("events after seq {r2_started}: {page:?}"),
-    )?;
+    ensure(page.first().map(|e| e.seq) == Some(r2_started + 1), || {
+        format!("events after seq {r2_started}: {page:?}")
+    })?;
     let history_after = s.history(&t, 0).await?;
     let messages = |h: &[crate::session::HistoryEntry]| {
         h.iter().map(|e| e.message.clone()).collect::<Vec<_>>()
     };
-    ensure(messages(&history_before) == messages(&history_after), || {
-        format!("the history changed: {history_before:?} then {history_after:?}")
-    })?;
+    ensure(
+        messages(&history_before) == messages(&history_after),
+        || format!("the history changed: {history_before:?} then {history_after:?}"),
+    )?;
     ensure(
         history_after
             .iter()
@@ -262,7 +262,10 @@ pub async fn prune_keeps_what_an_unfinished_run_needs(fx: &super::Fixture) -> Ou
         )
         .await?;
     ensure(next.seqs == [head + 1], || {
-        format!("the commit after the prune got seqs {:?}, head was {head}", next.seqs)
+        format!(
+            "the commit after the prune got seqs {:?}, head was {head}",
+            next.seqs
+        )
     })?;
     Ok(Pass::Passed)
 }
@@ -307,10 +310,9 @@ pub async fn prune_keeps_the_records_the_next_run_repairs_from(fx: &super::Fixtu
     fx.clock().advance(HOUR);
     let pruned = s.prune(&scope(), s.now_ms()).await?;
     let head = s.thread(&t).await?.map(|i| i.head_seq).unwrap_or(0);
-    ensure(
-        pruned.tool_calls == 1 && pruned.events == head,
-        || format!("expected r1's call and all {head} events deleted, got {pruned:?}"),
-    )?;
+    ensure(pruned.tool_calls == 1 && pruned.events == head, || {
+        format!("expected r1's call and all {head} events deleted, got {pruned:?}")
+    })?;
     let r2_calls = s.tool_calls(&scope(), "r2").await?;
     ensure(
         r2_calls.len() == 1

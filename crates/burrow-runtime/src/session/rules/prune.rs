@@ -69,11 +69,12 @@ pub(crate) fn is_assistant(item: &HistoryItem) -> bool {
 /// when `item` refers to no record (it stays as it is).
 pub(crate) fn inline(item: &HistoryItem, call: Option<&ToolCallRecord>) -> Option<HistoryItem> {
     match item {
-        HistoryItem::ToolResult { .. } => call
-            .and_then(|c| c.result.clone())
-            .map(|result| HistoryItem::Message {
-                message: Message::ToolResult(result),
-            }),
+        HistoryItem::ToolResult { .. } => {
+            call.and_then(|c| c.result.clone())
+                .map(|result| HistoryItem::Message {
+                    message: Message::ToolResult(result),
+                })
+        }
         _ => None,
     }
 }
