@@ -436,9 +436,10 @@ fn parse_before(text: &str) -> Result<Before, String> {
     let at = if let Ok(t) = text.parse::<jiff::Timestamp>() {
         Some(t)
     } else if let Ok(dt) = text.parse::<jiff::civil::DateTime>() {
-        dt.to_zoned(utc).ok().map(|z| z.timestamp())
+        utc.to_timestamp(dt).ok()
     } else if let Ok(d) = text.parse::<jiff::civil::Date>() {
-        d.to_zoned(utc).ok().map(|z| z.timestamp())
+        utc.to_timestamp(d.to_datetime(jiff::civil::Time::midnight()))
+            .ok()
     } else {
         None
     };
