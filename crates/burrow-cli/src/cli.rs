@@ -421,6 +421,91 @@ pub enum ThreadCommand {
         #[arg(long, value_name = "SESSION")]
         session: String,
     },
+    /// Forget what the session's threads no longer need from before TIME: command
+    /// results, events, and the tool-call records of runs that ended before it. Never
+    /// what an unfinished run or the next run's repair needs; histories read the same.
+    /// Prints what it removed (with --json: {"before", "commands", "events", "tool_calls"}).
+    Prune {
+        /// The cutoff: an ISO-8601 time (2026-11-01T00:00:00Z; a date alone is
+        /// midnight UTC) or an age, that long ago (30d, 12h, 90m, 45s, 2w).
+        #[arg(long, value_name = "TIME", value_parser = parse_before)]
+        before: Before,
+        /// The session: sqlite:FILE.db, postgres://... or memory: (per process).
+        #[arg(long, value_name = "SESSION")]
+        session: String,
+    },
+}
+
+/// `burrow thread prune --before`: a point in time, or an age before now.
+#[cfg(feature = "run")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Before {
+    /// This time (milliseconds since the Unix epoch).
+    At(i64),
+    /// This long before now (the session store's clock).
+    Ago(std::time::Duration),
+}
+
+#[cfg(feature = "run")]
+impl Before {
+    /// The cutoff in milliseconds since the epoch, `now_ms` being now.
+    pub fn at_ms(self, now_ms: i64) -> i64 {
+        match self {
+            Before::At(ms) => ms,
+            Before::Ago(age) => {
+                now_ms.saturating_sub(i64::try_from(age.as_millis()).unwrap_or(i64::MAX))
+            }
+        }
+    }
+}
+
+/// Reads `--before`: an ISO-8601 time or date, or an age such as `30d`.
+#[cfg(feature = "run")]
+fn parse_before(text: &str) -> Result<Before, String> {
+    let text = text.trim();
+    if let Some(age) = parse_age(text) {
+        return age.map(Before::Ago);
+    }
+    let utc = jiff::tz::TimeZone::UTC;
+    let at = if let Ok(t) = text.parse::<jiff::Timestamp>() {
+        Some(t)
+    } else if let Ok(dt) = text.parse::<jiff::civil::DateTime>() {
+        utc.to_timestamp(dt).ok()
+    } else if let Ok(d) = text.parse::<jiff::civil::Date>() {
+        utc.to_timestamp(d.to_datetime(jiff::civil::Time::midnight()))
+            .ok()
+    } else {
+        None
+    };
+    at.map(|t| Before::At(t.as_millisecond())).ok_or_else(|| {
+        "expected an ISO-8601 time (2026-11-01T00:00:00Z, or a date 2026-11-01) or an age (30d, 12h, 90m, 45s, 2w)".to_owned()
+    })
+}
+
+/// An age `N` + `s|m|h|d|w`; `None` when `text` is not shaped so.
+#[cfg(feature = "run")]
+fn parse_age(text: &str) -> Option<Result<std::time::Duration, String>> {
+    let unit = text.chars().last()?;
+    let seconds: u64 = match unit {
+        's' => 1,
+        'm' => 60,
+        'h' => 3600,
+        'd' => 86_400,
+        'w' => 7 * 86_400,
+        _ => return None,
+    };
+    let digits = &text[..text.len() - 1];
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some(
+        digits
+            .parse::<u64>()
+            .ok()
+            .and_then(|n| n.checked_mul(seconds))
+            .map(std::time::Duration::from_secs)
+            .ok_or_else(|| "the age is too large".to_owned()),
+    )
 }
 
 /// `burrow docker ...`: housekeeping on the Docker engine, with no backend opened.

@@ -308,7 +308,7 @@ async fn run_agent(
     Ok(outcome)
 }
 
-/// `burrow thread list|show|stop`; `None` for every other command.
+/// `burrow thread list|show|stop|prune`; `None` for every other command.
 #[cfg(feature = "run")]
 async fn thread_command(cli: &Cli) -> io::Result<Option<Exit>> {
     let cli::Command::Thread(command) = &cli.command else {
@@ -327,6 +327,9 @@ async fn thread_command(cli: &Cli) -> io::Result<Option<Exit>> {
         }
         cli::ThreadCommand::Stop { id, session } => {
             session::stop(agent::idle_agent(), &args(session), id, cli.json).await
+        }
+        cli::ThreadCommand::Prune { before, session } => {
+            session::prune(&args(session), *before, cli.json).await
         }
         cli::ThreadCommand::Answer { .. } => return Ok(None),
     };

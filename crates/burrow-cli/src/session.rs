@@ -753,6 +753,43 @@ pub async fn list(args: &SessionArgs, json: bool) -> Result<Exit, Refused> {
     Ok(Exit::Success)
 }
 
+/// `burrow thread prune --before TIME`: forgets what the session's threads no
+/// longer need from before the cutoff (ADR 0255) and says what it removed.
+pub async fn prune(
+    args: &SessionArgs,
+    before: crate::cli::Before,
+    json: bool,
+) -> Result<Exit, Refused> {
+    let store = open_store(&args.spec).await?;
+    let now = store.now_ms();
+    let before_ms = before.at_ms(now);
+    if before_ms > now {
+        return Err(Refused::usage(
+            "--before names a time in the future: prune forgets only what is older than a time past",
+        ));
+    }
+    let pruned = store.prune(&scope(&args.tenant), before_ms).await?;
+    let at = jiff::Timestamp::from_millisecond(before_ms)
+        .map(|t| t.to_string())
+        .unwrap_or_else(|_| before_ms.to_string());
+    if json {
+        print_json(&json!({
+            "before": at,
+            "commands": pruned.commands,
+            "events": pruned.events,
+            "tool_calls": pruned.tool_calls,
+        }))?;
+        return Ok(Exit::Success);
+    }
+    let mut out = io::stdout().lock();
+    writeln!(
+        out,
+        "pruned {} command results, {} events and {} tool-call records from before {at}",
+        pruned.commands, pruned.events, pruned.tool_calls
+    )?;
+    Ok(Exit::Success)
+}
+
 /// `burrow thread show ID`: history, runs with outcome and reason, pending requests.
 pub async fn show(args: &SessionArgs, thread: &str, json: bool) -> Result<Exit, Refused> {
     let store = open_store(&args.spec).await?;

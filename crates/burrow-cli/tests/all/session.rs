@@ -735,6 +735,141 @@ fn thread_list_and_show_print_their_json_shapes() {
     );
 }
 
+#[test]
+fn thread_prune_forgets_old_records_keeps_the_history_and_says_what_it_removed() {
+    let s = Session::new();
+    let spec = s.spec();
+    // The first run calls `ls` and carries command c1; the second answers,
+    // so the first run's records are no longer what a repair would need.
+    let first = s.script(
+        "first.jsonl",
+        &[
+            json!({"tool_calls": [{"id": "l1", "name": "ls", "arguments": {"path": "/"}}]}),
+            json!({"text": "listed"}),
+        ],
+    );
+    let run = s.burrow(&[
+        "run",
+        "list it",
+        "--model",
+        &first,
+        "--session",
+        &spec,
+        "--thread",
+        "t",
+        "--command-id",
+        "c1",
+    ]);
+    run.assert_code(0);
+    let second = s.script("second.jsonl", &[json!({"text": "still here"})]);
+    s.burrow(&[
+        "run",
+        "and now?",
+        "--model",
+        &second,
+        "--session",
+        &spec,
+        "--thread",
+        "t",
+    ])
+    .assert_code(0);
+    let before = s.show("t");
+
+    // Nothing is older than 30 days.
+    let none = s.burrow(&["thread", "prune", "--before", "30d", "--session", &spec]);
+    none.assert_code(0);
+    assert!(
+        none.out()
+            .starts_with("pruned 0 command results, 0 events and 0 tool-call records from before "),
+        "{}",
+        none.out()
+    );
+
+    // Everything before now: the command results (c1's and the runner's own
+    // commit keys), every event, the first run's call.
+    let pruned = s.burrow(&[
+        "--json",
+        "thread",
+        "prune",
+        "--before",
+        "0s",
+        "--session",
+        &spec,
+    ]);
+    pruned.assert_code(0);
+    let pruned = pruned.json();
+    assert!(pruned["commands"].as_u64().unwrap() > 1, "{pruned}");
+    assert_eq!(pruned["tool_calls"], 1, "{pruned}");
+    assert!(pruned["events"].as_u64().unwrap() > 5, "{pruned}");
+    assert!(
+        pruned["before"].as_str().unwrap().ends_with('Z'),
+        "{pruned}"
+    );
+    let after = s.show("t");
+    assert_eq!(
+        after["history"], before["history"],
+        "the history reads the same"
+    );
+    assert_eq!(after["runs"], before["runs"], "the runs are kept");
+    assert_eq!(after["thread"], before["thread"]);
+
+    // The thread goes on after a prune, and a forgotten command id is a new command.
+    let third = s.script("third.jsonl", &[json!({"text": "goes on"})]);
+    let again = s.burrow(&[
+        "--json",
+        "run",
+        "again",
+        "--model",
+        &third,
+        "--session",
+        &spec,
+        "--thread",
+        "t",
+        "--command-id",
+        "c1",
+    ]);
+    again.assert_code(0);
+    assert_eq!(stdout_lines(&again).last().unwrap()["outcome"], "completed");
+    assert_eq!(run_statuses(&s.show("t")).len(), 3);
+
+    // A time in the future is refused; so is a cutoff burrow cannot read.
+    let future = s.burrow(&[
+        "--json",
+        "thread",
+        "prune",
+        "--before",
+        "2999-01-01T00:00:00Z",
+        "--session",
+        &spec,
+    ]);
+    let message = future.assert_json_error(2, "invalid_argument");
+    assert!(message.contains("future"), "{message}");
+    let date = s.burrow(&[
+        "thread",
+        "prune",
+        "--before",
+        "2020-01-31",
+        "--session",
+        &spec,
+    ]);
+    date.assert_code(0);
+    assert!(
+        date.out().ends_with("from before 2020-01-31T00:00:00Z\n"),
+        "{}",
+        date.out()
+    );
+    let bad = s.burrow(&[
+        "thread",
+        "prune",
+        "--before",
+        "yesterday",
+        "--session",
+        &spec,
+    ]);
+    bad.assert_code(2);
+    assert!(bad.stderr.contains("ISO-8601"), "{}", bad.stderr);
+}
+
 /// PostgreSQL sessions (the `postgres` feature): one run through a server.
 #[cfg(feature = "postgres")]
 mod postgres {
@@ -775,7 +910,34 @@ mod postgres {
             &url,
         ]);
         shown.assert_code(0);
-        assert_eq!(shown.json()["runs"][0]["status"], "completed");
+        let shown = shown.json();
+        assert_eq!(shown["runs"][0]["status"], "completed");
+        // Pruning this tenant's workspace forgets its events and keeps its history.
+        let pruned = s.burrow(&[
+            "--tenant",
+            &tenant,
+            "--json",
+            "thread",
+            "prune",
+            "--before",
+            "0s",
+            "--session",
+            &url,
+        ]);
+        pruned.assert_code(0);
+        assert!(pruned.json()["events"].as_u64().unwrap() > 0);
+        let after = s.burrow(&[
+            "--tenant",
+            &tenant,
+            "--json",
+            "thread",
+            "show",
+            &thread,
+            "--session",
+            &url,
+        ]);
+        after.assert_code(0);
+        assert_eq!(after.json()["history"], shown["history"]);
     }
 
     fn uuid_like() -> u128 {

@@ -12,7 +12,7 @@ use super::error::StoreResult;
 use super::rules::{self, ClaimRow, HistoryRow, Snapshot};
 use super::types::{
     Checkpoint, Claim, ClaimAttempt, CommandKey, Commit, Committed, Event, HistoryEntry,
-    HistoryItem, PostedMessage, RunRecord, Scope, ThreadInfo, ThreadKey, ToolCallRecord,
+    HistoryItem, PostedMessage, Pruned, RunRecord, Scope, ThreadInfo, ThreadKey, ToolCallRecord,
 };
 use super::{MAX_PAGE, SessionStore};
 
@@ -30,7 +30,8 @@ struct State {
     calls: BTreeMap<(Scope, String, String), ToolCallRecord>,
     cursors: BTreeMap<(ThreadKey, String), u64>,
     checkpoints: BTreeMap<ThreadKey, Vec<Checkpoint>>,
-    commands: BTreeMap<CommandKey, Value>,
+    /// Each command's result and when it was recorded.
+    commands: BTreeMap<CommandKey, (Value, i64)>,
 }
 
 /// A session store in the process: nothing survives it, and every clone shares the same data.
@@ -157,7 +158,7 @@ impl SessionStore for MemoryStore {
             .or_default()
             .extend(changes.checkpoints);
         if let Some(cmd) = changes.command {
-            st.commands.insert(cmd.key, cmd.result);
+            st.commands.insert(cmd.key, (cmd.result, now));
         }
         Ok(changes.committed)
     }
@@ -246,9 +247,8 @@ impl SessionStore for MemoryStore {
             .events
             .get(thread)
             .map(|evs| {
-                let start = usize::try_from(after_seq)
-                    .unwrap_or(usize::MAX)
-                    .min(evs.len());
+                // Seqs grow along the list; a prune may have removed a prefix.
+                let start = evs.partition_point(|e| e.seq <= after_seq);
                 evs[start..]
                     .iter()
                     .take(limit.min(MAX_PAGE))
@@ -368,17 +368,76 @@ impl SessionStore for MemoryStore {
     }
 
     async fn command_result(&self, key: &CommandKey) -> StoreResult<Option<Value>> {
-        Ok(self.lock().commands.get(key).cloned())
+        Ok(self.lock().commands.get(key).map(|(v, _)| v.clone()))
     }
 
     async fn record_command(&self, key: &CommandKey, result: Value) -> StoreResult<Option<Value>> {
         rules::check_command(key)?;
+        let now = self.clock.now_ms();
         let mut st = self.lock();
-        if let Some(existing) = st.commands.get(key) {
+        if let Some((existing, _)) = st.commands.get(key) {
             return Ok(Some(existing.clone()));
         }
-        st.commands.insert(key.clone(), result);
+        st.commands.insert(key.clone(), (result, now));
         Ok(None)
+    }
+
+    async fn prune(&self, scope: &Scope, before_ms: i64) -> StoreResult<Pruned> {
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        let mut pruned = Pruned::default();
+        let keys: Vec<ThreadKey> = st
+            .threads
+            .keys()
+            .filter(|k| k.scope == *scope)
+            .cloned()
+            .collect();
+        for key in keys {
+            let Some(info) = st.threads.get(&key) else {
+                continue;
+            };
+            let runs: Vec<RunRecord> = st
+                .thread_runs
+                .get(&key)
+                .map(|ids| {
+                    ids.iter()
+                        .filter_map(|id| st.runs.get(&(scope.clone(), id.clone())).cloned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            let last_assistant = st.history.get(&key).and_then(|rows| {
+                rows.iter()
+                    .rev()
+                    .find(|r| rules::prune::is_assistant(&r.item))
+                    .and_then(|r| r.run_id.clone())
+            });
+            let plan = rules::prune::plan(info, &runs, last_assistant.as_deref(), before_ms);
+            if let Some(events) = st.events.get_mut(&key) {
+                let before = events.len();
+                events.retain(|e| !(e.seq < plan.events_below_seq && e.at_ms < before_ms));
+                pruned.events += (before - events.len()) as u64;
+            }
+            for run in &plan.runs {
+                if let Some(rows) = st.history.get_mut(&key) {
+                    for row in rows.iter_mut().filter(|r| r.run_id.as_ref() == Some(run)) {
+                        if let HistoryItem::ToolResult { call_id } = &row.item {
+                            let call = st.calls.get(&(scope.clone(), run.clone(), call_id.clone()));
+                            if let Some(item) = rules::prune::inline(&row.item, call) {
+                                row.item = item;
+                            }
+                        }
+                    }
+                }
+                let before = st.calls.len();
+                st.calls.retain(|(s, r, _), _| !(s == scope && r == run));
+                pruned.tool_calls += (before - st.calls.len()) as u64;
+            }
+        }
+        let before = st.commands.len();
+        st.commands
+            .retain(|k, (_, at)| !(k.scope == *scope && *at < before_ms));
+        pruned.commands = (before - st.commands.len()) as u64;
+        Ok(pruned)
     }
 
     async fn lagging_threads(

@@ -62,9 +62,9 @@ pub use sqlite::{SqliteOptions, SqliteStore};
 pub use types::{
     Answer, Checkpoint, Claim, ClaimAttempt, CommandKey, CommandRecord, Commit, Committed,
     CursorMove, Event, EventKind, Fence, HistoryEntry, HistoryItem, MAX_LABEL_NAME,
-    MAX_LABEL_VALUE, MAX_RUN_LABELS, MessageKind, PostedMessage, Request, RequestKind, RequestSpec,
-    RunEnd, RunRecord, RunStatus, Scope, ThreadInfo, ThreadKey, ThreadStatus, ToolCallRecord,
-    ToolCallStatus, Trigger, Write,
+    MAX_LABEL_VALUE, MAX_RUN_LABELS, MessageKind, PostedMessage, Pruned, Request, RequestKind,
+    RequestSpec, RunEnd, RunRecord, RunStatus, Scope, ThreadInfo, ThreadKey, ThreadStatus,
+    ToolCallRecord, ToolCallStatus, Trigger, Write,
 };
 
 /// The most entries one listing returns, whatever limit the caller asks.
@@ -223,6 +223,33 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
         behind: &str,
         limit: usize,
     ) -> StoreResult<Vec<ThreadKey>>;
+
+    /// Forgets what the workspace's threads no longer need from before
+    /// `before_ms` (store clock, milliseconds): command results, events and
+    /// tool-call records (ADR 0255). Returns how many of each it deleted.
+    ///
+    /// # Behavior
+    /// - Command results of the workspace recorded before `before_ms` are
+    ///   deleted: a repeat of such a command is carried out like a new one.
+    ///   Those recorded at or after it stay.
+    /// - A thread's events committed before `before_ms` are deleted, except
+    ///   those of its unfinished (running or paused) run: every event from
+    ///   that run's `run_started` on stays. Seqs are never reused: the
+    ///   thread's `head_seq`, the seqs of the events kept and the seq of the
+    ///   next commit are what they were; `events` returns the kept ones.
+    /// - The tool-call records of a run that ended before `before_ms` are
+    ///   deleted, except those of the run of the thread's last assistant
+    ///   message in the history (the next run answers that message's
+    ///   unanswered calls from them, ADR 0251); an unfinished run's records
+    ///   always stay. A history entry that referred to a deleted record's
+    ///   result holds that result inline instead: `history` reads the same
+    ///   messages before and after.
+    /// - Nothing else changes: threads, posted messages, runs, claims,
+    ///   cursors, checkpoints, the history's messages, other workspaces.
+    /// - Each thread is pruned in one transaction, serialised with its
+    ///   commits (a commit sees it all or not at all); a prune that fails
+    ///   part-way has pruned some threads whole and no thread in part.
+    async fn prune(&self, scope: &Scope, before_ms: i64) -> StoreResult<Pruned>;
 
     /// The store's clock.
     fn now_ms(&self) -> i64;

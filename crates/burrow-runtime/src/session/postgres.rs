@@ -47,7 +47,7 @@ use super::error::{StoreError, StoreErrorKind, StoreResult};
 use super::rules::{self, Changes, ClaimRow, Snapshot};
 use super::types::{
     Checkpoint, Claim, ClaimAttempt, CommandKey, Commit, Committed, Event, HistoryEntry,
-    HistoryItem, PostedMessage, RunRecord, Scope, ThreadInfo, ThreadKey, ToolCallRecord,
+    HistoryItem, PostedMessage, Pruned, RunRecord, Scope, ThreadInfo, ThreadKey, ToolCallRecord,
 };
 use super::{MAX_PAGE, SessionStore};
 
@@ -93,7 +93,7 @@ const SCHEMA: &[&str] = &[
         PRIMARY KEY (tenant, workspace, thread, id))",
     "CREATE TABLE IF NOT EXISTS session_commands (
         tenant TEXT NOT NULL, workspace TEXT NOT NULL, sender TEXT NOT NULL, command_id TEXT NOT NULL,
-        result TEXT NOT NULL,
+        result TEXT NOT NULL, at_ms BIGINT NOT NULL,
         CONSTRAINT session_commands_pkey PRIMARY KEY (tenant, workspace, sender, command_id))",
 ];
 
@@ -181,11 +181,11 @@ statements! {
     insert_checkpoint = "INSERT INTO session_checkpoints (tenant, workspace, thread, id, seq, doc)
                          VALUES ($1, $2, $3, $4, $5, $6)";
     /// Inserts a command's result (a repeat fails on `session_commands_pkey`).
-    insert_command = "INSERT INTO session_commands (tenant, workspace, sender, command_id, result)
-                      VALUES ($1, $2, $3, $4, $5)";
+    insert_command = "INSERT INTO session_commands (tenant, workspace, sender, command_id, result, at_ms)
+                      VALUES ($1, $2, $3, $4, $5, $6)";
     /// Records a command's result unless its key is recorded.
-    record_command = "INSERT INTO session_commands (tenant, workspace, sender, command_id, result)
-                      VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING";
+    record_command = "INSERT INTO session_commands (tenant, workspace, sender, command_id, result, at_ms)
+                      VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING";
     /// A page of a workspace's threads, after a thread id (`NULL`: from the first).
     threads = "SELECT doc FROM session_threads
                WHERE tenant = $1 AND workspace = $2
@@ -400,6 +400,25 @@ impl PostgresStore {
             }
             for ddl in SCHEMA {
                 tx.batch_execute(ddl).await.map_err(pg)?;
+            }
+            // Tables made before command results carried their time: the
+            // results recorded until now are dated now (kept a whole
+            // retention window from the upgrade).
+            let dated = tx
+                .query_opt(
+                    "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()
+                     AND table_name = 'session_commands' AND column_name = 'at_ms'",
+                    &[],
+                )
+                .await
+                .map_err(pg)?;
+            if dated.is_none() {
+                let now = store.now();
+                tx.batch_execute(&format!(
+                    "ALTER TABLE session_commands ADD COLUMN at_ms BIGINT NOT NULL DEFAULT {now}"
+                ))
+                .await
+                .map_err(pg)?;
             }
             tx.commit().await.map_err(pg)?;
         }
@@ -747,6 +766,7 @@ fn save<'a>(
     prepared: &'a Statements,
     key: &'a ThreadKey,
     ch: &'a Changes,
+    now: &'a i64,
 ) -> StoreResult<Vec<Request<'a>>> {
     let (t, w, th) = (&key.scope.tenant, &key.scope.workspace, &key.thread);
     let mut out: Vec<Request<'a>> = Vec::new();
@@ -831,6 +851,7 @@ fn save<'a>(
                     &k.sender,
                     &k.command_id,
                     &result,
+                    now,
                 ],
             )
             .await
@@ -839,21 +860,141 @@ fn save<'a>(
     Ok(out)
 }
 
+/// The rows of a page of the thread's assistant-message search, newest first.
+const ASSISTANT_PAGE: i64 = 64;
+
+/// Prunes one thread in one transaction under its advisory lock (ADR 0255):
+/// its events before the cutoff (but the unfinished run's), and the
+/// tool-call records of its runs ended before it (their history references
+/// inlined). A failure leaves the transaction to roll back with the
+/// connection, which the caller then drops.
+async fn prune_thread(client: &mut Client, key: &ThreadKey, before_ms: i64) -> StoreResult<Pruned> {
+    let (t, w, th) = (&key.scope.tenant, &key.scope.workspace, &key.thread);
+    let tx = client.transaction().await.map_err(pg)?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&lock_key(key)])
+        .await
+        .map_err(pg)?;
+    let Some(row) = tx
+        .query_opt(
+            "SELECT doc FROM session_threads WHERE tenant = $1 AND workspace = $2 AND thread = $3",
+            &[t, w, th],
+        )
+        .await
+        .map_err(pg)?
+    else {
+        tx.commit().await.map_err(pg)?;
+        return Ok(Pruned::default());
+    };
+    let info: ThreadInfo = from_json(&row.get::<_, String>(0))?;
+    let runs = tx
+        .query(
+            "SELECT doc FROM session_runs WHERE tenant = $1 AND workspace = $2 AND thread = $3
+             ORDER BY started_seq",
+            &[t, w, th],
+        )
+        .await
+        .map_err(pg)?
+        .iter()
+        .map(|r| from_json(&r.get::<_, String>(0)))
+        .collect::<StoreResult<Vec<RunRecord>>>()?;
+    let mut last_assistant = None;
+    let mut below = i64::MAX;
+    'search: loop {
+        let rows = tx
+            .query(
+                "SELECT pos, run_id, item FROM session_history
+                 WHERE tenant = $1 AND workspace = $2 AND thread = $3 AND pos < $4
+                   AND message_ref IS NULL AND call_ref IS NULL
+                 ORDER BY pos DESC LIMIT $5",
+                &[t, w, th, &below, &ASSISTANT_PAGE],
+            )
+            .await
+            .map_err(pg)?;
+        if rows.is_empty() {
+            break;
+        }
+        for row in &rows {
+            below = row.get(0);
+            let item: HistoryItem = from_json(&row.get::<_, String>(2))?;
+            if rules::prune::is_assistant(&item) {
+                last_assistant = row.get::<_, Option<String>>(1);
+                break 'search;
+            }
+        }
+    }
+    let plan = rules::prune::plan(&info, &runs, last_assistant.as_deref(), before_ms);
+    let events = tx
+        .execute(
+            "DELETE FROM session_events
+             WHERE tenant = $1 AND workspace = $2 AND thread = $3 AND seq < $4
+               AND ((doc::json) ->> 'at_ms')::BIGINT < $5",
+            &[t, w, th, &int(plan.events_below_seq), &before_ms],
+        )
+        .await
+        .map_err(pg)?;
+    let mut tool_calls = 0;
+    for run in &plan.runs {
+        let refs = tx
+            .query(
+                "SELECT h.pos, h.item, c.doc FROM session_history h
+                 LEFT JOIN session_tool_calls c
+                   ON c.tenant = h.tenant AND c.workspace = h.workspace
+                  AND c.run_id = h.run_id AND c.call_id = h.call_ref
+                 WHERE h.tenant = $1 AND h.workspace = $2 AND h.thread = $3
+                   AND h.run_id = $4 AND h.call_ref IS NOT NULL",
+                &[t, w, th, run],
+            )
+            .await
+            .map_err(pg)?;
+        for row in &refs {
+            let pos: i64 = row.get(0);
+            let item: HistoryItem = from_json(&row.get::<_, String>(1))?;
+            let call: Option<ToolCallRecord> = row
+                .get::<_, Option<String>>(2)
+                .map(|c| from_json(&c))
+                .transpose()?;
+            if let Some(inlined) = rules::prune::inline(&item, call.as_ref()) {
+                tx.execute(
+                    "UPDATE session_history SET item = $5, call_ref = NULL
+                     WHERE tenant = $1 AND workspace = $2 AND thread = $3 AND pos = $4",
+                    &[t, w, th, &pos, &to_json(&inlined)?],
+                )
+                .await
+                .map_err(pg)?;
+            }
+        }
+        tool_calls += tx
+            .execute(
+                "DELETE FROM session_tool_calls WHERE tenant = $1 AND workspace = $2 AND run_id = $3",
+                &[t, w, run],
+            )
+            .await
+            .map_err(pg)?;
+    }
+    tx.commit().await.map_err(pg)?;
+    Ok(Pruned {
+        commands: 0,
+        events,
+        tool_calls,
+    })
+}
+
 #[async_trait]
 impl SessionStore for PostgresStore {
     async fn commit(&self, thread: &ThreadKey, commit: Commit) -> StoreResult<Committed> {
         rules::precheck(thread, &commit)?;
         let conn = self.take().await?;
         let (c, prepared) = (&conn.client, &conn.statements);
+        let now = self.now();
         let decided = async {
             let snap =
                 begin_locked(c, prepared, thread, load(c, prepared, thread, &commit)).await?;
-            rules::apply(thread, snap, commit, self.now())
+            rules::apply(thread, snap, commit, now)
         }
         .await;
         let (result, ended) = match decided {
             Err(e) => (Err(e), rollback(c).await),
-            Ok(changes) => match save(c, prepared, thread, &changes) {
+            Ok(changes) => match save(c, prepared, thread, &changes, &now) {
                 Err(e) => (Err(e), rollback(c).await),
                 Ok(writes) => {
                     let (written, ended) = write_and_commit(c, writes).await;
@@ -1130,6 +1271,7 @@ impl SessionStore for PostgresStore {
                     &key.sender,
                     &key.command_id,
                     &to_json(&result)?,
+                    &self.now(),
                 ],
             )
             .await
@@ -1169,6 +1311,39 @@ impl SessionStore for PostgresStore {
                 thread: r.get(2),
             })
             .collect())
+    }
+
+    async fn prune(&self, scope: &Scope, before_ms: i64) -> StoreResult<Pruned> {
+        let mut pruned = Pruned::default();
+        let mut after: Option<String> = None;
+        loop {
+            let page = self.threads(scope, after.as_deref(), MAX_PAGE).await?;
+            let Some(last) = page.last() else {
+                break;
+            };
+            after = Some(last.thread.clone());
+            for info in page {
+                let key = scope.thread(info.thread);
+                let mut conn = self.take().await?;
+                // On an error the connection is dropped (closed), its
+                // transaction rolled back by the server.
+                let p = prune_thread(&mut conn.client, &key, before_ms).await?;
+                self.give_back(conn).await;
+                pruned.events += p.events;
+                pruned.tool_calls += p.tool_calls;
+            }
+        }
+        let conn = self.take().await?;
+        pruned.commands = conn
+            .client
+            .execute(
+                "DELETE FROM session_commands WHERE tenant = $1 AND workspace = $2 AND at_ms < $3",
+                &[&scope.tenant, &scope.workspace, &before_ms],
+            )
+            .await
+            .map_err(pg)?;
+        self.give_back(conn).await;
+        Ok(pruned)
     }
 
     fn now_ms(&self) -> i64 {

@@ -31,7 +31,7 @@ use super::error::{StoreError, StoreResult};
 use super::rules::{self, Changes, ClaimRow, Snapshot};
 use super::types::{
     Checkpoint, Claim, ClaimAttempt, CommandKey, Commit, Committed, Event, HistoryEntry,
-    HistoryItem, PostedMessage, RunRecord, Scope, ThreadInfo, ThreadKey, ToolCallRecord,
+    HistoryItem, PostedMessage, Pruned, RunRecord, Scope, ThreadInfo, ThreadKey, ToolCallRecord,
 };
 use super::{MAX_PAGE, SessionStore};
 
@@ -39,7 +39,8 @@ use super::{MAX_PAGE, SessionStore};
 const WAL_AUTOCHECKPOINT_PAGES: i64 = 10_000;
 /// What the WAL file is cut back to after a checkpoint.
 const WAL_SIZE_LIMIT_BYTES: i64 = 64 * 1024 * 1024;
-const SCHEMA_VERSION: i64 = 1;
+/// 2: command results carry the time they were recorded (`at_ms`, for retention).
+const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS session_threads (
@@ -86,7 +87,7 @@ CREATE TABLE IF NOT EXISTS session_checkpoints (
     PRIMARY KEY (tenant, workspace, thread, id)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS session_commands (
     tenant TEXT NOT NULL, workspace TEXT NOT NULL, sender TEXT NOT NULL, command_id TEXT NOT NULL,
-    result TEXT NOT NULL,
+    result TEXT NOT NULL, at_ms INTEGER NOT NULL,
     PRIMARY KEY (tenant, workspace, sender, command_id)) WITHOUT ROWID;
 ";
 
@@ -210,6 +211,7 @@ impl SqliteStore {
             ));
         }
         tx.execute_batch(SCHEMA).map_err(sql)?;
+        add_command_times(&tx, clock.now_ms())?;
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(sql)?;
         tx.commit().map_err(sql)?;
@@ -333,6 +335,123 @@ fn switch_to_wal(conn: &Connection, patience: Duration) -> StoreResult<()> {
             Err(e) => return Err(sql(e)),
         }
     }
+}
+
+/// Schema 1 to 2: gives `session_commands` its `at_ms` column, the results
+/// recorded before it dated `now` (kept a whole retention window from the upgrade).
+fn add_command_times(conn: &Connection, now: i64) -> StoreResult<()> {
+    let has: bool = conn
+        .query_row(
+            "SELECT COUNT(*) FROM pragma_table_info('session_commands') WHERE name = 'at_ms'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .map_err(sql)?
+        > 0;
+    if !has {
+        conn.execute_batch(&format!(
+            "ALTER TABLE session_commands ADD COLUMN at_ms INTEGER NOT NULL DEFAULT {now}"
+        ))
+        .map_err(sql)?;
+    }
+    Ok(())
+}
+
+/// Prunes one thread in the open transaction `tx` (ADR 0255): its events
+/// before the cutoff (but the unfinished run's), and the tool-call records
+/// of its runs ended before it (their history references inlined).
+fn prune_thread(tx: &Connection, key: &ThreadKey, before_ms: i64) -> StoreResult<Pruned> {
+    let (t, w, th) = (&key.scope.tenant, &key.scope.workspace, &key.thread);
+    let Some(info): Option<ThreadInfo> = doc(
+        tx,
+        "SELECT doc FROM session_threads WHERE tenant = ?1 AND workspace = ?2 AND thread = ?3",
+        params![t, w, th],
+    )?
+    else {
+        return Ok(Pruned::default());
+    };
+    let runs: Vec<RunRecord> = docs(
+        tx,
+        "SELECT doc FROM session_runs WHERE tenant = ?1 AND workspace = ?2 AND thread = ?3
+         ORDER BY started_seq",
+        params![t, w, th],
+    )?;
+    let last_assistant = {
+        let mut stmt = tx
+            .prepare_cached(
+                "SELECT run_id, item FROM session_history
+                 WHERE tenant = ?1 AND workspace = ?2 AND thread = ?3
+                   AND message_ref IS NULL AND call_ref IS NULL
+                 ORDER BY pos DESC",
+            )
+            .map_err(sql)?;
+        let mut rows = stmt.query(params![t, w, th]).map_err(sql)?;
+        let mut found = None;
+        while let Some(row) = rows.next().map_err(sql)? {
+            let item: HistoryItem = from_json(&row.get::<_, String>(1).map_err(sql)?)?;
+            if rules::prune::is_assistant(&item) {
+                found = row.get::<_, Option<String>>(0).map_err(sql)?;
+                break;
+            }
+        }
+        found
+    };
+    let plan = rules::prune::plan(&info, &runs, last_assistant.as_deref(), before_ms);
+    let events = tx
+        .prepare_cached(
+            "DELETE FROM session_events
+             WHERE tenant = ?1 AND workspace = ?2 AND thread = ?3 AND seq < ?4
+               AND json_extract(doc, '$.at_ms') < ?5",
+        )
+        .map_err(sql)?
+        .execute(params![t, w, th, int(plan.events_below_seq), before_ms])
+        .map_err(sql)?;
+    let mut tool_calls = 0;
+    for run in &plan.runs {
+        let refs: Vec<(i64, String, Option<String>)> = {
+            let mut stmt = tx
+                .prepare_cached(
+                    "SELECT h.pos, h.item, c.doc FROM session_history h
+                     LEFT JOIN session_tool_calls c
+                       ON c.tenant = h.tenant AND c.workspace = h.workspace
+                      AND c.run_id = h.run_id AND c.call_id = h.call_ref
+                     WHERE h.tenant = ?1 AND h.workspace = ?2 AND h.thread = ?3
+                       AND h.run_id = ?4 AND h.call_ref IS NOT NULL",
+                )
+                .map_err(sql)?;
+            let rows = stmt
+                .query_map(params![t, w, th, run], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })
+                .map_err(sql)?;
+            rows.collect::<Result<_, _>>().map_err(sql)?
+        };
+        for (pos, item, call) in refs {
+            let item: HistoryItem = from_json(&item)?;
+            let call: Option<ToolCallRecord> = call.map(|c| from_json(&c)).transpose()?;
+            if let Some(inlined) = rules::prune::inline(&item, call.as_ref()) {
+                tx.prepare_cached(
+                    "UPDATE session_history SET item = ?5, call_ref = NULL
+                     WHERE tenant = ?1 AND workspace = ?2 AND thread = ?3 AND pos = ?4",
+                )
+                .map_err(sql)?
+                .execute(params![t, w, th, pos, to_json(&inlined)?])
+                .map_err(sql)?;
+            }
+        }
+        tool_calls += tx
+            .prepare_cached(
+                "DELETE FROM session_tool_calls WHERE tenant = ?1 AND workspace = ?2 AND run_id = ?3",
+            )
+            .map_err(sql)?
+            .execute(params![t, w, run])
+            .map_err(sql)?;
+    }
+    Ok(Pruned {
+        commands: 0,
+        events: events as u64,
+        tool_calls: tool_calls as u64,
+    })
 }
 
 fn load_claim(conn: &Connection, key: &ThreadKey) -> StoreResult<Option<ClaimRow>> {
@@ -497,10 +616,15 @@ fn command(conn: &Connection, key: &CommandKey) -> StoreResult<Option<Value>> {
     )
 }
 
-fn insert_command(conn: &Connection, key: &CommandKey, result: &Value) -> StoreResult<()> {
+fn insert_command(
+    conn: &Connection,
+    key: &CommandKey,
+    result: &Value,
+    now: i64,
+) -> StoreResult<()> {
     conn.prepare_cached(
-        "INSERT INTO session_commands (tenant, workspace, sender, command_id, result)
-         VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT INTO session_commands (tenant, workspace, sender, command_id, result, at_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )
     .map_err(sql)?
     .execute(params![
@@ -508,13 +632,14 @@ fn insert_command(conn: &Connection, key: &CommandKey, result: &Value) -> StoreR
         key.scope.workspace,
         key.sender,
         key.command_id,
-        to_json(result)?
+        to_json(result)?,
+        now
     ])
     .map_err(sql)?;
     Ok(())
 }
 
-fn save(conn: &Connection, key: &ThreadKey, ch: &Changes) -> StoreResult<()> {
+fn save(conn: &Connection, key: &ThreadKey, ch: &Changes, now: i64) -> StoreResult<()> {
     let (t, w, th) = (&key.scope.tenant, &key.scope.workspace, &key.thread);
     conn.prepare_cached(
         "INSERT OR REPLACE INTO session_threads (tenant, workspace, thread, doc) VALUES (?1, ?2, ?3, ?4)",
@@ -608,7 +733,7 @@ fn save(conn: &Connection, key: &ThreadKey, ch: &Changes) -> StoreResult<()> {
         .map_err(sql)?;
     }
     if let Some(cmd) = &ch.command {
-        insert_command(conn, &cmd.key, &cmd.result)?;
+        insert_command(conn, &cmd.key, &cmd.result, now)?;
     }
     Ok(())
 }
@@ -621,7 +746,7 @@ impl SessionStore for SqliteStore {
         self.write(move |tx, now| {
             let snap = load(tx, &key, &commit)?;
             let changes = rules::apply(&key, snap, commit, now)?;
-            save(tx, &key, &changes)?;
+            save(tx, &key, &changes, now)?;
             Ok(changes.committed)
         })
         .await
@@ -887,14 +1012,48 @@ impl SessionStore for SqliteStore {
     async fn record_command(&self, key: &CommandKey, result: Value) -> StoreResult<Option<Value>> {
         rules::check_command(key)?;
         let key = key.clone();
-        self.write(move |tx, _| {
+        self.write(move |tx, now| {
             if let Some(existing) = command(tx, &key)? {
                 return Ok(Some(existing));
             }
-            insert_command(tx, &key, &result)?;
+            insert_command(tx, &key, &result, now)?;
             Ok(None)
         })
         .await
+    }
+
+    async fn prune(&self, scope: &Scope, before_ms: i64) -> StoreResult<Pruned> {
+        let mut pruned = Pruned::default();
+        let mut after: Option<String> = None;
+        loop {
+            let page = self.threads(scope, after.as_deref(), MAX_PAGE).await?;
+            let Some(last) = page.last() else {
+                break;
+            };
+            after = Some(last.thread.clone());
+            for info in page {
+                // One transaction a thread: the write lock is held briefly.
+                let key = scope.thread(info.thread);
+                let p = self
+                    .write(move |tx, _| prune_thread(tx, &key, before_ms))
+                    .await?;
+                pruned.events += p.events;
+                pruned.tool_calls += p.tool_calls;
+            }
+        }
+        let s = scope.clone();
+        let commands = self
+            .write(move |tx, _| {
+                tx.prepare_cached(
+                    "DELETE FROM session_commands WHERE tenant = ?1 AND workspace = ?2 AND at_ms < ?3",
+                )
+                .map_err(sql)?
+                .execute(params![s.tenant, s.workspace, before_ms])
+                .map_err(sql)
+            })
+            .await?;
+        pruned.commands = commands as u64;
+        Ok(pruned)
     }
 
     async fn lagging_threads(

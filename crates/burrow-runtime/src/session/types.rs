@@ -746,3 +746,14 @@ pub struct Committed {
     /// The thread's history length after the commit.
     pub history_len: u64,
 }
+
+/// What [`SessionStore::prune`](super::SessionStore::prune) forgot.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pruned {
+    /// Command results deleted.
+    pub commands: u64,
+    /// Events deleted.
+    pub events: u64,
+    /// Tool-call records deleted.
+    pub tool_calls: u64,
+}

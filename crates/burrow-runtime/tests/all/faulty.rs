@@ -196,6 +196,14 @@ impl SessionStore for Faulty {
         self.check("lagging_threads")?;
         self.inner.lagging_threads(ahead, behind, limit).await
     }
+    async fn prune(
+        &self,
+        scope: &burrow_runtime::session::Scope,
+        before_ms: i64,
+    ) -> StoreResult<burrow_runtime::session::Pruned> {
+        self.check("prune")?;
+        self.inner.prune(scope, before_ms).await
+    }
     fn now_ms(&self) -> i64 {
         self.inner.now_ms()
     }
@@ -403,23 +411,34 @@ async fn an_outage_longer_than_the_claim_costs_one_run_and_the_thread_goes_on(fx
 // ---------------------------------------------------------------- SQLite locked for real
 
 /// Holds an exclusive lock on the SQLite file `path` from another connection
-/// for `hold` once `step` runs (in its own thread, as another process would).
+/// once `step` runs (in its own thread, as another process would), taken
+/// before the call returns, so before any commit of its result: for at least
+/// `hold`, and when `until` is given, also until something is sent on it
+/// (an event the test observed, not a guess at how long the run takes).
 fn lock_sqlite_during_the_call(
     path: std::path::PathBuf,
     hold: Duration,
+    until: Option<std::sync::mpsc::Receiver<()>>,
 ) -> Arc<dyn Fn() + Send + Sync> {
     let once = Arc::new(AtomicUsize::new(0));
+    let until = Arc::new(Mutex::new(until));
     Arc::new(move || {
         if once.fetch_add(1, Ordering::SeqCst) != 0 {
             return;
         }
         let path = path.clone();
+        let until = until.lock().unwrap().take();
         let (locked_tx, locked_rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let conn = rusqlite::Connection::open(&path).unwrap();
             conn.execute_batch("BEGIN EXCLUSIVE").unwrap();
+            let locked = Instant::now();
             locked_tx.send(()).unwrap();
-            std::thread::sleep(hold);
+            if let Some(until) = until {
+                // A dropped sender releases too: the test has ended.
+                let _ = until.recv();
+            }
+            std::thread::sleep(hold.saturating_sub(locked.elapsed()));
             conn.execute_batch("COMMIT").unwrap();
         });
         locked_rx.recv().unwrap();
@@ -439,7 +458,7 @@ async fn sqlite_locked_for_9_s_during_a_tool_call_with_the_default_claim_complet
     let (store, path, _dir) = sqlite_file();
     let t = scope().thread("t1");
     let seen = Arc::new(Seen::default());
-    let during = lock_sqlite_during_the_call(path, Duration::from_secs(9));
+    let during = lock_sqlite_during_the_call(path, Duration::from_secs(9), None);
     let runner = Runner::new(stepping_agent(seen.clone(), during), store.clone());
     let began = Instant::now();
     let run = runner
@@ -459,16 +478,38 @@ async fn sqlite_locked_for_9_s_during_a_tool_call_with_the_default_claim_complet
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "timing-dependent: under load the lock may be taken after the call's commits, so the run completes (issue 23 keeps it open)"]
 async fn sqlite_locked_for_9_s_with_a_2_s_claim_fails_the_run_cleanly_and_the_thread_goes_on() {
     let (store, path, _dir) = sqlite_file();
     let t = scope().thread("t1");
     let seen = Arc::new(Seen::default());
-    let during = lock_sqlite_during_the_call(path, Duration::from_secs(9));
+    // The lock is taken inside the call and held until the first run has
+    // ended (and 9 s at least): the run cannot outlast it, whatever the load.
+    let (release, until) = std::sync::mpsc::channel();
+    let during = lock_sqlite_during_the_call(path, Duration::from_secs(9), Some(until));
     let config = RunnerConfig::default().with_claim_ttl(Duration::from_secs(2));
     let runner = Runner::with_config(stepping_agent(seen.clone(), during), store.clone(), config);
-    // The lock is gone by 9 s and the dead claim has lapsed by then.
-    fails_then_the_thread_goes_on(&runner, store.as_ref(), &t, &seen, Duration::from_secs(8)).await;
+    fails_then_the_thread_goes_on(&runner, store.as_ref(), &t, &seen, move || {
+        let _ = release.send(());
+    })
+    .await;
+}
+
+/// Returns once the store answers and `t` has no live claim (released, or
+/// lapsed by the store's clock); fails after a minute.
+async fn the_claim_lapses(store: &dyn SessionStore, t: &ThreadKey) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match store.claim(t).await {
+            Ok(None) => return,
+            Ok(Some(c)) if c.expires_at_ms <= store.now_ms() => return,
+            _ => {}
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the store stayed down or the dead claim never lapsed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 // ---------------------------------------------------------------- PostgreSQL stopped for real
@@ -631,20 +672,21 @@ async fn postgres_stopped_for_10_s_with_a_2_s_claim_fails_the_run_cleanly_and_th
     let during = stop_postgres_during_the_call(cluster.clone(), Duration::from_secs(10));
     let config = RunnerConfig::default().with_claim_ttl(Duration::from_secs(2));
     let runner = Runner::with_config(stepping_agent(seen.clone(), during), store.clone(), config);
-    // The server is back by 10 s and the dead claim has lapsed by then.
-    fails_then_the_thread_goes_on(&runner, store.as_ref(), &t, &seen, Duration::from_secs(10))
-        .await;
+    // The server comes back on its own 10 s after it stopped.
+    fails_then_the_thread_goes_on(&runner, store.as_ref(), &t, &seen, || {}).await;
 }
 
-/// The first run fails (the outage outlasts its claim); after `settle` the
-/// thread is taken over, its next message completes, the failed run is no
-/// longer running and the history is sound.
+/// The first run fails (the outage outlasts its claim); `end_outage` is
+/// called once it has ended; once the store answers again and the dead claim
+/// has lapsed (observed in the store, not slept for), the thread is taken
+/// over, its next message completes, the failed run is no longer running and
+/// the history is sound.
 async fn fails_then_the_thread_goes_on(
     runner: &Runner,
     store: &dyn SessionStore,
     t: &ThreadKey,
     seen: &Seen,
-    settle: Duration,
+    end_outage: impl FnOnce(),
 ) {
     let first = runner
         .send(t, "alice", "go", None)
@@ -655,7 +697,8 @@ async fn fails_then_the_thread_goes_on(
     let result = first.wait().await;
     assert!(!matches!(result.outcome, Outcome::Completed), "{result:?}");
     runner.drain().await;
-    tokio::time::sleep(settle).await;
+    end_outage();
+    the_claim_lapses(store, t).await;
     let sent = runner.send(t, "alice", "again", None).await.unwrap();
     let second = sent.run.expect("the thread is taken over");
     let result = second.wait().await;

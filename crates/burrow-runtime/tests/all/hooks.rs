@@ -609,16 +609,40 @@ async fn a_hook_that_hangs_is_killed_at_its_timeout_with_its_children() {
 #[tokio::test]
 async fn a_background_hook_never_delays_the_call() {
     let dir = tempfile::tempdir().unwrap();
-    let marker = dir.path().join("done");
+    let (gate, started, marker) = (
+        dir.path().join("go"),
+        dir.path().join("started"),
+        dir.path().join("done"),
+    );
+    // The hook cannot finish before the test opens its gate, which it does
+    // only after the run has completed: a run that waited would never end.
     let cmd = script(
         dir.path(),
         "h.sh",
-        &format!("sleep 5; touch {}", marker.display()),
+        &format!(
+            "touch {started}; while [ ! -e {gate} ]; do sleep 0.05; done; touch {marker}",
+            started = started.display(),
+            gate = gate.display(),
+            marker = marker.display()
+        ),
     );
-    let run = run_write(hooks(vec![pre(cmd).in_background()])).await;
+    let hooks = hooks(vec![pre(cmd).in_background()]);
+    let run = tokio::time::timeout(Duration::from_secs(60), run_write(hooks.clone()))
+        .await
+        .expect("the run waited for the background hook");
     assert_eq!(run.outcome, Outcome::Completed);
     assert_eq!(run.file("/a.txt").await.as_deref(), Some("original"));
-    assert!(!marker.exists(), "the run waited for the background hook");
+    assert!(!marker.exists(), "the hook cannot have finished yet");
+    // The background hook did run, and runs to its end once let through.
+    std::fs::write(&gate, "").unwrap();
+    tokio::time::timeout(Duration::from_secs(60), hooks.settle())
+        .await
+        .expect("the background hook ends once its gate opens");
+    assert!(started.exists(), "the background hook never ran");
+    assert!(
+        marker.exists(),
+        "the background hook did not run to its end"
+    );
 }
 
 #[tokio::test]

@@ -219,6 +219,81 @@ async fn a_panicking_capability_ends_the_run_panicked_and_the_thread_takes_the_n
     assert_valid_history(&load_history(fx.store.as_ref(), &t).await.unwrap());
 }
 
+/// A model adapter whose first request panics once `go` fires (after a
+/// watcher has attached), then answers "ok".
+fn panics_on_its_first_request(go: tokio::sync::oneshot::Receiver<()>) -> Arc<ScriptedModel> {
+    let go = Arc::new(tokio::sync::Mutex::new(Some(go)));
+    let requests = Arc::new(AtomicUsize::new(0));
+    Arc::new(ScriptedModel::new_async(move |_| {
+        let (go, n) = (go.clone(), requests.fetch_add(1, Ordering::SeqCst));
+        async move {
+            if n == 0 {
+                if let Some(rx) = go.lock().await.take() {
+                    let _ = rx.await;
+                }
+                panic!("the model adapter broke");
+            }
+            Ok(ScriptedResponse::text("ok"))
+        }
+    }))
+}
+
+async fn a_panicking_model_adapter_ends_the_run_panicked_releases_the_claim_ends_its_watchers_and_the_thread_goes_on(
+    fx: Fixture,
+) {
+    use burrow_runtime::runner::LiveEvent;
+    use futures::StreamExt;
+    let t = Scope::new("acme", "ws").thread("t1");
+    let (go_tx, go_rx) = tokio::sync::oneshot::channel();
+    let runner = Runner::new(
+        Agent::new(panics_on_its_first_request(go_rx)),
+        fx.store.clone(),
+    );
+    let first = start_run(&runner, &t, "alice", "one").await;
+    // The watcher attaches while the model request is in flight.
+    let watcher = runner.watch(&t.scope, first.run_id());
+    go_tx.send(()).unwrap();
+    let frames: Vec<_> =
+        tokio::time::timeout(std::time::Duration::from_secs(60), watcher.collect())
+            .await
+            .expect("the watcher gets the end frame instead of hanging");
+    assert_eq!(
+        frames.last().map(|f| &f.event),
+        Some(&LiveEvent::End {
+            outcome: Some("failed".into()),
+            reason: Some("panicked".into()),
+        }),
+        "{frames:?}"
+    );
+    let ended = first.wait().await;
+    assert_eq!(ended.outcome.reason(), Some("panicked"), "{ended:?}");
+    runner.drain().await;
+    let run = fx
+        .store
+        .run(&t.scope, first.run_id())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(run.status, RunStatus::Failed);
+    assert_eq!(run.reason.as_deref(), Some("panicked"));
+    assert_eq!(
+        fx.store.claim(&t).await.unwrap(),
+        None,
+        "the claim is released, not left to be renewed forever"
+    );
+    // The next message starts a run at once and completes.
+    let second = start_run(&runner, &t, "alice", "two").await;
+    assert_eq!(second.wait().await.outcome, Outcome::Completed);
+    runner.drain().await;
+    let history = load_history(fx.store.as_ref(), &t).await.unwrap();
+    assert_valid_history(&history);
+    assert_eq!(
+        history.last(),
+        Some(&Message::assistant_text("ok")),
+        "{history:?}"
+    );
+}
+
 mod on_every_store {
     use super::super::runner::on_every_store;
     #[cfg(feature = "postgres")]
@@ -228,6 +303,7 @@ mod on_every_store {
 
     on_every_store!(
         a_panicking_capability_ends_the_run_panicked_and_the_thread_takes_the_next_message,
+        a_panicking_model_adapter_ends_the_run_panicked_releases_the_claim_ends_its_watchers_and_the_thread_goes_on,
         a_call_whose_hook_was_deciding_at_the_crash_never_runs_without_it,
     );
 }

@@ -442,6 +442,14 @@ impl SessionStore for Gate {
         self.pass("lagging_threads").await?;
         self.inner.lagging_threads(ahead, behind, limit).await
     }
+    async fn prune(
+        &self,
+        scope: &burrow_runtime::session::Scope,
+        before_ms: i64,
+    ) -> StoreResult<burrow_runtime::session::Pruned> {
+        self.pass("prune").await?;
+        self.inner.prune(scope, before_ms).await
+    }
     fn now_ms(&self) -> i64 {
         self.inner.now_ms()
     }

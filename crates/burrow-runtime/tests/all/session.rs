@@ -93,6 +93,72 @@ mod sqlite {
         }
     }
 
+    /// A file of schema 1, whose command results carry no time, is upgraded
+    /// when opened: its results are dated then (kept a whole retention window),
+    /// later ones at their own time, and a prune sees both (ADR 0255).
+    #[tokio::test]
+    #[allow(clippy::expect_used)]
+    async fn a_schema_1_file_is_upgraded_its_command_results_dated_at_the_upgrade() {
+        use burrow_runtime::session::{CommandKey, Scope};
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let path = dir.path().join("sessions.db");
+        let conn = rusqlite::Connection::open(&path).expect("create the file");
+        conn.execute_batch(
+            "CREATE TABLE session_commands (
+                tenant TEXT NOT NULL, workspace TEXT NOT NULL, sender TEXT NOT NULL,
+                command_id TEXT NOT NULL, result TEXT NOT NULL,
+                PRIMARY KEY (tenant, workspace, sender, command_id)) WITHOUT ROWID;
+             INSERT INTO session_commands VALUES ('t', 'w', 'alice', 'old', '{\"n\":1}');
+             PRAGMA user_version = 1;",
+        )
+        .expect("a schema 1 file");
+        drop(conn);
+        let clock = Arc::new(ManualClock::new(1_000_000));
+        let store = open(&path, clock.clone()).expect("open and upgrade");
+        let scope = Scope::new("t", "w");
+        let key = |id: &str| CommandKey {
+            scope: scope.clone(),
+            sender: "alice".into(),
+            command_id: id.into(),
+        };
+        assert_eq!(
+            store.command_result(&key("old")).await.expect("read"),
+            Some(serde_json::json!({"n": 1}))
+        );
+        clock.advance(std::time::Duration::from_secs(60));
+        store
+            .record_command(&key("new"), serde_json::json!({"n": 2}))
+            .await
+            .expect("record");
+        let version: i64 = rusqlite::Connection::open(&path)
+            .expect("open the file")
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .expect("read the version");
+        assert_eq!(version, 2);
+        let kept = store.prune(&scope, 1_000_000).await.expect("prune");
+        assert_eq!(kept.commands, 0, "dated at the upgrade, not before it");
+        let pruned = store.prune(&scope, 1_000_001).await.expect("prune");
+        assert_eq!(pruned.commands, 1);
+        assert_eq!(store.command_result(&key("old")).await.expect("read"), None);
+        assert!(
+            store
+                .command_result(&key("new"))
+                .await
+                .expect("read")
+                .is_some()
+        );
+        // Reopening an upgraded file changes nothing.
+        drop(store);
+        let again = open(&path, clock).expect("reopen");
+        assert!(
+            again
+                .command_result(&key("new"))
+                .await
+                .expect("read")
+                .is_some()
+        );
+    }
+
     /// A file whose tool-call table is the earlier `WITHOUT ROWID` one (before
     /// ADR 0195) still records calls started and finished.
     #[tokio::test]
@@ -234,4 +300,60 @@ pub(crate) mod postgres {
     }
 
     burrow_runtime::session_conformance_suite!(make, child = open_child);
+
+    /// Tables made before command results carried their time gain the column
+    /// when a store connects: the results recorded until then are dated then
+    /// (ADR 0255); a second connect changes nothing.
+    #[tokio::test]
+    #[allow(clippy::expect_used)]
+    async fn command_results_of_earlier_tables_are_dated_when_the_store_connects() {
+        use burrow_runtime::session::{CommandKey, Scope};
+        let (locator, _guard) = fresh_schema();
+        let (url, schema) = locator.split_once(' ').expect("a locator");
+        let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .expect("connect");
+        tokio::spawn(conn);
+        client
+            .batch_execute(&format!(
+                "CREATE SCHEMA \"{schema}\";
+                 CREATE TABLE \"{schema}\".session_commands (
+                    tenant TEXT NOT NULL, workspace TEXT NOT NULL, sender TEXT NOT NULL,
+                    command_id TEXT NOT NULL, result TEXT NOT NULL,
+                    CONSTRAINT session_commands_pkey PRIMARY KEY (tenant, workspace, sender, command_id));
+                 INSERT INTO \"{schema}\".session_commands VALUES ('t', 'w', 'alice', 'old', '{{\"n\":1}}');"
+            ))
+            .await
+            .expect("the earlier table");
+        drop(client);
+        let clock = Arc::new(ManualClock::new(1_000_000));
+        let store = open(&locator, clock.clone())
+            .await
+            .expect("connect and upgrade");
+        let scope = Scope::new("t", "w");
+        let key = CommandKey {
+            scope: scope.clone(),
+            sender: "alice".into(),
+            command_id: "old".into(),
+        };
+        assert!(store.command_result(&key).await.expect("read").is_some());
+        let again = open(&locator, clock).await.expect("connect again");
+        assert_eq!(
+            again
+                .prune(&scope, 1_000_000)
+                .await
+                .expect("prune")
+                .commands,
+            0
+        );
+        assert_eq!(
+            again
+                .prune(&scope, 1_000_001)
+                .await
+                .expect("prune")
+                .commands,
+            1
+        );
+        assert_eq!(store.command_result(&key).await.expect("read"), None);
+    }
 }

@@ -42,6 +42,7 @@ mod commits;
 mod cursors;
 mod history;
 mod hooks;
+mod retention;
 mod runs;
 mod tools;
 
@@ -283,6 +284,9 @@ macro_rules! __for_each_session_scenario {
             commands::command_keys_are_per_sender_and_workspace
             commands::record_command_inserts_only_if_absent
             commands::concurrent_deliveries_of_one_command_commit_once
+            retention::prune_forgets_command_results_recorded_before_the_cutoff
+            retention::prune_keeps_what_an_unfinished_run_needs
+            retention::prune_keeps_the_records_the_next_run_repairs_from
             hooks::reopen_keeps_everything
             hooks::a_second_connection_sees_commits_and_claims
             hooks::two_connections_commit_concurrently_without_gaps

@@ -8,6 +8,7 @@
 //! - `check`: the names and sizes every store refuses before it loads anything.
 //! - `apply`: a commit's writes applied, one function per write.
 //! - `claim`: acquiring, renewing and releasing a thread's claim.
+//! - `prune`: what retention forgets of a thread.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -23,6 +24,7 @@ use crate::message::Message;
 mod apply;
 mod check;
 mod claim;
+pub(crate) mod prune;
 
 pub(crate) use apply::apply;
 pub(crate) use check::{check_command, check_name, check_thread, precheck};
