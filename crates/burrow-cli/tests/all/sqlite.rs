@@ -125,10 +125,10 @@ fn a_database_that_cannot_be_opened_is_a_failure() {
     assert!(message.contains("cannot open sqlite:"), "{message}");
 }
 
-/// `rm -r` works on a database too (the contract's walk); `mkdir` is refused there as
-/// Unsupported with nothing made, since its directories are implicit.
+/// `rm -r` removes a tree from a database in one transaction, and `mkdir` makes a
+/// directory there that outlives the command (a made directory row, ADR 0221).
 #[test]
-fn rm_r_removes_a_tree_and_mkdir_is_unsupported() {
+fn rm_r_removes_a_tree_and_mkdir_makes_a_directory_that_stays() {
     let on = on_database();
     on.put("/t/a.txt", "a\n");
     on.put("/t/sub/b.txt", "b\n");
@@ -137,7 +137,11 @@ fn rm_r_removes_a_tree_and_mkdir_is_unsupported() {
         .assert_json_error(1, "directory_not_empty");
     assert_eq!(on.run(&["rm", "-r", "/t"]).out(), "removed /t\n");
     assert_eq!(on.ls("/"), ["/t.txt"]);
-    on.run(&["--json", "mkdir", "/m"])
-        .assert_json_error(1, "unsupported");
+    on.run(&["--json", "mkdir", "/m/n"])
+        .assert_json_error(1, "not_found");
+    assert_eq!(on.run(&["mkdir", "-p", "/m/n"]).out(), "made /m/n\n");
+    assert_eq!(on.ls("/"), ["/m", "/t.txt"]);
+    assert_eq!(on.ls("/m"), ["/m/n"]);
+    assert_eq!(on.run(&["rm", "-r", "/m"]).out(), "removed /m\n");
     assert_eq!(on.ls("/"), ["/t.txt"]);
 }
