@@ -5,6 +5,7 @@ mod all {
     mod agent;
     mod call_ids;
     mod capability;
+    mod delete_tool;
     mod faulty;
     mod golden;
     mod guard;
