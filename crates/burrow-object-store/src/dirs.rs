@@ -27,8 +27,8 @@
 use burrow_backend::{Error, ErrorKind, FileContext, Result, VPath};
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
-use object_store::{ObjectStoreExt, PutMode, UpdateVersion};
 use object_store::path::Path;
+use object_store::{ObjectStoreExt, PutMode, UpdateVersion};
 
 use crate::backend::ObjectStoreBackend;
 use crate::replay::Fence;
@@ -97,9 +97,7 @@ impl ObjectStoreBackend {
         // An implicit directory: `mkdir -p` makes it one that stays.
         if self.store.any_under(&key, path).await? {
             existing()?;
-        } else if !parents
-            && let Some(parent) = path.parent().filter(|p| !p.is_root())
-        {
+        } else if !parents && let Some(parent) = path.parent().filter(|p| !p.is_root()) {
             let parent_key = self.keys.key(&ctx.tenant, &parent)?;
             if !self.store.any_under(&parent_key, &parent).await? {
                 return Err(Error::not_found(&parent));

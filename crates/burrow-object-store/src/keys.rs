@@ -386,7 +386,9 @@ mod tests {
         assert_eq!(keys.path_of("r/t", &marker), None);
         assert_eq!(unescape(DIR_MARKER), None);
         let tight = Keys::new("r", Some(10), None).unwrap();
-        let err = tight.marker("t", &VPath::parse("/abcd").unwrap()).unwrap_err();
+        let err = tight
+            .marker("t", &VPath::parse("/abcd").unwrap())
+            .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidPath);
     }
 

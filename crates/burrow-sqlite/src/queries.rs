@@ -27,11 +27,13 @@ pub const DIR_INSERT: &str =
     "INSERT INTO dirs (tenant, path, parent, name, entries) VALUES (?1, ?2, ?3, ?4, 1)";
 /// Counts one entry fewer in a directory, returning what is left and whether
 /// it was made (a made directory stays at zero). Params: tenant, path.
-pub const DIR_DECREMENT: &str = "UPDATE dirs SET entries = entries - 1 WHERE tenant = ?1 AND path = ?2 RETURNING entries, made";
+pub const DIR_DECREMENT: &str =
+    "UPDATE dirs SET entries = entries - 1 WHERE tenant = ?1 AND path = ?2 RETURNING entries, made";
 /// A directory's entry count and whether it was made. Params: tenant, path.
 pub const DIR_STATE: &str = "SELECT entries, made FROM dirs WHERE tenant = ?1 AND path = ?2";
 /// Creates a made directory with no entries. Params: tenant, path, parent, name.
-pub const DIR_INSERT_MADE: &str = "INSERT INTO dirs (tenant, path, parent, name, entries, made) VALUES (?1, ?2, ?3, ?4, 0, 1)";
+pub const DIR_INSERT_MADE: &str =
+    "INSERT INTO dirs (tenant, path, parent, name, entries, made) VALUES (?1, ?2, ?3, ?4, 0, 1)";
 /// Marks an existing (implicit) directory made. Params: tenant, path.
 pub const DIR_MARK_MADE: &str = "UPDATE dirs SET made = 1 WHERE tenant = ?1 AND path = ?2";
 /// The count and total size of the files beneath a directory. Params: tenant, low, high.

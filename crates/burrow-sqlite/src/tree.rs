@@ -251,7 +251,9 @@ pub(crate) fn delete_tree(conn: &Connection, tenant: &str, path: &VPath) -> Resu
     let (files, bytes): (i64, i64) = conn
         .prepare_cached(queries::RANGE_USAGE)
         .map_err(sql)?
-        .query_row(params![tenant, low, high], |row| Ok((row.get(0)?, row.get(1)?)))
+        .query_row(params![tenant, low, high], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })
         .map_err(sql)?;
     for statement in [queries::RANGE_DELETE_FILES, queries::RANGE_DELETE_DIRS] {
         conn.prepare_cached(statement)

@@ -7,8 +7,8 @@ use burrow_backend::{Backend, ErrorKind, FileContext, VPath};
 use burrow_object_store::ObjectStoreBackend;
 use burrow_object_store::dirs::TREE_PAGE;
 use burrow_object_store::keys::DIR_MARKER;
-use burrow_object_store::object_store::memory::InMemory;
 use burrow_object_store::object_store::ObjectStore;
+use burrow_object_store::object_store::memory::InMemory;
 use futures::{StreamExt, TryStreamExt};
 
 use super::common::{s3_backend, s3_endpoint};
@@ -47,7 +47,9 @@ async fn files_beneath(b: &ObjectStoreBackend, dir: &str) -> usize {
 /// files come and go beneath it, and deleted with the directory.
 async fn markers_hold_made_directories(b: &ObjectStoreBackend) {
     let store = b.store().as_ref();
-    b.make_dir(&ctx(), &p("/m/inner"), true).await.expect("mkdir -p");
+    b.make_dir(&ctx(), &p("/m/inner"), true)
+        .await
+        .expect("mkdir -p");
     let root = b.options().root.clone();
     let prefix = if root.is_empty() {
         String::new()
@@ -59,17 +61,27 @@ async fn markers_hold_made_directories(b: &ObjectStoreBackend) {
         [format!("{prefix}t/m/inner/{DIR_MARKER}")],
         "one marker, for the leaf only"
     );
-    b.write(&ctx(), &p("/m/inner/f.txt"), "f").await.expect("write");
-    b.delete(&ctx(), &p("/m/inner/f.txt")).await.expect("delete");
+    b.write(&ctx(), &p("/m/inner/f.txt"), "f")
+        .await
+        .expect("write");
+    b.delete(&ctx(), &p("/m/inner/f.txt"))
+        .await
+        .expect("delete");
     let inner = b.ls(&ctx(), &p("/m/inner"), 10).await.expect("ls");
     assert!(inner.entries.is_empty(), "the marker is never listed");
     assert_eq!(files_beneath(b, "/").await, 0, "glob sees no marker");
     let e = b.delete(&ctx(), &p("/m")).await.expect_err("delete /m");
     assert_eq!(e.kind(), ErrorKind::DirectoryNotEmpty);
-    b.delete(&ctx(), &p("/m/inner")).await.expect("delete the empty made dir");
+    b.delete(&ctx(), &p("/m/inner"))
+        .await
+        .expect("delete the empty made dir");
     assert_eq!(keys(store).await, Vec::<String>::new(), "the marker went");
     let e = b.ls(&ctx(), &p("/m"), 10).await.expect_err("ls /m");
-    assert_eq!(e.kind(), ErrorKind::NotFound, "its implicit parent went too");
+    assert_eq!(
+        e.kind(),
+        ErrorKind::NotFound,
+        "its implicit parent went too"
+    );
 }
 
 #[tokio::test]
@@ -98,7 +110,9 @@ async fn plant_tree(b: &ObjectStoreBackend, n: usize) {
     b.make_dir(&ctx(), &p("/tree/made/empty"), true)
         .await
         .expect("mkdir");
-    b.write(&ctx(), &p("/tree.txt"), "beside").await.expect("write");
+    b.write(&ctx(), &p("/tree.txt"), "beside")
+        .await
+        .expect("write");
 }
 
 #[tokio::test]
@@ -114,13 +128,20 @@ async fn delete_tree_goes_page_by_page_and_a_failure_mid_way_is_finished_by_a_re
         .await
         .expect_err("a delete_tree whose store fails");
     assert_eq!(e.kind(), ErrorKind::Failure);
-    assert!(!e.message().contains("connection dropped"), "{}", e.message());
+    assert!(
+        !e.message().contains("connection dropped"),
+        "{}",
+        e.message()
+    );
     let left = files_beneath(&b, "/tree").await;
     assert!(
         left > 0 && left < n,
         "part of the tree is left ({left} of {n} files)"
     );
-    assert!(b.ls(&ctx(), &p("/tree"), 10).await.is_ok(), "/tree still lists");
+    assert!(
+        b.ls(&ctx(), &p("/tree"), 10).await.is_ok(),
+        "/tree still lists"
+    );
     spy.allow_deletes(i64::MAX);
     spy.delete_batches.store(0, Ordering::SeqCst);
     b.delete_tree(&ctx(), &p("/tree"))
@@ -145,8 +166,12 @@ async fn delete_tree_under_an_effect_key_is_replayed() {
     let key = ctx().with_effect_key("rm-tree");
     b.write(&ctx(), &p("/d/a.txt"), "a").await.expect("write");
     b.delete_tree(&key, &p("/d")).await.expect("delete_tree");
-    b.write(&ctx(), &p("/d/b.txt"), "b").await.expect("write again");
-    b.delete_tree(&key, &p("/d")).await.expect("the retry replays");
+    b.write(&ctx(), &p("/d/b.txt"), "b")
+        .await
+        .expect("write again");
+    b.delete_tree(&key, &p("/d"))
+        .await
+        .expect("the retry replays");
     assert_eq!(
         b.read_bytes(&ctx(), &p("/d/b.txt")).await.expect("read"),
         b"b",
@@ -177,15 +202,16 @@ mod s3 {
     #[tokio::test]
     async fn delete_tree_on_s3_removes_more_than_a_page() {
         let endpoint = s3_endpoint();
-        let b = tokio::task::spawn_blocking(move || {
-            s3_backend(&endpoint, "tree", Default::default())
-        })
-        .await
-        .expect("setup");
+        let b =
+            tokio::task::spawn_blocking(move || s3_backend(&endpoint, "tree", Default::default()))
+                .await
+                .expect("setup");
         let n = TREE_PAGE + 200;
         plant_tree(&b, n).await;
         assert_eq!(files_beneath(&b, "/tree").await, n);
-        b.delete_tree(&ctx(), &p("/tree")).await.expect("delete_tree");
+        b.delete_tree(&ctx(), &p("/tree"))
+            .await
+            .expect("delete_tree");
         assert_eq!(files_beneath(&b, "/tree").await, 0);
         let top = b.ls(&ctx(), &p("/"), 10).await.expect("ls /");
         let names: Vec<&str> = top.entries.iter().map(|e| e.path.as_str()).collect();

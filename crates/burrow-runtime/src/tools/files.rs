@@ -193,7 +193,11 @@ impl Toolset {
     /// Deletes a file or an empty directory, or with `recursive` a whole tree
     /// (`Backend::delete_tree`). No read is needed first: nothing is
     /// overwritten, and what goes is forgotten by the read ledger.
-    pub(crate) async fn delete_path(&self, args: DeletePathArgs, call: &Call<'_>) -> Result<Outcome> {
+    pub(crate) async fn delete_path(
+        &self,
+        args: DeletePathArgs,
+        call: &Call<'_>,
+    ) -> Result<Outcome> {
         let path = VPath::parse(&args.path)?;
         if path.is_root() {
             return Err(Error::refusal(

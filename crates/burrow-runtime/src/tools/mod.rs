@@ -37,8 +37,8 @@ use serde_json::Value;
 use crate::tool::{CallContext, Tool, ToolRegistry, effect_key};
 
 pub use args::{
-    DEFAULT_READ_LIMIT, DeletePathArgs, EditFileArgs, ExecuteArgs, GlobArgs, GrepArgs, LsArgs, MAX_TIMEOUT_SECS,
-    OutputMode, ReadFileArgs, WriteFileArgs,
+    DEFAULT_READ_LIMIT, DeletePathArgs, EditFileArgs, ExecuteArgs, GlobArgs, GrepArgs, LsArgs,
+    MAX_TIMEOUT_SECS, OutputMode, ReadFileArgs, WriteFileArgs,
 };
 pub(crate) use op::EXECUTE_NAME;
 pub use session::{Fingerprint, LedgerCheck, ReadLedger, ToolSession};

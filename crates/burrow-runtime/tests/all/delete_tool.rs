@@ -23,9 +23,13 @@ async fn a_file_and_an_empty_directory_are_deleted_and_a_full_one_needs_recursiv
         ok(&tools, "delete_path", json!({"path": "/a.txt"})).await,
         "Deleted /a.txt."
     );
-    assert!(gone(backend.read_bytes(&ctx(), &p("/a.txt")).await.unwrap_err()));
+    assert!(gone(
+        backend.read_bytes(&ctx(), &p("/a.txt")).await.unwrap_err()
+    ));
     ok(&tools, "delete_path", json!({"path": "/empty"})).await;
-    assert!(gone(backend.ls(&ctx(), &p("/empty"), 10).await.unwrap_err()));
+    assert!(gone(
+        backend.ls(&ctx(), &p("/empty"), 10).await.unwrap_err()
+    ));
     let text = refused(&tools, "delete_path", json!({"path": "/d"})).await;
     assert!(text.contains("recursive set to true"), "{text}");
     assert_eq!(
@@ -34,12 +38,22 @@ async fn a_file_and_an_empty_directory_are_deleted_and_a_full_one_needs_recursiv
         "a refused delete removes nothing"
     );
     assert_eq!(
-        ok(&tools, "delete_path", json!({"path": "/d", "recursive": true})).await,
+        ok(
+            &tools,
+            "delete_path",
+            json!({"path": "/d", "recursive": true})
+        )
+        .await,
         "Deleted /d and everything beneath it."
     );
     assert!(gone(backend.ls(&ctx(), &p("/d"), 10).await.unwrap_err()));
     assert_eq!(hook.count(), 3, "each delete ran the after-change hook");
-    let text = refused(&tools, "delete_path", json!({"path": "/nope", "recursive": true})).await;
+    let text = refused(
+        &tools,
+        "delete_path",
+        json!({"path": "/nope", "recursive": true}),
+    )
+    .await;
     assert!(text.contains("/nope"), "{text}");
     assert_eq!(hook.count(), 3, "a refusal changed nothing");
 }
@@ -49,11 +63,18 @@ async fn the_root_is_refused_and_nothing_goes() {
     let backend = Arc::new(state_with(&[("/a.txt", b"a\n")]).await);
     let tools = toolset(backend.clone());
     for recursive in [false, true] {
-        let text = refused(&tools, "delete_path", json!({"path": "/", "recursive": recursive})).await;
+        let text = refused(
+            &tools,
+            "delete_path",
+            json!({"path": "/", "recursive": recursive}),
+        )
+        .await;
         assert!(text.contains("cannot be deleted"), "{text}");
     }
-    assert_eq!(backend.read_bytes(&ctx(), &p("/a.txt")).await.unwrap(), b"a\n");
-
+    assert_eq!(
+        backend.read_bytes(&ctx(), &p("/a.txt")).await.unwrap(),
+        b"a\n"
+    );
 }
 
 #[tokio::test]
@@ -62,7 +83,12 @@ async fn what_was_deleted_must_be_read_again_before_it_is_replaced() {
     let tools = toolset(backend.clone());
     ok(&tools, "read_file", json!({"file_path": "/d/a.txt"})).await;
     ok(&tools, "read_file", json!({"file_path": "/f.txt"})).await;
-    ok(&tools, "delete_path", json!({"path": "/d", "recursive": true})).await;
+    ok(
+        &tools,
+        "delete_path",
+        json!({"path": "/d", "recursive": true}),
+    )
+    .await;
     ok(&tools, "delete_path", json!({"path": "/f.txt"})).await;
     // Someone else puts the same bytes back: the agent has not seen these files.
     let other = FileContext::for_tenant(ctx().tenant.clone());
@@ -96,5 +122,9 @@ async fn a_file_holds_its_path_keys_and_a_tree_the_key_that_meets_every_other() 
         vec![workspace_lock()]
     );
     assert!(delete.validate(&json!({"file_path": "/a"})).is_err());
-    assert!(delete.validate(&json!({"path": "/a", "recursive": "yes"})).is_err());
+    assert!(
+        delete
+            .validate(&json!({"path": "/a", "recursive": "yes"}))
+            .is_err()
+    );
 }

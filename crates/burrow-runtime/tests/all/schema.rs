@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use burrow_runtime::model::ToolDefinition;
 use burrow_runtime::tools::{
-    DeletePathArgs, EditFileArgs, ExecuteArgs, GlobArgs, GrepArgs, LsArgs, ReadFileArgs, WriteFileArgs,
+    DeletePathArgs, EditFileArgs, ExecuteArgs, GlobArgs, GrepArgs, LsArgs, ReadFileArgs,
+    WriteFileArgs,
 };
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};

@@ -41,7 +41,11 @@ pub fn assert_consistent(db: &Path) {
         .map(Result::unwrap)
         .filter(|(_, _, kept, real)| kept != real)
         .collect();
-    assert_eq!(wrong_counts, [], "directory counts that disagree with their entries");
+    assert_eq!(
+        wrong_counts,
+        [],
+        "directory counts that disagree with their entries"
+    );
     let orphans: i64 = conn
         .query_row(
             "SELECT COUNT(*) FROM (
@@ -60,7 +64,10 @@ pub fn assert_consistent(db: &Path) {
             |r| r.get(0),
         )
         .unwrap();
-    assert_eq!(empty_implicit, 0, "implicit directories left with no entries");
+    assert_eq!(
+        empty_implicit, 0,
+        "implicit directories left with no entries"
+    );
     let wrong_usage: i64 = conn
         .query_row(
             "SELECT COUNT(*) FROM usage u WHERE u.bytes <> (SELECT COALESCE(SUM(size), 0) FROM files f WHERE f.tenant = u.tenant)
@@ -119,7 +126,10 @@ async fn delete_tree_removes_rows_and_usage_of_its_tenant_only() {
         t.files.write(&c, &p(path), text).await.unwrap();
         t.files.write(&other, &p(path), text).await.unwrap();
     }
-    t.files.make_dir(&c, &p("/d/made/empty"), true).await.unwrap();
+    t.files
+        .make_dir(&c, &p("/d/made/empty"), true)
+        .await
+        .unwrap();
     let before_other = t.files.usage("u").await.unwrap();
     t.files.delete_tree(&c, &p("/d")).await.unwrap();
     assert_eq!(
@@ -128,9 +138,16 @@ async fn delete_tree_removes_rows_and_usage_of_its_tenant_only() {
         "usage is down by the tree's 7 bytes and 3 files"
     );
     assert_eq!(t.files.usage("u").await.unwrap(), before_other);
-    assert_eq!(dir_rows(&t.db_path(), "t"), [("/keep".to_owned(), 1, false)]);
+    assert_eq!(
+        dir_rows(&t.db_path(), "t"),
+        [("/keep".to_owned(), 1, false)]
+    );
     let theirs = t.files.ls(&other, &p("/d/sub"), 10).await.unwrap();
-    assert_eq!(theirs.entries.len(), 2, "another tenant's tree is untouched");
+    assert_eq!(
+        theirs.entries.len(),
+        2,
+        "another tenant's tree is untouched"
+    );
     assert_consistent(&t.db_path());
 }
 
@@ -150,10 +167,18 @@ async fn delete_tree_under_an_effect_key_is_done_once_and_replayed() {
     );
     // A refusal is recorded and replayed even once it would succeed.
     let missing = c.with_effect_key("rm-2");
-    let e = t.files.delete_tree(&missing, &p("/gone")).await.unwrap_err();
+    let e = t
+        .files
+        .delete_tree(&missing, &p("/gone"))
+        .await
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NotFound);
     t.files.write(&c, &p("/gone/x.txt"), "x").await.unwrap();
-    let e = t.files.delete_tree(&missing, &p("/gone")).await.unwrap_err();
+    let e = t
+        .files
+        .delete_tree(&missing, &p("/gone"))
+        .await
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NotFound);
     assert_eq!(
         t.files.read_bytes(&c, &p("/gone/x.txt")).await.unwrap(),
@@ -196,7 +221,14 @@ async fn make_dir_under_an_effect_key_is_done_once_and_replayed() {
         .await
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NotFound);
-    assert!(t.files.ls(&c, &p("/p"), 10).await.unwrap().entries.is_empty());
+    assert!(
+        t.files
+            .ls(&c, &p("/p"), 10)
+            .await
+            .unwrap()
+            .entries
+            .is_empty()
+    );
 }
 
 #[tokio::test]
@@ -222,8 +254,18 @@ async fn directories_of_an_older_schema_stay_implicit_and_can_be_made() {
     );
     // ...unless it is made.
     files.make_dir(&alice, &p("/src/lib"), true).await.unwrap();
-    files.delete_tree(&alice, &p("/src/lib/a.rs")).await.unwrap();
+    files
+        .delete_tree(&alice, &p("/src/lib/a.rs"))
+        .await
+        .unwrap();
     files.delete(&alice, &p("/src/lib/b.rs")).await.unwrap();
-    assert!(files.ls(&alice, &p("/src/lib"), 10).await.unwrap().entries.is_empty());
+    assert!(
+        files
+            .ls(&alice, &p("/src/lib"), 10)
+            .await
+            .unwrap()
+            .entries
+            .is_empty()
+    );
     assert_consistent(&path);
 }

@@ -344,7 +344,10 @@ async fn plant_tree(files: &StoreBackend) {
     let c = ctx(TENANT);
     files.write_many(&c, batch).await.unwrap();
     files.make_dir(&c, &p("/t/made/empty"), true).await.unwrap();
-    files.write(&c, &p("/t.txt"), "beside the tree").await.unwrap();
+    files
+        .write(&c, &p("/t.txt"), "beside the tree")
+        .await
+        .unwrap();
 }
 
 /// How many files of `TENANT` lie beneath /t.
@@ -384,10 +387,16 @@ async fn a_delete_tree_killed_mid_way_leaves_all_of_the_tree_or_none() {
         let c = ctx(TENANT);
         let tree = t.files.ls(&c, &p("/t"), 100).await;
         if left == 0 {
-            assert_eq!(tree.unwrap_err().kind(), burrow_backend::ErrorKind::NotFound);
+            assert_eq!(
+                tree.unwrap_err().kind(),
+                burrow_backend::ErrorKind::NotFound
+            );
         } else {
             assert_eq!(left, TREE_FILES as i64, "part of the tree was deleted");
-            assert!(!said_done, "the child said done, but the tree is still there");
+            assert!(
+                !said_done,
+                "the child said done, but the tree is still there"
+            );
             let made = t.files.ls(&c, &p("/t/made/empty"), 10).await.unwrap();
             assert!(made.entries.is_empty());
         }
