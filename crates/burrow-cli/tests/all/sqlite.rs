@@ -145,3 +145,47 @@ fn rm_r_removes_a_tree_and_mkdir_makes_a_directory_that_stays() {
     assert_eq!(on.run(&["rm", "-r", "/m"]).out(), "removed /m\n");
     assert_eq!(on.ls("/"), ["/t.txt"]);
 }
+
+/// The peers' pattern through `burrow batch` on a database: make a scratch directory,
+/// fill it, list it, remove it whole, find nothing left; the empty directory made
+/// first outlives the batch (it is a row), and the removal is one transaction.
+#[test]
+fn batch_makes_a_scratch_directory_and_removes_it_whole() {
+    let on = on_database();
+    on.put("/keep.txt", "kept\n");
+    let input = [
+        r#"{"op": "mkdir", "path": "/scratch"}"#,
+        r#"{"op": "ls", "path": "/scratch"}"#,
+        r#"{"op": "write", "path": "/scratch/a.txt", "content": "a"}"#,
+        r#"{"op": "write", "path": "/scratch/sub/b.txt", "content": "b"}"#,
+        r#"{"op": "mkdir", "path": "/scratch/empty/deeper", "parents": true}"#,
+        r#"{"op": "ls", "path": "/scratch"}"#,
+        r#"{"op": "rm", "path": "/scratch"}"#,
+        r#"{"op": "rm", "path": "/scratch", "recursive": true}"#,
+        r#"{"op": "ls", "path": "/scratch"}"#,
+        r#"{"op": "ls", "path": "/"}"#,
+        r#"{"op": "mkdir", "path": "/keep.txt"}"#,
+        r#"{"op": "mkdir", "path": "/kept-empty"}"#,
+    ]
+    .join("\n");
+    let run = on.run_with_stdin(&["batch"], input.as_bytes());
+    let lines: Vec<serde_json::Value> = run
+        .out()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 12, "{}", run.out());
+    assert_eq!(lines[0], json!({"path": "/scratch"}));
+    assert_eq!(paths(&lines[1]), Vec::<String>::new());
+    assert_eq!(
+        paths(&lines[5]),
+        ["/scratch/a.txt", "/scratch/empty", "/scratch/sub"]
+    );
+    assert_eq!(lines[6]["error"]["kind"], "directory_not_empty");
+    assert_eq!(lines[7], json!({"path": "/scratch"}));
+    assert_eq!(lines[8]["error"]["kind"], "not_found");
+    assert_eq!(paths(&lines[9]), ["/keep.txt"]);
+    assert_eq!(lines[10]["error"]["kind"], "already_exists");
+    assert_eq!(on.ls("/"), ["/keep.txt", "/kept-empty"]);
+    assert_eq!(on.ls("/kept-empty"), Vec::<String>::new());
+}
