@@ -115,8 +115,8 @@ line was refused, 2 some line failed.";
 
 #[cfg(feature = "mcp")]
 const MCP_HELP: &str = "\
-Serve the agent file tools (ls, read_file, write_file, edit_file, glob, grep, and execute on a
-sandbox backend) to an MCP client over stdin/stdout, until the client disconnects.
+Serve the agent file tools (ls, read_file, write_file, edit_file, delete_path, glob, grep, and
+execute on a sandbox backend) to an MCP client over stdin/stdout, until the client disconnects.
 
 stdout carries only the MCP protocol; notes go to stderr. Add it to a client's configuration as
 {\"mcpServers\": {\"burrow\": {\"command\": \"burrow\", \"args\": [\"mcp\", \"--backend\", \"state:work.json\"]}}}.
@@ -127,7 +127,7 @@ isError true; a storage failure is a JSON-RPC error.";
 #[cfg(feature = "run")]
 const RUN_HELP: &str = "\
 Run an agent in the workspace: the model answers PROMPT, calling the file tools (ls, read_file,
-write_file, edit_file, glob, grep, and execute on a sandbox backend) until it answers without a
+write_file, edit_file, delete_path, glob, grep, and execute on a sandbox backend) until it answers without a
 tool call.
 
 MODEL: scripted:FILE.jsonl, one answer per line: {\"text\": \"...\", \"tool_calls\": [{\"id\": \"c1\",

@@ -304,6 +304,16 @@ impl Backend for StateFile {
             .await
     }
 
+    /// Refused, as `make_dir` is off: a made directory would be gone when the command ends.
+    async fn make_dir(&self, _ctx: &FileContext, path: &VPath, _parents: bool) -> Result<()> {
+        Err(Error::refusal(
+            burrow::ErrorKind::Unsupported,
+            format!(
+                "a state file keeps files only, so the directory {path} would be gone when this command ends; write a file beneath it instead (its directories come with it), or use a folder (fs:) or a database (sqlite:) to keep empty directories."
+            ),
+        ))
+    }
+
     async fn glob(
         &self,
         ctx: &FileContext,

@@ -142,6 +142,7 @@ impl Backend for DockerSandbox {
         Capabilities::minimal()
             .with_exec(true)
             .with_empty_dirs(true)
+            .with_make_dir(true)
             .with_modified_at(true)
             .with_symlinks(true)
             .with_limits(self.limits())
@@ -223,6 +224,62 @@ impl Backend for DockerSandbox {
         match resolved.target {
             None => Err(Error::not_found(path)),
             Some((real, _)) => listing::delete(&self.place(), path, &real).await,
+        }
+    }
+
+    /// `mkdir` (`-p` with `parents`) through exec, the path an argv element,
+    /// after resolving each component as every write does (ADR 0102).
+    async fn make_dir(&self, _ctx: &FileContext, path: &VPath, parents: bool) -> Result<()> {
+        let _busy = self.begin()?;
+        let existing = || {
+            if parents {
+                Ok(())
+            } else {
+                Err(Error::already_exists(path))
+            }
+        };
+        if path.is_root() {
+            return existing();
+        }
+        let _lock = self.lock_resolved(path, Follow::Yes).await;
+        let resolved = self.resolve(path, Follow::Yes).await?;
+        if resolved.dangling {
+            return Err(Error::refusal(
+                ErrorKind::PermissionDenied,
+                format!(
+                    "{path} goes through a symbolic link that leads nowhere; make the link's target instead."
+                ),
+            ));
+        }
+        if let Some(file) = &resolved.blocked_by {
+            return Err(Error::not_a_directory(file));
+        }
+        match &resolved.target {
+            Some((_, s)) if s.kind == Kind::Dir => existing(),
+            Some(_) => Err(Error::already_exists(path)),
+            None => {
+                if !parents && resolved.missing.len() > 1 {
+                    let parent = path.parent().unwrap_or_else(VPath::root);
+                    return Err(Error::not_found(&parent));
+                }
+                let real = paths::join(&resolved.base, &resolved.missing.join("/"));
+                listing::make_dir(&self.place(), path, &real, parents).await
+            }
+        }
+    }
+
+    /// `rm -rf` through exec in one step, the path an argv element; a link
+    /// at `path` is removed, never its target.
+    async fn delete_tree(&self, _ctx: &FileContext, path: &VPath) -> Result<()> {
+        let _busy = self.begin()?;
+        if path.is_root() {
+            return Err(Error::root_cannot_be_deleted());
+        }
+        let _lock = self.lock_resolved(path, Follow::No).await;
+        let resolved = self.resolve(path, Follow::No).await?;
+        match resolved.target {
+            None => Err(Error::not_found(path)),
+            Some((real, _)) => listing::delete_tree(&self.place(), path, &real).await,
         }
     }
 

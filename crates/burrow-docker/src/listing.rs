@@ -1,4 +1,4 @@
-//! `ls`, glob's names and `delete`: what the archive API cannot do without content, run as constant `sh` scripts with the path as an argv element.
+//! `ls`, glob's names, `delete`, `make_dir` and `delete_tree`: what the archive API cannot do without content, run as constant `sh` scripts or tools with the path as an argv element.
 //!
 //! No script holds a path: the directory or file is `$1`, so no name
 //! can break the quoting. Listing prints one `TYPE NAME` record per entry,
@@ -345,5 +345,66 @@ pub(crate) async fn delete(place: &Place<'_>, path: &VPath, real: &str) -> Resul
                 )))
             }
         }
+    }
+}
+
+/// The argv element that `mkdir` and `rm` get before the path, so a name starting with "-" is a name.
+const END_OF_OPTIONS: &str = "--";
+
+/// Makes the directory at the real container path `real` (`mkdir`, with
+/// `parents` `mkdir -p`); the caller has checked what stands on the way.
+pub(crate) async fn make_dir(
+    place: &Place<'_>,
+    path: &VPath,
+    real: &str,
+    parents: bool,
+) -> Result<()> {
+    let mut argv = vec!["mkdir".to_owned()];
+    if parents {
+        argv.push("-p".to_owned());
+    }
+    argv.extend([END_OF_OPTIONS.to_owned(), real.to_owned()]);
+    let (code, out) = run_argv(place.docker, place.at, argv).await?;
+    match code {
+        0 => Ok(()),
+        _ => Err(tool_refusal("make", path, code, &out)),
+    }
+}
+
+/// Deletes the file, link or directory at the real container path `real`
+/// with everything beneath it (`rm -rf`, which never follows a link).
+pub(crate) async fn delete_tree(place: &Place<'_>, path: &VPath, real: &str) -> Result<()> {
+    let argv = vec![
+        "rm".to_owned(),
+        "-rf".to_owned(),
+        END_OF_OPTIONS.to_owned(),
+        real.to_owned(),
+    ];
+    let (code, out) = run_argv(place.docker, place.at, argv).await?;
+    match code {
+        0 => Ok(()),
+        _ => Err(tool_refusal("delete", path, code, &out)),
+    }
+}
+
+/// What a tool's failure to `verb` `path` means: AlreadyExists (made
+/// meanwhile), PermissionDenied, or a failure with its words.
+fn tool_refusal(verb: &str, path: &VPath, code: i64, out: &[u8]) -> Error {
+    let said = String::from_utf8_lossy(out);
+    if said.contains("ermission denied") || said.contains("not permitted") {
+        Error::refusal(
+            ErrorKind::PermissionDenied,
+            format!("the sandbox's user may not {verb} {path}."),
+        )
+    } else if verb == "make" && said.contains("File exists") {
+        Error::refusal(
+            ErrorKind::AlreadyExists,
+            format!("{path} already exists (it was made meanwhile)."),
+        )
+    } else {
+        Error::failure_msg(format!(
+            "trying to {verb} {path} in the sandbox failed (exit code {code}): {}",
+            crate::engine::scrub(&said)
+        ))
     }
 }

@@ -36,7 +36,11 @@ use crate::store::{Fetched, Store};
 /// # Directories
 ///
 /// Directories are implicit (`empty_dirs: false`): a directory exists while
-/// an object lies beneath its prefix, and disappears with its last file.
+/// an object lies beneath its prefix, and disappears with its last file. A
+/// directory made with `make_dir` is held by a marker object (never listed)
+/// and stays until it is deleted; `delete_tree` lists and batch-deletes a
+/// page of keys at a time, so a crash mid-way leaves part of the tree and
+/// running it again finishes it (see [`crate::dirs`]).
 /// `ls` asks the store for one level (`list_with_delimiter`, which pages
 /// through the store's pages of up to 1,000 keys); `glob` and `grep` list
 /// the objects beneath `under` only. No operation lists the whole bucket to
@@ -203,6 +207,7 @@ impl ObjectStoreBackend {
 impl Backend for ObjectStoreBackend {
     fn capabilities(&self) -> Capabilities {
         Capabilities::minimal()
+            .with_make_dir(true)
             .with_modified_at(true)
             .with_tenants(true)
             .with_effect_keys(self.options.conditional_creates)
@@ -276,6 +281,32 @@ impl Backend for ObjectStoreBackend {
             Guard::Replay(outcome) => outcome,
             Guard::Mine(fence) => {
                 let result = self.delete_file(ctx, path, Some(&fence)).await;
+                fence.finish(result).await
+            }
+        }
+    }
+
+    async fn make_dir(&self, ctx: &FileContext, path: &VPath, parents: bool) -> Result<()> {
+        match self.guard(ctx, "make_dir", path).await? {
+            Guard::Free => self.make_dir_marker(ctx, path, parents, None).await,
+            Guard::Replay(outcome) => outcome,
+            Guard::Mine(fence) => {
+                let result = self.make_dir_marker(ctx, path, parents, Some(&fence)).await;
+                fence.finish(result).await
+            }
+        }
+    }
+
+    /// Pages of list + batch delete; under an effect key the outcome is
+    /// recorded once the tree is gone, and a retry replays it. The claim
+    /// records no intent, so a claim left by a crash mid-way is taken over
+    /// once stale and the delete runs again, finishing the tree.
+    async fn delete_tree(&self, ctx: &FileContext, path: &VPath) -> Result<()> {
+        match self.guard(ctx, "delete_tree", path).await? {
+            Guard::Free => self.delete_tree_pages(ctx, path).await,
+            Guard::Replay(outcome) => outcome,
+            Guard::Mine(fence) => {
+                let result = self.delete_tree_pages(ctx, path).await;
                 fence.finish(result).await
             }
         }

@@ -29,6 +29,11 @@ use sha2::{Digest, Sha256};
 /// The key segment, beside the tenants, beneath which effect records live.
 pub const EFFECTS_DIR: &str = ".burrow-effects";
 
+/// The last segment of a made directory's marker object, `{dir}/%dir` (ADR
+/// 0221): escaping never produces it ("%di" is no escape), so it can never be
+/// a file's key, and listings, which decode every segment, never show it.
+pub const DIR_MARKER: &str = "%dir";
+
 /// The longest escaped effect key kept as it is; longer keys are hashed.
 const MAX_EFFECT_SEGMENT: usize = 200;
 
@@ -216,6 +221,33 @@ impl Keys {
         parse(&key)
     }
 
+    /// The key of the marker object of the made directory `dir` of `tenant`:
+    /// `{dir's key}/%dir`. InvalidPath when it passes the store's key limit.
+    pub fn marker(&self, tenant: &str, dir: &VPath) -> Result<Path> {
+        let key = self.key(tenant, dir)?;
+        let marker = format!("{}/{DIR_MARKER}", key.as_ref());
+        if let Some(max) = self.max_key_bytes
+            && marker.len() > max
+        {
+            return Err(Error::refusal(
+                ErrorKind::InvalidPath,
+                format!(
+                    "{dir} is too long for a directory on this object store: its marker's key would be {} bytes, and the store allows {max}; use a shorter path.",
+                    marker.len()
+                ),
+            ));
+        }
+        parse(&marker)
+    }
+
+    /// True when `key` is a made directory's marker object.
+    pub fn is_marker(key: &Path) -> bool {
+        key.as_ref()
+            .rsplit('/')
+            .next()
+            .is_some_and(|last| last == DIR_MARKER)
+    }
+
     /// The virtual path of an object key beneath `tenant`'s prefix; `None`
     /// for a key that is not beneath it or that escaping never produces.
     pub fn path_of(&self, tenant_prefix: &str, key: &Path) -> Option<VPath> {
@@ -341,6 +373,23 @@ mod tests {
             .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidPath);
         assert!(keys.key("t", &VPath::parse("/abc").unwrap()).is_ok());
+    }
+
+    #[test]
+    fn markers_never_decode_to_a_file() {
+        let keys = Keys::new("r", None, None).unwrap();
+        let dir = VPath::parse("/a/%dir").unwrap();
+        let marker = keys.marker("t", &dir).unwrap();
+        assert_eq!(marker.as_ref(), "r/t/a/%25dir/%dir");
+        assert!(Keys::is_marker(&marker));
+        assert!(!Keys::is_marker(&keys.key("t", &dir).unwrap()));
+        assert_eq!(keys.path_of("r/t", &marker), None);
+        assert_eq!(unescape(DIR_MARKER), None);
+        let tight = Keys::new("r", Some(10), None).unwrap();
+        let err = tight
+            .marker("t", &VPath::parse("/abcd").unwrap())
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidPath);
     }
 
     #[test]

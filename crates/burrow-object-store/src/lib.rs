@@ -23,7 +23,9 @@
 //! # Keys
 //!
 //! A file is the object `{root}/{tenant}/{path}`; a directory is a key
-//! prefix, so directories are implicit and vanish with their last file.
+//! prefix, so directories are implicit and vanish with their last file,
+//! except one made with `make_dir`, which a marker object `{dir}/%dir`
+//! holds until it is deleted ([`dirs`]).
 //! Tenants and names are escaped one key segment each ([`keys`]): `/`, `%`
 //! and the characters object stores reserve become `%XX`, a tenant's
 //! leading `.` too, so no tenant or path can spell another tenant's key,
@@ -54,6 +56,7 @@
 //! with [`object_store`] and hand to [`ObjectStoreBackend::new`].
 
 mod backend;
+pub mod dirs;
 pub mod keys;
 pub mod local;
 pub mod mutate;

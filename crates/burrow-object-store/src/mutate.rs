@@ -373,7 +373,8 @@ impl ObjectStoreBackend {
         Err(conflict(path, attempts))
     }
 
-    /// Deletes the file at `path`; with a `fence`, the delete is announced in the effect record first.
+    /// Deletes the file at `path`, or the made, empty directory there; with a
+    /// `fence`, the delete is announced in the effect record first.
     ///
     /// object_store has no conditional delete: a file another process
     /// rewrote between this HEAD and this DELETE is deleted all the same.
@@ -392,14 +393,8 @@ impl ObjectStoreBackend {
         let key = self.keys.key(&ctx.tenant, path)?;
         let _serialised = self.locks.lock(key.clone()).await;
         let Some(meta) = self.store.head(&key, path).await? else {
-            return Err(if self.store.any_under(&key, path).await? {
-                Error::refusal(
-                    ErrorKind::DirectoryNotEmpty,
-                    format!("{path} is a directory with entries; delete its files first."),
-                )
-            } else {
-                Error::not_found(path)
-            });
+            // A directory: deleted only when it is a made one with nothing in it.
+            return self.delete_empty_dir(ctx, path, &key, fence).await;
         };
         if let Some(f) = fence {
             f.intend(Some(&version_of(&meta)), &()).await?;

@@ -29,6 +29,7 @@ use object_store::path::Path;
 use object_store::{ListResult, ObjectMeta};
 
 use crate::backend::ObjectStoreBackend;
+use crate::keys::Keys;
 use crate::store::{absent, fail};
 
 /// How many keys one page of a paged `ls` asks for (S3's own most).
@@ -72,6 +73,11 @@ impl ObjectStoreBackend {
         let mut any = false;
         let mut take = |level: ListResult| {
             for meta in &level.objects {
+                // The directory's own marker (one level: no other's can be here): it exists, empty.
+                if Keys::is_marker(&meta.location) {
+                    any = true;
+                    continue;
+                }
                 if let Some(path) = self.keys.path_of(&tenant, &meta.location)
                     && path.parent().as_ref() == Some(dir)
                 {

@@ -8,6 +8,7 @@ mod all {
     mod conformance_local;
     mod conformance_memory;
     mod conformance_s3;
+    mod dirs;
     mod keys;
     mod limits;
     mod listing;

@@ -7,6 +7,7 @@ mod all {
     mod capability;
     #[cfg(feature = "failpoints")]
     mod crash;
+    mod delete_tool;
     mod faulty;
     mod golden;
     mod guard;

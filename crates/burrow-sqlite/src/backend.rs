@@ -28,7 +28,12 @@ const PRUNE_BATCH: usize = 1000;
 ///   modified_at. Directories are implicit: they exist while a file lies
 ///   beneath them (`empty_dirs` is false) and are kept as rows of `dirs` with
 ///   a count of their entries, so `ls` of a small directory is two index
-///   range scans whatever the size of the store (ADR 0071).
+///   range scans whatever the size of the store (ADR 0071). A directory
+///   made with `make_dir` is a row marked made: it stays, empty or not,
+///   until it is deleted (ADR 0221).
+/// - **Trees.** `delete_tree` is one transaction like any mutation: three
+///   statements over the subtree's index range (its files, its directory
+///   rows, its usage), so a crash leaves all of the tree or none of it.
 /// - **Transactions.** Every mutation is one `BEGIN IMMEDIATE` transaction:
 ///   the checks, the change, the directory counts, the tenant's usage and the
 ///   effect record commit together or not at all. Writers (threads or other
@@ -219,6 +224,7 @@ impl Backend for StoreBackend {
     fn capabilities(&self) -> Capabilities {
         Capabilities::minimal()
             .with_empty_dirs(false)
+            .with_make_dir(true)
             .with_modified_at(true)
             .with_tenants(true)
             .with_effect_keys(true)
@@ -336,6 +342,47 @@ impl Backend for StoreBackend {
                     &[&path],
                     &now,
                     |c| tree::delete_file(c, &ctx.tenant, &path),
+                )
+            })?
+        })
+        .await
+    }
+
+    async fn make_dir(&self, ctx: &FileContext, path: &VPath, parents: bool) -> Result<()> {
+        let (ctx, path) = (ctx.clone(), path.clone());
+        blocking(&self.db, move |db| {
+            let now = now();
+            db.write(|c| {
+                guarded(
+                    c,
+                    &ctx.tenant,
+                    ctx.effect_key.as_deref(),
+                    "make_dir",
+                    &[&path],
+                    &now,
+                    |c| tree::make_dir(c, &ctx.tenant, &path, parents),
+                )
+            })?
+        })
+        .await
+    }
+
+    /// One transaction, as every mutation here: the whole tree goes, or
+    /// (on a refusal, a failure or a crash) none of it; an effect key
+    /// replays its outcome.
+    async fn delete_tree(&self, ctx: &FileContext, path: &VPath) -> Result<()> {
+        let (ctx, path) = (ctx.clone(), path.clone());
+        blocking(&self.db, move |db| {
+            let now = now();
+            db.write(|c| {
+                guarded(
+                    c,
+                    &ctx.tenant,
+                    ctx.effect_key.as_deref(),
+                    "delete_tree",
+                    &[&path],
+                    &now,
+                    |c| tree::delete_tree(c, &ctx.tenant, &path),
                 )
             })?
         })

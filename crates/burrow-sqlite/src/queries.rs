@@ -25,9 +25,25 @@ pub const DIR_INCREMENT: &str =
 /// Creates a directory holding one entry. Params: tenant, path, parent, name.
 pub const DIR_INSERT: &str =
     "INSERT INTO dirs (tenant, path, parent, name, entries) VALUES (?1, ?2, ?3, ?4, 1)";
-/// Counts one entry fewer in a directory, returning what is left. Params: tenant, path.
+/// Counts one entry fewer in a directory, returning what is left and whether
+/// it was made (a made directory stays at zero). Params: tenant, path.
 pub const DIR_DECREMENT: &str =
-    "UPDATE dirs SET entries = entries - 1 WHERE tenant = ?1 AND path = ?2 RETURNING entries";
+    "UPDATE dirs SET entries = entries - 1 WHERE tenant = ?1 AND path = ?2 RETURNING entries, made";
+/// A directory's entry count and whether it was made. Params: tenant, path.
+pub const DIR_STATE: &str = "SELECT entries, made FROM dirs WHERE tenant = ?1 AND path = ?2";
+/// Creates a made directory with no entries. Params: tenant, path, parent, name.
+pub const DIR_INSERT_MADE: &str =
+    "INSERT INTO dirs (tenant, path, parent, name, entries, made) VALUES (?1, ?2, ?3, ?4, 0, 1)";
+/// Marks an existing (implicit) directory made. Params: tenant, path.
+pub const DIR_MARK_MADE: &str = "UPDATE dirs SET made = 1 WHERE tenant = ?1 AND path = ?2";
+/// The count and total size of the files beneath a directory. Params: tenant, low, high.
+pub const RANGE_USAGE: &str = "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM files WHERE tenant = ?1 AND path > ?2 AND path < ?3";
+/// Deletes every file beneath a directory. Params: tenant, low, high.
+pub const RANGE_DELETE_FILES: &str =
+    "DELETE FROM files WHERE tenant = ?1 AND path > ?2 AND path < ?3";
+/// Deletes every directory row beneath a directory. Params: tenant, low, high.
+pub const RANGE_DELETE_DIRS: &str =
+    "DELETE FROM dirs WHERE tenant = ?1 AND path > ?2 AND path < ?3";
 /// Removes an emptied directory. Params: tenant, path.
 pub const DIR_DELETE: &str = "DELETE FROM dirs WHERE tenant = ?1 AND path = ?2";
 /// A tenant's usage. Params: tenant.

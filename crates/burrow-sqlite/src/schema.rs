@@ -15,7 +15,7 @@ use rusqlite::{Connection, TransactionBehavior, params};
 use crate::db::sql;
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// Version 1: key/value items, files (with their parent directory for
 /// indexed listings), and recorded effect outcomes.
@@ -96,6 +96,13 @@ UPDATE effects SET
 CREATE INDEX effects_by_time ON effects (created_ms);
 ";
 
+/// Version 4: a directory row can be *made* (`make_dir`): it stays, with no
+/// entries, until it is deleted, where an implicit one goes with its last
+/// entry (ADR 0221). Every row of version 3 is implicit.
+const V4: &str = "
+ALTER TABLE dirs ADD COLUMN made INTEGER NOT NULL DEFAULT 0;
+";
+
 /// Brings the database to [`SCHEMA_VERSION`], one migration per transaction.
 pub(crate) fn migrate(conn: &mut Connection) -> Result<()> {
     loop {
@@ -113,6 +120,7 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<()> {
                 backfill_dirs(&tx)?;
             }
             2 => tx.execute_batch(V3).map_err(sql)?,
+            3 => tx.execute_batch(V4).map_err(sql)?,
             newer if newer > SCHEMA_VERSION => {
                 return Err(Error::failure_msg(format!(
                     "the SQLite database has schema version {newer}, newer than this burrow understands ({SCHEMA_VERSION}); upgrade burrow to open it."

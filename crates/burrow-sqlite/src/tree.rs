@@ -5,6 +5,11 @@
 //! subdirectories). Creating a file adds one entry to its parent, creating the
 //! parent (and so on upwards) when it is new; deleting the last entry of a
 //! directory removes it and one entry from its parent. See ADR 0071.
+//!
+//! A directory made with `make_dir` is a row marked `made`: it counts as an
+//! entry of its parent like any directory, but stays when its count falls to
+//! zero, until it is deleted (ADR 0221). `delete_tree` removes a subtree with
+//! three statements over one index range each, in the caller's transaction.
 
 use burrow_backend::text::{apply_edit, check_size, edit_result};
 use burrow_backend::{EditResult, Error, Limits, Result, VPath, WriteResult};
@@ -172,9 +177,107 @@ pub(crate) fn delete_file(conn: &Connection, tenant: &str, path: &VPath) -> Resu
             remove_entry(conn, tenant, &path.parent().unwrap_or_else(VPath::root))?;
             add_usage(conn, tenant, -meta.size, -1)
         }
-        None if is_dir(conn, tenant, path)? => Err(Error::directory_not_empty(path)),
-        None => Err(Error::not_found(path)),
+        // A directory row at zero entries is a made, empty directory.
+        None => match dir_state(conn, tenant, path)? {
+            Some((0, _)) => {
+                conn.prepare_cached(queries::DIR_DELETE)
+                    .map_err(sql)?
+                    .execute(params![tenant, path.as_str()])
+                    .map_err(sql)?;
+                remove_entry(conn, tenant, &path.parent().unwrap_or_else(VPath::root))
+            }
+            Some(_) => Err(Error::directory_not_empty(path)),
+            None => Err(Error::not_found(path)),
+        },
     }
+}
+
+/// Makes the directory `path` (with `parents`, its missing parents too), marked
+/// made so that it stays until deleted; see `Backend::make_dir`. Refusals come
+/// before any change.
+pub(crate) fn make_dir(conn: &Connection, tenant: &str, path: &VPath, parents: bool) -> Result<()> {
+    let existing = || {
+        if parents {
+            Ok(())
+        } else {
+            Err(Error::already_exists(path))
+        }
+    };
+    if path.is_root() {
+        return existing();
+    }
+    if file_meta(conn, tenant, path)?.is_some() {
+        return Err(Error::already_exists(path));
+    }
+    match dir_state(conn, tenant, path)? {
+        Some((_, true)) => return existing(),
+        // An implicit directory: `mkdir -p` makes it one that stays.
+        Some((_, false)) => {
+            existing()?;
+            conn.prepare_cached(queries::DIR_MARK_MADE)
+                .map_err(sql)?
+                .execute(params![tenant, path.as_str()])
+                .map_err(sql)?;
+            return Ok(());
+        }
+        None => {}
+    }
+    let parent = path.parent().unwrap_or_else(VPath::root);
+    check_parents(conn, tenant, &parent)?;
+    if !parents && !is_dir(conn, tenant, &parent)? {
+        return Err(Error::not_found(&parent));
+    }
+    conn.prepare_cached(queries::DIR_INSERT_MADE)
+        .map_err(sql)?
+        .execute(params![tenant, path.as_str(), parent.as_str(), path.name()])
+        .map_err(sql)?;
+    add_entry(conn, tenant, &parent)
+}
+
+/// Deletes the file or directory at `path` with everything beneath it; see
+/// `Backend::delete_tree`. The caller's transaction makes it all or nothing.
+pub(crate) fn delete_tree(conn: &Connection, tenant: &str, path: &VPath) -> Result<()> {
+    if path.is_root() {
+        return Err(Error::root_cannot_be_deleted());
+    }
+    if file_meta(conn, tenant, path)?.is_some() {
+        return delete_file(conn, tenant, path);
+    }
+    if dir_state(conn, tenant, path)?.is_none() {
+        return Err(Error::not_found(path));
+    }
+    // Everything beneath "/d" lies in ("/d/", "/d0"): "0" is the byte after "/".
+    let (low, high) = (format!("{}/", path.as_str()), format!("{}0", path.as_str()));
+    let (files, bytes): (i64, i64) = conn
+        .prepare_cached(queries::RANGE_USAGE)
+        .map_err(sql)?
+        .query_row(params![tenant, low, high], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })
+        .map_err(sql)?;
+    for statement in [queries::RANGE_DELETE_FILES, queries::RANGE_DELETE_DIRS] {
+        conn.prepare_cached(statement)
+            .map_err(sql)?
+            .execute(params![tenant, low, high])
+            .map_err(sql)?;
+    }
+    conn.prepare_cached(queries::DIR_DELETE)
+        .map_err(sql)?
+        .execute(params![tenant, path.as_str()])
+        .map_err(sql)?;
+    remove_entry(conn, tenant, &path.parent().unwrap_or_else(VPath::root))?;
+    add_usage(conn, tenant, -bytes, -files)
+}
+
+/// The entry count of the directory `path` and whether it was made; `None` when no directory stands there.
+fn dir_state(conn: &Connection, tenant: &str, path: &VPath) -> Result<Option<(i64, bool)>> {
+    conn.prepare_cached(queries::DIR_STATE)
+        .map_err(sql)?
+        .query_row(params![tenant, path.as_str()], |row| {
+            Ok((row.get(0)?, row.get::<_, i64>(1)? != 0))
+        })
+        .optional()
+        .map_err(sql)
 }
 
 /// The refusal for a file operation on a path that holds no file: IsADirectory or NotFound.
@@ -229,18 +332,21 @@ fn add_entry(conn: &Connection, tenant: &str, dir: &VPath) -> Result<()> {
     Ok(())
 }
 
-/// Counts one entry fewer in `dir`, removing it (and emptied ancestors) at zero.
+/// Counts one entry fewer in `dir`, removing it (and emptied ancestors) at
+/// zero, unless it was made.
 fn remove_entry(conn: &Connection, tenant: &str, dir: &VPath) -> Result<()> {
     let mut cur = dir.clone();
     while !cur.is_root() {
-        let left: Option<i64> = conn
+        let left: Option<(i64, bool)> = conn
             .prepare_cached(queries::DIR_DECREMENT)
             .map_err(sql)?
-            .query_row(params![tenant, cur.as_str()], |row| row.get(0))
+            .query_row(params![tenant, cur.as_str()], |row| {
+                Ok((row.get(0)?, row.get::<_, i64>(1)? != 0))
+            })
             .optional()
             .map_err(sql)?;
         match left {
-            Some(n) if n > 0 => return Ok(()),
+            Some((n, made)) if n > 0 || made => return Ok(()),
             Some(_) => {
                 conn.prepare_cached(queries::DIR_DELETE)
                     .map_err(sql)?

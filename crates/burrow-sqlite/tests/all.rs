@@ -7,6 +7,7 @@
 mod all {
     mod common;
     mod conformance;
+    mod dirs;
     mod files;
     mod kv;
     mod plan;

@@ -66,7 +66,7 @@
 //!   hyper, rustls with **aws-lc-rs compiled from C**, quick-xml, chrono
 //!   (shared by all three).
 //! - `runtime`: the agent runtime as [`runtime`]: the file tools an agent
-//!   calls (ls, read_file, write_file, edit_file, glob, grep, execute) with
+//!   calls (ls, read_file, write_file, edit_file, delete_path, glob, grep, execute) with
 //!   JSON Schemas, model-facing rendering and the read-before-edit guard.
 //!   Costs: schemars, sha2, tokio (`sync`).
 //! - `mcp`: the runtime's MCP server (`runtime::mcp::serve_stdio`) over the

@@ -206,3 +206,28 @@ fn tenant_is_accepted_anywhere_on_the_line() {
     ws.run(&["read", "/t.txt", "--tenant", "team-a", "--json"])
         .assert_code(0);
 }
+
+/// A state file keeps files only: `mkdir` is refused saying why and what to do instead,
+/// nothing is written, and `rm -r` removes a tree.
+#[test]
+fn mkdir_on_a_state_file_is_refused_clearly_and_rm_r_removes_a_tree() {
+    let ws = Workspace::new();
+    ws.put("/t/a.txt", "a\n");
+    ws.put("/t/sub/b.txt", "b\n");
+    let before = std::fs::read(&ws.state).unwrap();
+    for args in [
+        &["--json", "mkdir", "/m"][..],
+        &["--json", "mkdir", "-p", "/m/n"],
+    ] {
+        let message = ws.run(args).assert_json_error(1, "unsupported");
+        assert!(message.contains("state file keeps files only"), "{message}");
+        assert!(message.contains("write a file beneath it"), "{message}");
+    }
+    assert_eq!(std::fs::read(&ws.state).unwrap(), before);
+    let run = ws.run(&["mkdir", "/m"]);
+    run.assert_code(1);
+    assert_eq!(run.out(), "");
+    assert_eq!(ws.run(&["rm", "-r", "/t"]).out(), "removed /t\n");
+    ws.run(&["--json", "ls", "/t"])
+        .assert_json_error(1, "not_found");
+}

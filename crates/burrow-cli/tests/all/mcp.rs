@@ -64,7 +64,15 @@ mod mcp_client {
             .collect();
         assert_eq!(
             tools,
-            ["ls", "read_file", "write_file", "edit_file", "glob", "grep"]
+            [
+                "ls",
+                "read_file",
+                "write_file",
+                "edit_file",
+                "delete_path",
+                "glob",
+                "grep"
+            ]
         );
         assert_eq!(
             report["schemas"]["edit_file"]["required"],

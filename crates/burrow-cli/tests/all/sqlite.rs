@@ -125,10 +125,10 @@ fn a_database_that_cannot_be_opened_is_a_failure() {
     assert!(message.contains("cannot open sqlite:"), "{message}");
 }
 
-/// `rm -r` works on a database too (the contract's walk); `mkdir` is refused there as
-/// Unsupported with nothing made, since its directories are implicit.
+/// `rm -r` removes a tree from a database in one transaction, and `mkdir` makes a
+/// directory there that outlives the command (a made directory row, ADR 0221).
 #[test]
-fn rm_r_removes_a_tree_and_mkdir_is_unsupported() {
+fn rm_r_removes_a_tree_and_mkdir_makes_a_directory_that_stays() {
     let on = on_database();
     on.put("/t/a.txt", "a\n");
     on.put("/t/sub/b.txt", "b\n");
@@ -137,7 +137,55 @@ fn rm_r_removes_a_tree_and_mkdir_is_unsupported() {
         .assert_json_error(1, "directory_not_empty");
     assert_eq!(on.run(&["rm", "-r", "/t"]).out(), "removed /t\n");
     assert_eq!(on.ls("/"), ["/t.txt"]);
-    on.run(&["--json", "mkdir", "/m"])
-        .assert_json_error(1, "unsupported");
+    on.run(&["--json", "mkdir", "/m/n"])
+        .assert_json_error(1, "not_found");
+    assert_eq!(on.run(&["mkdir", "-p", "/m/n"]).out(), "made /m/n\n");
+    assert_eq!(on.ls("/"), ["/m", "/t.txt"]);
+    assert_eq!(on.ls("/m"), ["/m/n"]);
+    assert_eq!(on.run(&["rm", "-r", "/m"]).out(), "removed /m\n");
     assert_eq!(on.ls("/"), ["/t.txt"]);
+}
+
+/// The peers' pattern through `burrow batch` on a database: make a scratch directory,
+/// fill it, list it, remove it whole, find nothing left; the empty directory made
+/// first outlives the batch (it is a row), and the removal is one transaction.
+#[test]
+fn batch_makes_a_scratch_directory_and_removes_it_whole() {
+    let on = on_database();
+    on.put("/keep.txt", "kept\n");
+    let input = [
+        r#"{"op": "mkdir", "path": "/scratch"}"#,
+        r#"{"op": "ls", "path": "/scratch"}"#,
+        r#"{"op": "write", "path": "/scratch/a.txt", "content": "a"}"#,
+        r#"{"op": "write", "path": "/scratch/sub/b.txt", "content": "b"}"#,
+        r#"{"op": "mkdir", "path": "/scratch/empty/deeper", "parents": true}"#,
+        r#"{"op": "ls", "path": "/scratch"}"#,
+        r#"{"op": "rm", "path": "/scratch"}"#,
+        r#"{"op": "rm", "path": "/scratch", "recursive": true}"#,
+        r#"{"op": "ls", "path": "/scratch"}"#,
+        r#"{"op": "ls", "path": "/"}"#,
+        r#"{"op": "mkdir", "path": "/keep.txt"}"#,
+        r#"{"op": "mkdir", "path": "/kept-empty"}"#,
+    ]
+    .join("\n");
+    let run = on.run_with_stdin(&["batch"], input.as_bytes());
+    let lines: Vec<serde_json::Value> = run
+        .out()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 12, "{}", run.out());
+    assert_eq!(lines[0], json!({"path": "/scratch"}));
+    assert_eq!(paths(&lines[1]), Vec::<String>::new());
+    assert_eq!(
+        paths(&lines[5]),
+        ["/scratch/a.txt", "/scratch/empty", "/scratch/sub"]
+    );
+    assert_eq!(lines[6]["error"]["kind"], "directory_not_empty");
+    assert_eq!(lines[7], json!({"path": "/scratch"}));
+    assert_eq!(lines[8]["error"]["kind"], "not_found");
+    assert_eq!(paths(&lines[9]), ["/keep.txt"]);
+    assert_eq!(lines[10]["error"]["kind"], "already_exists");
+    assert_eq!(on.ls("/"), ["/keep.txt", "/kept-empty"]);
+    assert_eq!(on.ls("/kept-empty"), Vec::<String>::new());
 }

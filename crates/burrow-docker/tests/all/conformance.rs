@@ -137,7 +137,7 @@ async fn make_fixture() -> Fixture {
 }
 
 burrow_conformance::conformance_suite!(make_fixture,
-    capability_skips = [effect_keys_off, empty_dirs_on, make_dir_off, tenants_off],
+    capability_skips = [effect_keys_off, empty_dirs_on, tenants_off],
     skips = {
         write_replace_keeps_created_at: "a container's files have no created_at the backend keeps (a replacing write puts a new file)",
     },

@@ -20,7 +20,7 @@ async fn make_fixture() -> Fixture {
 }
 
 burrow_conformance::conformance_suite!(make_fixture,
-    capability_skips = [empty_dirs_off, exec_off, make_dir_off, symlinks_off],
+    capability_skips = [empty_dirs_off, exec_off, symlinks_off],
     skips = {
         host_fifo_is_never_opened: "an object store holds no special files (the fixture lends no host access)",
         write_replace_keeps_created_at: "objects have no creation time and the backend keeps no created_at (see ObjectStoreBackend)",

@@ -1,4 +1,4 @@
-//! `Spy`: an object store decorator for tests that counts what the backend downloads and can make another writer win a race on demand.
+//! `Spy`: an object store decorator for tests that counts what the backend downloads and deletes, and can make another writer win a race or deletes fail on demand.
 
 use std::fmt;
 use std::sync::Arc;
@@ -32,6 +32,10 @@ pub struct Spy {
     fail_outcomes: AtomicUsize,
     /// Seconds added to every last-modified time the store reports (its clock's skew).
     skew_secs: AtomicI64,
+    /// How many more objects may be deleted before deletes fail as a dropped connection would.
+    delete_budget: Arc<AtomicI64>,
+    /// How many batches (`delete_stream` calls, one object's delete included) were asked for.
+    pub delete_batches: AtomicUsize,
 }
 
 impl fmt::Display for Spy {
@@ -50,7 +54,15 @@ impl Spy {
             fail_puts: AtomicUsize::new(0),
             fail_outcomes: AtomicUsize::new(0),
             skew_secs: AtomicI64::new(0),
+            delete_budget: Arc::new(AtomicI64::new(i64::MAX)),
+            delete_batches: AtomicUsize::new(0),
         }
+    }
+
+    /// Lets the next `n` objects be deleted, then makes every delete fail
+    /// (`i64::MAX`: no limit again).
+    pub fn allow_deletes(&self, n: i64) {
+        self.delete_budget.store(n, Ordering::SeqCst);
     }
 
     /// Makes the next `n` puts of an effect record's outcome fail (after the change itself landed).
@@ -162,7 +174,22 @@ impl ObjectStore for Spy {
         &self,
         locations: BoxStream<'static, Result<Path>>,
     ) -> BoxStream<'static, Result<Path>> {
-        self.inner.delete_stream(locations)
+        self.delete_batches.fetch_add(1, Ordering::SeqCst);
+        let budget = Arc::clone(&self.delete_budget);
+        let limited = locations
+            .map(move |location| {
+                let location = location?;
+                if budget.fetch_sub(1, Ordering::SeqCst) > 0 {
+                    Ok(location)
+                } else {
+                    Err(Error::Generic {
+                        store: "Spy",
+                        source: "the connection dropped while deleting".into(),
+                    })
+                }
+            })
+            .boxed();
+        self.inner.delete_stream(limited)
     }
 
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {

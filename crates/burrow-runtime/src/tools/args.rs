@@ -69,6 +69,17 @@ pub struct EditFileArgs {
     pub replace_all: bool,
 }
 
+/// Arguments of `delete_path`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeletePathArgs {
+    /// The file or directory to delete, as an absolute path such as "/tmp/notes.md". "/" cannot be deleted.
+    pub path: String,
+    /// Delete a directory with everything in it (default false: only a file or an empty directory).
+    #[serde(default)]
+    pub recursive: bool,
+}
+
 /// Arguments of `glob`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -1,9 +1,9 @@
-//! `ls`, `read_file`, `write_file` and `edit_file`: the file tools, with the read-before-edit guard.
+//! `ls`, `read_file`, `write_file`, `edit_file` and `delete_path`: the file tools, with the read-before-edit guard.
 
 use burrow_backend::text::{apply_edit, line_count, read_window};
 use burrow_backend::{Error, ErrorKind, Result, VPath};
 
-use super::args::{EditFileArgs, LsArgs, ReadFileArgs, WriteFileArgs};
+use super::args::{DeletePathArgs, EditFileArgs, LsArgs, ReadFileArgs, WriteFileArgs};
 use super::render::{cut_line, more_sentence, numbered, plural, with_footer};
 use super::session::{Fingerprint, LedgerCheck};
 use super::{Call, Outcome, Toolset, is_not_found};
@@ -188,6 +188,51 @@ impl Toolset {
             "Edited {path}: replaced {}.",
             plural(count, "occurrence", "occurrences")
         )))
+    }
+
+    /// Deletes a file or an empty directory, or with `recursive` a whole tree
+    /// (`Backend::delete_tree`). No read is needed first: nothing is
+    /// overwritten, and what goes is forgotten by the read ledger.
+    pub(crate) async fn delete_path(
+        &self,
+        args: DeletePathArgs,
+        call: &Call<'_>,
+    ) -> Result<Outcome> {
+        let path = VPath::parse(&args.path)?;
+        if path.is_root() {
+            return Err(Error::refusal(
+                ErrorKind::InvalidPath,
+                "The workspace root \"/\" cannot be deleted; delete the entries inside it one by one.",
+            ));
+        }
+        let _gate = self.session.mutation_gate().await;
+        if args.recursive {
+            self.backend
+                .delete_tree(&call.mutation("delete_tree", &path), &path)
+                .await?;
+            self.session.ledger().forget_tree(&path);
+            return Ok(Outcome::changed(format!(
+                "Deleted {path} and everything beneath it."
+            )));
+        }
+        match self
+            .backend
+            .delete(&call.mutation("delete", &path), &path)
+            .await
+        {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::DirectoryNotEmpty => {
+                return Err(Error::refusal(
+                    ErrorKind::DirectoryNotEmpty,
+                    format!(
+                        "{path} is a directory that is not empty; call delete_path with recursive set to true to delete it with everything in it, or delete its entries first."
+                    ),
+                ));
+            }
+            Err(e) => return Err(e),
+        }
+        self.session.ledger().forget(&path);
+        Ok(Outcome::changed(format!("Deleted {path}.")))
     }
 
     /// Refuses a change of `path` (holding `bytes`) unless the agent read it and it has not changed since.

@@ -1,4 +1,4 @@
-//! The agent-facing file tools (`ls`, `read_file`, `write_file`, `edit_file`, `glob`, `grep`, `execute`) over any backend.
+//! The agent-facing file tools (`ls`, `read_file`, `write_file`, `edit_file`, `delete_path`, `glob`, `grep`, `execute`) over any backend.
 //!
 //! A [`Toolset`] holds a backend, the [`FileContext`] its calls run under,
 //! the [`ToolSession`] (what the agent has read) and a [`ToolConfig`].
@@ -37,8 +37,8 @@ use serde_json::Value;
 use crate::tool::{CallContext, Tool, ToolRegistry, effect_key};
 
 pub use args::{
-    DEFAULT_READ_LIMIT, EditFileArgs, ExecuteArgs, GlobArgs, GrepArgs, LsArgs, MAX_TIMEOUT_SECS,
-    OutputMode, ReadFileArgs, WriteFileArgs,
+    DEFAULT_READ_LIMIT, DeletePathArgs, EditFileArgs, ExecuteArgs, GlobArgs, GrepArgs, LsArgs,
+    MAX_TIMEOUT_SECS, OutputMode, ReadFileArgs, WriteFileArgs,
 };
 pub(crate) use op::EXECUTE_NAME;
 pub use session::{Fingerprint, LedgerCheck, ReadLedger, ToolSession};
@@ -216,7 +216,7 @@ impl Toolset {
     }
 
     /// The file tools, in a stable order (`ls`, `read_file`, `write_file`,
-    /// `edit_file`, `glob`, `grep`, then `execute` only when the backend is
+    /// `edit_file`, `delete_path`, `glob`, `grep`, then `execute` only when the backend is
     /// a [`burrow_backend::Sandbox`]), all sharing this toolset.
     pub fn tools(self: &Arc<Self>) -> Vec<Arc<dyn Tool>> {
         op::tools(self)
@@ -343,6 +343,10 @@ surrounding lines to make it unique), or set replace_all to replace every occurr
 what read_file showed, without the line-number prefix. You must have read the file in this session, and it must not \
 have changed since; after a successful edit you can edit it again without re-reading. Line endings (CRLF or LF) are \
 kept as the file has them.";
+
+pub(crate) const DELETE_PATH: &str = "Delete a file or an empty directory of the workspace; set recursive to true to \
+delete a directory with everything in it. Deleting cannot be undone. \"/\" cannot be deleted, nor (where other \
+storage is mounted) a mount point.";
 
 pub(crate) const GLOB: &str = "Find files by path pattern, e.g. \"*.rs\" (any depth), \"src/**/*.py\" or \"/*.md\" (top level \
 only). Returns matching file paths sorted by path. `*` stays within one directory, `**` spans directories, `{a,b}` \

@@ -15,7 +15,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::args::{
-    EditFileArgs, ExecuteArgs, GlobArgs, GrepArgs, LsArgs, ReadFileArgs, WriteFileArgs,
+    DeletePathArgs, EditFileArgs, ExecuteArgs, GlobArgs, GrepArgs, LsArgs, ReadFileArgs,
+    WriteFileArgs,
 };
 use super::{Call, Outcome, ToolOutput, Toolset, schema_of};
 use crate::tool::{CallContext, Tool, ToolAnnotations, workspace_lock};
@@ -125,6 +126,32 @@ impl FileOp for EditFileArgs {
     }
 }
 
+impl FileOp for DeletePathArgs {
+    const NAME: &'static str = "delete_path";
+    const DESCRIPTION: &'static str = super::DELETE_PATH;
+    // Deleting again finds nothing more to delete.
+    const ANNOTATIONS: ToolAnnotations = ToolAnnotations {
+        read_only: false,
+        destructive: true,
+        idempotent: true,
+    };
+    const SPILLS: bool = false;
+
+    /// A file's keys; a tree's is the key that meets every other, since a
+    /// write anywhere beneath it must not interleave with its removal.
+    fn locks(&self, tools: &Toolset) -> Vec<LockKey> {
+        if self.recursive {
+            vec![workspace_lock()]
+        } else {
+            path_locks(tools, &self.path)
+        }
+    }
+
+    async fn run(self, tools: &Toolset, call: &Call<'_>) -> Result<Outcome> {
+        tools.delete_path(self, call).await
+    }
+}
+
 impl FileOp for GlobArgs {
     const NAME: &'static str = "glob";
     const DESCRIPTION: &'static str = super::GLOB;
@@ -173,6 +200,7 @@ pub(crate) fn tools(toolset: &Arc<Toolset>) -> Vec<Arc<dyn Tool>> {
         FileTool::<ReadFileArgs>::shared(toolset),
         FileTool::<WriteFileArgs>::shared(toolset),
         FileTool::<EditFileArgs>::shared(toolset),
+        FileTool::<DeletePathArgs>::shared(toolset),
         FileTool::<GlobArgs>::shared(toolset),
         FileTool::<GrepArgs>::shared(toolset),
     ];

@@ -63,6 +63,11 @@ impl ReadLedger {
         self.seen.remove(path);
     }
 
+    /// Forgets `dir` and every path beneath it (after the tree was deleted).
+    pub fn forget_tree(&mut self, dir: &VPath) {
+        self.seen.retain(|path, _| !path.starts_with(dir));
+    }
+
     /// Compares the file's current fingerprint with what the agent saw.
     pub fn check(&self, path: &VPath, current: Fingerprint) -> LedgerCheck {
         match self.seen.get(path) {

@@ -163,6 +163,19 @@ fn cases() -> Vec<Case> {
             ],
         ),
         case(
+            "delete_path",
+            &[("/notes/a.md", "a\n"), ("/notes/sub/b.md", "b\n"), ("/keep.txt", "k\n")],
+            vec![
+                call("delete_path", json!({"path": "/keep.txt"})),
+                call("delete_path", json!({"path": "/notes"})),
+                call("delete_path", json!({"path": "/notes", "recursive": true})),
+                call("ls", json!({})),
+                call("delete_path", json!({"path": "/notes"})),
+                call("delete_path", json!({"path": "/", "recursive": true})),
+                call("delete_path", json!({"path": "/keep.txt/x"})),
+            ],
+        ),
+        case(
             "write_file_guard",
             &[("/a.txt", "old\n")],
             vec![

@@ -104,7 +104,15 @@ async fn tools_are_listed_with_their_schemas_and_hints() {
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(
         names,
-        ["ls", "read_file", "write_file", "edit_file", "glob", "grep"]
+        [
+            "ls",
+            "read_file",
+            "write_file",
+            "edit_file",
+            "delete_path",
+            "glob",
+            "grep"
+        ]
     );
     for tool in tools {
         assert_eq!(tool["inputSchema"]["type"], "object", "{tool}");
@@ -128,7 +136,7 @@ async fn tools_are_listed_with_their_schemas_and_hints() {
         "write_file"
     );
     // ls, glob and grep may save a large result: not read-only, not destructive.
-    for i in [0, 4, 5] {
+    for i in [0, 5, 6] {
         let hints = &tools[i]["annotations"];
         assert_eq!(hints["readOnlyHint"], false, "{}", tools[i]);
         assert_eq!(hints["destructiveHint"], false, "{}", tools[i]);

@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use burrow_runtime::model::ToolDefinition;
 use burrow_runtime::tools::{
-    EditFileArgs, ExecuteArgs, GlobArgs, GrepArgs, LsArgs, ReadFileArgs, WriteFileArgs,
+    DeletePathArgs, EditFileArgs, ExecuteArgs, GlobArgs, GrepArgs, LsArgs, ReadFileArgs,
+    WriteFileArgs,
 };
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -35,6 +36,7 @@ async fn every_schema_is_valid_json_schema_for_an_object() {
             "read_file",
             "write_file",
             "edit_file",
+            "delete_path",
             "glob",
             "grep",
             "execute"
@@ -176,6 +178,15 @@ async fn examples_pass_both_schema_and_type_or_fail_both() {
     ] {
         agree::<ExecuteArgs>("execute", &s("execute"), args, valid);
     }
+    for (args, valid) in [
+        (json!({"path": "/d"}), true),
+        (json!({"path": "/d", "recursive": true}), true),
+        (json!({"path": "/d", "recursive": "yes"}), false),
+        (json!({"file_path": "/d"}), false),
+        (json!({}), false),
+    ] {
+        agree::<DeletePathArgs>("delete_path", &s("delete_path"), args, valid);
+    }
 }
 
 #[tokio::test]
@@ -197,7 +208,15 @@ async fn execute_is_offered_only_on_a_sandbox() {
     let names: Vec<String> = plain.definitions().into_iter().map(|s| s.name).collect();
     assert_eq!(
         names,
-        ["ls", "read_file", "write_file", "edit_file", "glob", "grep"]
+        [
+            "ls",
+            "read_file",
+            "write_file",
+            "edit_file",
+            "delete_path",
+            "glob",
+            "grep"
+        ]
     );
     let specs = all_specs().await;
     assert!(specs.iter().any(|s| s.name == "execute"));

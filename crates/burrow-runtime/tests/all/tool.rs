@@ -93,7 +93,15 @@ async fn the_file_tools_are_ordinary_tools_with_annotations_and_path_locks() {
     tools.add_file_tools(backend.clone(), ctx());
     assert_eq!(
         tools.names().collect::<Vec<_>>(),
-        ["ls", "read_file", "write_file", "edit_file", "glob", "grep"]
+        [
+            "ls",
+            "read_file",
+            "write_file",
+            "edit_file",
+            "delete_path",
+            "glob",
+            "grep"
+        ]
     );
     let read = tools.get("read_file").unwrap();
     assert_eq!(read.annotations(), ToolAnnotations::READ_ONLY);

@@ -96,7 +96,7 @@ async fn unknown_tools_and_bad_arguments_are_refusals_that_name_the_fix() {
     let text = refused(&tools, "delete_file", json!({"file_path": "/a"})).await;
     assert!(text.contains("no tool named \"delete_file\""), "{text}");
     assert!(
-        text.contains("ls, read_file, write_file, edit_file, glob, grep"),
+        text.contains("ls, read_file, write_file, edit_file, delete_path, glob, grep"),
         "{text}"
     );
     let text = refused(&tools, "execute", json!({"command": "ls"})).await;

@@ -69,7 +69,7 @@ impl StoreAccess for Database {
 }
 
 burrow_conformance::conformance_suite!(make_fixture,
-    capability_skips = [empty_dirs_off, exec_off, make_dir_off, symlinks_off],
+    capability_skips = [empty_dirs_off, exec_off, symlinks_off],
     skips = {
         host_fifo_is_never_opened: "a database holds no special files (the fixture lends no host access)",
     },

@@ -1,4 +1,4 @@
-//! Query plans: ls, glob and grep use indexes (range scans), never a scan of the whole files table.
+//! Query plans: ls, glob, grep and delete_tree use indexes (range scans), never a scan of the whole files table.
 
 use burrow_backend::{Backend, VPath};
 use burrow_sqlite::queries;
@@ -64,9 +64,18 @@ async fn listings_and_range_scans_use_indexes() {
         ),
         "INDEX sqlite_autoindex_files",
     );
+    // delete_tree's statements: one index range each.
+    for (sql, index) in [
+        (queries::RANGE_USAGE, "INDEX sqlite_autoindex_files"),
+        (queries::RANGE_DELETE_FILES, "INDEX sqlite_autoindex_files"),
+        (queries::RANGE_DELETE_DIRS, "PRIMARY KEY"),
+    ] {
+        assert_indexed(&plan(&conn, sql, ("t", "/small/", "/small0")), index);
+    }
     for (sql, index) in [
         (queries::FILE_META, "sqlite_autoindex_files"),
         (queries::DIR_EXISTS, "PRIMARY KEY"),
+        (queries::DIR_STATE, "PRIMARY KEY"),
     ] {
         assert_indexed(&plan(&conn, sql, ("t", "/small/a.txt")), index);
     }

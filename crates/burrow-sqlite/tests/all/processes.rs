@@ -1,4 +1,4 @@
-//! Several processes on one database file: concurrent writers lose nothing, and a writer killed with SIGKILL leaves a whole, prefix-consistent database.
+//! Several processes on one database file: concurrent writers lose nothing, a writer killed with SIGKILL leaves a whole, prefix-consistent database, and a `delete_tree` killed mid-way leaves all of the tree or none.
 //!
 //! The children are this test binary re-executed on the `processes::worker`
 //! test with `ROLE_ENV` set; run alone, that test exercises the same roles
@@ -16,7 +16,7 @@ use rusqlite::Connection;
 
 use super::common::{TempStore, ctx, p};
 
-/// Set when this binary is re-executed as a worker: "mixed", "editor" or "stream".
+/// Set when this binary is re-executed as a worker: "mixed", "editor", "stream" or "tree".
 const ROLE_ENV: &str = "BURROW_SQLITE_ROLE";
 /// The database file a worker opens.
 const DB_ENV: &str = "BURROW_SQLITE_DB";
@@ -29,6 +29,8 @@ const EDITS_PER_EDITOR: usize = 50;
 const TENANT: &str = "procs";
 /// The stream worker writes as a tenant of its own, so its usage counts only its files.
 const STREAM_TENANT: &str = "stream";
+/// How many files the tree a killed `delete_tree` removes holds.
+const TREE_FILES: usize = 4000;
 
 /// Writes its own files and appends to the shared ledger by editing its end marker.
 async fn mixed_worker(files: &StoreBackend, id: usize, rounds: usize) {
@@ -95,6 +97,16 @@ async fn stream_worker(files: &StoreBackend, count: Option<usize>) {
     }
 }
 
+/// Prints "start", deletes the tree /t whole, prints "done".
+async fn tree_worker(files: &StoreBackend) {
+    let mut stdout = std::io::stdout();
+    writeln!(stdout, "start").unwrap();
+    stdout.flush().unwrap();
+    files.delete_tree(&ctx(TENANT), &p("/t")).await.unwrap();
+    writeln!(stdout, "done").unwrap();
+    stdout.flush().unwrap();
+}
+
 /// Run alone: both roles in-process, checked. As a child: the role `ROLE_ENV` names, unchecked.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn worker() {
@@ -111,6 +123,7 @@ async fn worker() {
                 editor(&files, id, EDITS_PER_EDITOR).await;
             }
             Some("stream") => stream_worker(&files, None).await,
+            Some("tree") => tree_worker(&files).await,
             other => panic!("unknown worker role {other:?}"),
         }
         return;
@@ -318,4 +331,80 @@ async fn a_writer_killed_mid_stream_leaves_a_whole_prefix() {
             "{survived} writes survived but only {acked} were acknowledged"
         );
     }
+}
+
+/// The tree /t: `TREE_FILES` files in 40 directories two levels deep, and a made, empty directory.
+async fn plant_tree(files: &StoreBackend) {
+    let batch = (0..TREE_FILES)
+        .map(|i| {
+            let path = p(&format!("/t/{}/{}/{i}.txt", i % 8, i % 5));
+            (path, format!("file {i}\n").into_bytes())
+        })
+        .collect();
+    let c = ctx(TENANT);
+    files.write_many(&c, batch).await.unwrap();
+    files.make_dir(&c, &p("/t/made/empty"), true).await.unwrap();
+    files
+        .write(&c, &p("/t.txt"), "beside the tree")
+        .await
+        .unwrap();
+}
+
+/// How many files of `TENANT` lie beneath /t.
+fn files_in_tree(db: &Path) -> i64 {
+    Connection::open(db)
+        .unwrap()
+        .query_row(
+            "SELECT COUNT(*) FROM files WHERE tenant = ?1 AND path > '/t/' AND path < '/t0'",
+            [TENANT],
+            |r| r.get(0),
+        )
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_delete_tree_killed_mid_way_leaves_all_of_the_tree_or_none() {
+    let mut outcomes = Vec::new();
+    for round in 0..4u64 {
+        let t = TempStore::new();
+        plant_tree(&t.files).await;
+        let mut child = spawn("tree", &t.db_path(), 0);
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        for line in lines.by_ref() {
+            if line.unwrap().ends_with("start") {
+                break;
+            }
+        }
+        // Kill at a different moment each round, from at once to (likely) after the commit.
+        let after = [0, 40, 200, 1500][round as usize] + random_below(20);
+        std::thread::sleep(std::time::Duration::from_millis(after));
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        let said_done = lines.map_while(Result::ok).any(|l| l.ends_with("done"));
+        assert_eq!(integrity(&t.db_path()), "ok");
+        super::dirs::assert_consistent(&t.db_path());
+        let left = files_in_tree(&t.db_path());
+        let c = ctx(TENANT);
+        let tree = t.files.ls(&c, &p("/t"), 100).await;
+        if left == 0 {
+            assert_eq!(
+                tree.unwrap_err().kind(),
+                burrow_backend::ErrorKind::NotFound
+            );
+        } else {
+            assert_eq!(left, TREE_FILES as i64, "part of the tree was deleted");
+            assert!(
+                !said_done,
+                "the child said done, but the tree is still there"
+            );
+            let made = t.files.ls(&c, &p("/t/made/empty"), 10).await.unwrap();
+            assert!(made.entries.is_empty());
+        }
+        assert_eq!(
+            t.files.read_bytes(&c, &p("/t.txt")).await.unwrap(),
+            b"beside the tree"
+        );
+        outcomes.push(left == 0);
+    }
+    eprintln!("tree deleted in rounds: {outcomes:?}");
 }
