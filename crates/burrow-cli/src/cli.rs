@@ -277,6 +277,10 @@ pub enum Command {
     #[cfg(feature = "mcp")]
     #[command(long_about = MCP_HELP)]
     Mcp,
+    /// State documents (state:FILE.json) by hand; opens no backend, so --backend and --tenant do nothing here.
+    #[cfg(feature = "state")]
+    #[command(subcommand)]
+    State(StateCommand),
     /// Docker engine housekeeping; opens no backend, so --backend and --tenant do nothing here.
     #[cfg(feature = "docker")]
     #[command(subcommand)]
@@ -386,6 +390,19 @@ pub enum ThreadCommand {
         /// The session: sqlite:FILE.db, postgres://... or memory: (per process).
         #[arg(long, value_name = "SESSION")]
         session: String,
+    },
+}
+
+/// `burrow state ...`: a state document's files, with no backend opened.
+#[cfg(feature = "state")]
+#[derive(Debug, Subcommand)]
+pub enum StateCommand {
+    /// Fold FILE.json's journal (FILE.json.journal) into FILE.json, so that a reader of the
+    /// document alone (the Python StateBackend) sees every change (with --json: {"records": N},
+    /// how many journal records were folded).
+    Compact {
+        /// The state document, as in --backend state:FILE.json.
+        file: PathBuf,
     },
 }
 

@@ -39,5 +39,6 @@ mod all {
     #[cfg(feature = "sqlite")]
     mod sqlite;
     mod state_file;
+    mod state_journal;
     mod support;
 }
