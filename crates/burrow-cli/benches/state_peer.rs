@@ -66,7 +66,7 @@ fn normalise(n: usize, burrow: &str) -> Vec<Value> {
         .iter()
         .enumerate()
         .map(|(k, v)| {
-            assert!(v.get("error").is_none(), "line {k}: {v}");
+            assert!(v["error"].is_null(), "line {k}: {v}");
             match k {
                 k if k < n => v["path"].clone(),
                 k if k < 2 * n => v["lines"].clone(),

@@ -14,7 +14,7 @@ use burrow::state_journal::{HEADER_LEN, header};
 /// The environment variable naming a compaction step at which the process
 /// aborts (see [`failpoint`]). **Test-only**: it exists so that the tests
 /// can kill burrow at each step of a compaction; nothing else should set it.
-pub const FAILPOINT_VAR: &str = "BURROW_STATE_FAILPOINT";
+const FAILPOINT_VAR: &str = "BURROW_STATE_FAILPOINT";
 
 /// Aborts the process (as a `kill -9` would end it: no destructor, no
 /// cleanup) when [`FAILPOINT_VAR`] names `step`. The steps: `after_append`
@@ -94,7 +94,7 @@ pub fn open_journal(path: &Path) -> io::Result<Option<fs::File>> {
 pub fn read_head_and_tail(file: &mut fs::File, from: u64) -> io::Result<(Vec<u8>, Vec<u8>)> {
     let mut head = Vec::with_capacity(HEADER_LEN);
     file.seek(SeekFrom::Start(0))?;
-    file.by_ref().take(HEADER_LEN as u64).read_to_end(&mut head)?;
+    Read::by_ref(file).take(HEADER_LEN as u64).read_to_end(&mut head)?;
     let mut tail = Vec::new();
     if file.metadata()?.len() > from {
         file.seek(SeekFrom::Start(from))?;

@@ -67,8 +67,6 @@ use burrow::{
 
 use crate::spec::{Opened, Saver};
 
-pub use disk::FAILPOINT_VAR;
-
 /// A journal is compacted once it passes the document's size and this.
 const COMPACT_FLOOR: u64 = 64 * 1024;
 

@@ -149,7 +149,7 @@ fn killed_batch(dir: &Path, rng: &mut Rng, lines: &[String]) -> usize {
     let printed = reader.join().unwrap();
     for (i, line) in printed.iter().enumerate() {
         let value: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
-        assert!(value.get("error").is_none(), "line {i}: {line}");
+        assert!(value["error"].is_null(), "line {i}: {line}");
     }
     printed.len()
 }
@@ -176,6 +176,7 @@ fn check_prefix(files: &[String], log: &str, printed: usize, trial: usize) {
         entries.len()
     );
     let durable = files.len() + entries.len();
+    eprintln!("trial {trial}: {printed} results printed, {durable} changes kept");
     assert!(
         durable >= printed,
         "trial {trial}: {printed} results printed, {durable} kept"
@@ -342,12 +343,11 @@ fn a_journal_missing_its_last_byte_drops_the_last_record_and_keeps_the_rest() {
     let journal = std::fs::read(&journal_path).unwrap();
     std::fs::write(&journal_path, &journal[..journal.len() - 1]).unwrap();
     assert_eq!(ok(dir, &["cat", "/c"], b"").out(), "c\n");
-    let mut all = vec!["--backend", SPEC, "--json", "cat", "/d"];
-    burrow_in(dir, &all, b"").assert_json_error(1, "not_found");
+    burrow_in(dir, &["--backend", SPEC, "--json", "cat", "/d"], b"")
+        .assert_json_error(1, "not_found");
     // The next append replaces the torn record.
     ok(dir, &["write", "/e"], b"e\n");
-    all[4] = "/e";
-    assert_eq!(burrow_in(dir, &all, b"").out(), "e\n");
+    assert_eq!(ok(dir, &["cat", "/e"], b"").out(), "e\n");
     ok(dir, &["state", "compact", "state.json"], b"");
     let doc: Value = serde_json::from_slice(&std::fs::read(dir.join("state.json")).unwrap())
         .unwrap();
