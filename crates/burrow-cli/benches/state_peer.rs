@@ -160,7 +160,10 @@ fn measure(n: usize, python: &str) -> Row {
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
-        assert!(ours == theirs, "burrow and the peer answered differently at {n} files");
+        assert!(
+            ours == theirs,
+            "burrow and the peer answered differently at {n} files"
+        );
         // The document burrow left (compacted at its end) holds what the peer's does.
         let doc: Value =
             serde_json::from_slice(&fs::read(dir.path().join("doc.json")).unwrap()).unwrap();
@@ -200,8 +203,12 @@ fn main() {
         sizes
     };
     let python = std::env::var("BURROW_PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    println!("state_peer: burrow batch on state:DOC beside pydantic-ai-backend's StateBackend ({python}); medians of {RUNS} runs, answers compared");
-    println!("| files | burrow wall (CPU) | peer wall (CPU) | peer / burrow wall (CPU) | burrow per change, wall |");
+    println!(
+        "state_peer: burrow batch on state:DOC beside pydantic-ai-backend's StateBackend ({python}); medians of {RUNS} runs, answers compared"
+    );
+    println!(
+        "| files | burrow wall (CPU) | peer wall (CPU) | peer / burrow wall (CPU) | burrow per change, wall |"
+    );
     println!("|---|---|---|---|---|");
     let mut rows = Vec::new();
     for n in sizes {

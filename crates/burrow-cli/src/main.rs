@@ -317,7 +317,11 @@ fn state_compact(file: &std::path::Path, json: bool) -> io::Result<Exit> {
         writeln!(out, "{}: nothing to compact", file.display())?;
     } else {
         let s = if records == 1 { "" } else { "s" };
-        writeln!(out, "{}: folded {records} journal record{s}", file.display())?;
+        writeln!(
+            out,
+            "{}: folded {records} journal record{s}",
+            file.display()
+        )?;
     }
     out.flush()?;
     Ok(Exit::Success)

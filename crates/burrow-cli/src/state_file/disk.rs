@@ -94,7 +94,9 @@ pub fn open_journal(path: &Path) -> io::Result<Option<fs::File>> {
 pub fn read_head_and_tail(file: &mut fs::File, from: u64) -> io::Result<(Vec<u8>, Vec<u8>)> {
     let mut head = Vec::with_capacity(HEADER_LEN);
     file.seek(SeekFrom::Start(0))?;
-    Read::by_ref(file).take(HEADER_LEN as u64).read_to_end(&mut head)?;
+    Read::by_ref(file)
+        .take(HEADER_LEN as u64)
+        .read_to_end(&mut head)?;
     let mut tail = Vec::new();
     if file.metadata()?.len() > from {
         file.seek(SeekFrom::Start(from))?;

@@ -61,8 +61,8 @@ use burrow::state_journal::{self, HEADER_LEN};
 use burrow::types::WriteResult;
 use burrow::types::{EditResult, FilesDocument, files_document_to_json, parse_files_document};
 use burrow::{
-    Backend, Capabilities, Error, FileContext, GlobResult, GrepQuery, GrepResult, LineWindow,
-    Limits, Listing, Result, StateBackend, VPath,
+    Backend, Capabilities, Error, FileContext, GlobResult, GrepQuery, GrepResult, Limits,
+    LineWindow, Listing, Result, StateBackend, VPath,
 };
 
 use crate::spec::{Opened, Saver};
@@ -202,7 +202,10 @@ impl StateFile {
     }
 
     fn io_failure(&self, doing: &str, e: io::Error) -> Error {
-        Error::failure(format!("cannot {doing} state file {}: {e}", self.shown()), e)
+        Error::failure(
+            format!("cannot {doing} state file {}: {e}", self.shown()),
+            e,
+        )
     }
 
     /// Loads the document and its whole journal again.
@@ -217,8 +220,7 @@ impl StateFile {
                 _ => Err(e),
             })
             .map_err(|e| self.io_failure("read the journal of", e))?;
-        let stamped =
-            disk::read_stamped(&self.path).map_err(|e| self.io_failure("read", e))?;
+        let stamped = disk::read_stamped(&self.path).map_err(|e| self.io_failure("read", e))?;
         let doc = match &stamped {
             Some((bytes, _)) => self.parse_document(bytes)?,
             None => FilesDocument::new(),
@@ -226,8 +228,8 @@ impl StateFile {
         let (position, changes) = match journal {
             None => (None, Vec::new()),
             Some(bytes) => {
-                let generation = state_journal::read_header(&bytes)
-                    .map_err(|e| self.journal_damaged(&e))?;
+                let generation =
+                    state_journal::read_header(&bytes).map_err(|e| self.journal_damaged(&e))?;
                 let records = state_journal::read_records(&bytes[HEADER_LEN..])
                     .map_err(|e| self.journal_damaged(&e))?;
                 let position = Position {
@@ -238,8 +240,8 @@ impl StateFile {
                 (Some(position), records.changes)
             }
         };
-        let backend = StateBackend::from_files_replayed(doc, changes, Limits::default())
-            .map_err(|e| {
+        let backend =
+            StateBackend::from_files_replayed(doc, changes, Limits::default()).map_err(|e| {
                 Error::failure(
                     format!(
                         "state file {} cannot be loaded ({}); it was left untouched",
@@ -307,8 +309,7 @@ impl StateFile {
         };
         let (head, tail) = disk::read_head_and_tail(&mut file, position.file_len())
             .map_err(|e| self.io_failure("read the journal of", e))?;
-        let generation =
-            state_journal::read_header(&head).map_err(|e| self.journal_damaged(&e))?;
+        let generation = state_journal::read_header(&head).map_err(|e| self.journal_damaged(&e))?;
         let len = file
             .metadata()
             .map_err(|e| self.io_failure("read the journal of", e))?
@@ -445,12 +446,10 @@ impl StateFile {
         let count = std::mem::take(&mut inner.pending_records);
         let appended = match inner.seen.journal {
             Some(position) => {
-                disk::append(&self.journal_path, position.file_len(), &records).map(|()| {
-                    Position {
-                        end: position.end + records.len() as u64,
-                        records: position.records + count,
-                        ..position
-                    }
+                disk::append(&self.journal_path, position.file_len(), &records).map(|()| Position {
+                    end: position.end + records.len() as u64,
+                    records: position.records + count,
+                    ..position
                 })
             }
             None => disk::replace_journal(&self.journal_path, &self.path, 1, &records).map(|()| {

@@ -232,6 +232,9 @@ fn a_state_file_with_a_255_byte_name_still_takes_changes() {
         names[1].starts_with(".burrow-") && names[1].ends_with(".lock"),
         "{names:?}"
     );
-    assert_eq!(names[0].trim_end_matches(".journal"), names[1].trim_end_matches(".lock"));
+    assert_eq!(
+        names[0].trim_end_matches(".journal"),
+        names[1].trim_end_matches(".lock")
+    );
     assert_eq!(names[2], name);
 }

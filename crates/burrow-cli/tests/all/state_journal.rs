@@ -95,7 +95,10 @@ const WRITES: usize = 1000;
 fn trial_lines() -> Vec<String> {
     let mut lines = Vec::with_capacity(2 * WRITES);
     for i in 0..WRITES {
-        lines.push(write_line(&format!("/f/{i:04}.txt"), &format!("file {i}\n")));
+        lines.push(write_line(
+            &format!("/f/{i:04}.txt"),
+            &format!("file {i}\n"),
+        ));
         lines.push(edit_line("/log.txt", "<end>", &format!("{i}\n<end>")));
     }
     lines
@@ -224,7 +227,11 @@ fn kill_trials(trials: usize, check: impl Fn(&Path, usize, usize)) {
             .unwrap_or_else(|e| panic!("trial {trial}: state.json as left does not parse: {e}"));
         ok(dir.path(), &["state", "compact", "state.json"], b"");
         let journal = std::fs::read(dir.path().join("state.json.journal")).unwrap();
-        assert_eq!(journal.len(), HEADER_LEN, "trial {trial}: the journal was cut");
+        assert_eq!(
+            journal.len(),
+            HEADER_LEN,
+            "trial {trial}: the journal was cut"
+        );
         check(dir.path(), printed, trial);
     }
 }
@@ -259,8 +266,7 @@ fn a_kill_at_each_compaction_step_keeps_every_change_once() {
         ok(dir, &["write", "/keep.txt"], b"kept\n");
         ok(dir, &["write", "/log.txt"], b"a\n");
         let input = write_line("/new.txt", "new\n") + &edit_line("/log.txt", "a", "aa");
-        let (status, printed) =
-            batch_with_env(dir, &input, &[("BURROW_STATE_FAILPOINT", step)]);
+        let (status, printed) = batch_with_env(dir, &input, &[("BURROW_STATE_FAILPOINT", step)]);
         assert!(status.code().is_none(), "{step}: burrow was not aborted");
         let want_printed = if *step == "after_append" { 0 } else { 2 };
         assert_eq!(printed.len(), want_printed, "{step}: {printed:?}");
@@ -271,10 +277,14 @@ fn a_kill_at_each_compaction_step_keeps_every_change_once() {
             .unwrap_or_else(|e| panic!("{step}: state.json does not parse: {e}"));
         assert_eq!(ok(dir, &["cat", "/new.txt"], b"").out(), "new\n", "{step}");
         assert_eq!(ok(dir, &["cat", "/log.txt"], b"").out(), "aa\n", "{step}");
-        assert_eq!(ok(dir, &["cat", "/keep.txt"], b"").out(), "kept\n", "{step}");
+        assert_eq!(
+            ok(dir, &["cat", "/keep.txt"], b"").out(),
+            "kept\n",
+            "{step}"
+        );
         ok(dir, &["state", "compact", "state.json"], b"");
-        let doc: Value = serde_json::from_slice(&std::fs::read(dir.join("state.json")).unwrap())
-            .unwrap();
+        let doc: Value =
+            serde_json::from_slice(&std::fs::read(dir.join("state.json")).unwrap()).unwrap();
         assert_eq!(doc["/new.txt"]["content"], json!(["new", ""]), "{step}");
         assert_eq!(doc["/log.txt"]["content"], json!(["aa", ""]), "{step}");
         assert_eq!(doc["/keep.txt"]["content"], json!(["kept", ""]), "{step}");
@@ -349,8 +359,8 @@ fn a_journal_missing_its_last_byte_drops_the_last_record_and_keeps_the_rest() {
     ok(dir, &["write", "/e"], b"e\n");
     assert_eq!(ok(dir, &["cat", "/e"], b"").out(), "e\n");
     ok(dir, &["state", "compact", "state.json"], b"");
-    let doc: Value = serde_json::from_slice(&std::fs::read(dir.join("state.json")).unwrap())
-        .unwrap();
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("state.json")).unwrap()).unwrap();
     let mut keys: Vec<&String> = doc.as_object().unwrap().keys().collect();
     keys.sort();
     assert_eq!(keys, ["/a", "/b", "/c", "/e"]);
@@ -362,7 +372,10 @@ fn state_compact_folds_the_journal_and_says_how_many_records() {
     let dir = dir.path();
     let before: Value =
         serde_json::from_slice(&std::fs::read(dir.join("state.json")).unwrap()).unwrap();
-    assert!(before.get("/b").is_none(), "the document alone is as of the last compaction");
+    assert!(
+        before.get("/b").is_none(),
+        "the document alone is as of the last compaction"
+    );
     let run = ok(dir, &["--json", "state", "compact", "state.json"], b"");
     assert_eq!(run.json(), json!({"records": 3}));
     let after: Value =
@@ -372,7 +385,11 @@ fn state_compact_folds_the_journal_and_says_how_many_records() {
     assert_eq!(again.out(), "state.json: nothing to compact\n");
     // A document that does not exist: nothing to do, nothing created.
     let empty = tempfile::tempdir().unwrap();
-    let run = burrow_in(empty.path(), &["--json", "state", "compact", "none.json"], b"");
+    let run = burrow_in(
+        empty.path(),
+        &["--json", "state", "compact", "none.json"],
+        b"",
+    );
     run.assert_code(0);
     assert_eq!(run.json(), json!({"records": 0}));
     assert_eq!(std::fs::read_dir(empty.path()).unwrap().count(), 0);
@@ -399,8 +416,11 @@ fn four_batches_fed_slowly_lose_no_update() {
                 let stdout = child.stdout.take().unwrap();
                 let reader = thread::spawn(move || BufReader::new(stdout).lines().count());
                 for j in 0..EACH {
-                    let lines = edit_line("/todo.txt", &format!("p{i}-{j} todo"), &format!("p{i}-{j} done"))
-                        + &write_line(&format!("/out/p{i}-{j}.txt"), "x");
+                    let lines = edit_line(
+                        "/todo.txt",
+                        &format!("p{i}-{j} todo"),
+                        &format!("p{i}-{j} done"),
+                    ) + &write_line(&format!("/out/p{i}-{j}.txt"), "x");
                     stdin.write_all(lines.as_bytes()).unwrap();
                     stdin.flush().unwrap();
                     thread::sleep(Duration::from_millis(1));
@@ -433,14 +453,20 @@ fn entries_without_timestamps_load_and_stay_without_them_until_written() {
     assert_eq!(ok(dir, &["cat", "/a.txt"], b"").out(), "hello\n");
     let listing = ok(dir, &["--json", "ls", "/"], b"").json();
     for entry in listing["entries"].as_array().unwrap() {
-        assert!(entry.get("modified_at").is_none_or(Value::is_null), "{entry}");
+        assert!(
+            entry.get("modified_at").is_none_or(Value::is_null),
+            "{entry}"
+        );
     }
     ok(dir, &["write", "/c.txt"], b"c\n");
     ok(dir, &["edit", "/b.txt", "--old", "b", "--new", "bb"], b"");
-    let doc: Value = serde_json::from_slice(&std::fs::read(dir.join("state.json")).unwrap())
-        .unwrap();
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("state.json")).unwrap()).unwrap();
     let a = doc["/a.txt"].as_object().unwrap();
-    assert!(!a.contains_key("created_at") && !a.contains_key("modified_at"), "{doc}");
+    assert!(
+        !a.contains_key("created_at") && !a.contains_key("modified_at"),
+        "{doc}"
+    );
     // The next write of a file fills in modified_at; created_at stays unknown.
     let b = doc["/b.txt"].as_object().unwrap();
     assert!(b["modified_at"].is_string(), "{doc}");
