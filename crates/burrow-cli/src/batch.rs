@@ -13,8 +13,8 @@
 //!   already waiting behind it in the input buffer (at most
 //!   [`MAX_GROUP`]), so a pipe full of lines is saved in few writes while a
 //!   co-process that waits for each answer gets each one at once. The
-//!   group's changes are saved (a `state:` file written back, under its
-//!   lock) **before** any of its result lines is printed: a printed success
+//!   group's changes are saved (a `state:` file's journal appended and
+//!   synced, under its lock) **before** any of its result lines is printed: a printed success
 //!   is durable, and a killed batch loses only lines it never answered. A
 //!   failed save turns the group's success lines of mutations into failure
 //!   lines and makes the exit code 2.

@@ -295,6 +295,10 @@ pub enum Command {
     #[cfg(feature = "mcp")]
     #[command(long_about = MCP_HELP)]
     Mcp,
+    /// State documents (state:FILE.json) by hand; opens no backend, so --backend and --tenant do nothing here.
+    #[cfg(feature = "state")]
+    #[command(subcommand)]
+    State(StateCommand),
     /// Docker engine housekeeping; opens no backend, so --backend and --tenant do nothing here.
     #[cfg(feature = "docker")]
     #[command(subcommand)]
@@ -506,6 +510,19 @@ fn parse_age(text: &str) -> Option<Result<std::time::Duration, String>> {
             .map(std::time::Duration::from_secs)
             .ok_or_else(|| "the age is too large".to_owned()),
     )
+}
+
+/// `burrow state ...`: a state document's files, with no backend opened.
+#[cfg(feature = "state")]
+#[derive(Debug, Subcommand)]
+pub enum StateCommand {
+    /// Fold FILE.json's journal (FILE.json.journal) into FILE.json, so that a reader of the
+    /// document alone (the Python StateBackend) sees every change (with --json: {"records": N},
+    /// how many journal records were folded).
+    Compact {
+        /// The state document, as in --backend state:FILE.json.
+        file: PathBuf,
+    },
 }
 
 /// `burrow docker ...`: housekeeping on the Docker engine, with no backend opened.

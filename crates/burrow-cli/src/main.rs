@@ -104,6 +104,11 @@ async fn run(cli: Cli) -> io::Result<Exit> {
     if let cli::Command::Docker(cli::DockerCommand::Gc) = cli.command {
         return docker::gc(json).await;
     }
+    // `burrow state compact FILE` opens no backend.
+    #[cfg(feature = "state")]
+    if let cli::Command::State(cli::StateCommand::Compact { file }) = &cli.command {
+        return state_compact(file, json);
+    }
     // `burrow thread list|show|stop` open a session store, no backend.
     #[cfg(feature = "run")]
     if let Some(exit) = thread_command(&cli).await? {
@@ -337,6 +342,31 @@ async fn thread_command(cli: &Cli) -> io::Result<Option<Exit>> {
         Ok(exit) => exit,
         Err(refused) => refused.report(cli.json)?,
     }))
+}
+
+/// `burrow state compact FILE`: folds the journal into the document and
+/// says how many records it folded.
+#[cfg(feature = "state")]
+fn state_compact(file: &std::path::Path, json: bool) -> io::Result<Exit> {
+    let records = match state_file::compact(file) {
+        Ok(records) => records,
+        Err(e) => return report(&e, json),
+    };
+    let mut out = io::stdout().lock();
+    if json {
+        writeln!(out, "{}", serde_json::json!({ "records": records }))?;
+    } else if records == 0 {
+        writeln!(out, "{}: nothing to compact", file.display())?;
+    } else {
+        let s = if records == 1 { "" } else { "s" };
+        writeln!(
+            out,
+            "{}: folded {records} journal record{s}",
+            file.display()
+        )?;
+    }
+    out.flush()?;
+    Ok(Exit::Success)
 }
 
 /// Shuts down what the backends started, after the command's `outcome`.

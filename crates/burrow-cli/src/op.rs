@@ -146,6 +146,13 @@ impl Op {
                     "mcp is a server, not a file operation.",
                 ));
             }
+            // `burrow state compact` is run by main before any backend is opened.
+            #[cfg(feature = "state")]
+            Command::State(_) => {
+                return Err(Error::invalid_argument(
+                    "state compact is housekeeping of a state file, not a file operation.",
+                ));
+            }
             // `burrow docker gc` is run by main before any backend is opened.
             #[cfg(feature = "docker")]
             Command::Docker(_) => {

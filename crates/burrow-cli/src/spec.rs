@@ -238,6 +238,9 @@ pub struct Opened {
 pub struct Closer {
     #[cfg(feature = "docker")]
     sandboxes: Vec<Arc<burrow::DockerSandbox>>,
+    /// `state:` documents, compacted at the end when they took changes.
+    #[cfg(feature = "state")]
+    states: Vec<Arc<crate::state_file::StateFile>>,
 }
 
 impl Closer {
@@ -245,6 +248,10 @@ impl Closer {
     pub async fn close(self) -> Result<()> {
         #[allow(unused_mut)]
         let mut outcome = Ok(());
+        #[cfg(feature = "state")]
+        for state in self.states {
+            state.close();
+        }
         #[cfg(feature = "docker")]
         for sandbox in self.sandboxes {
             if let Err(e) = sandbox.close().await
@@ -280,13 +287,16 @@ impl Opened {
         }
     }
 
-    /// A backend whose changes `saver` persists.
+    /// A `state:` document: it saves its groups' changes and is compacted
+    /// when burrow ends.
     #[cfg(feature = "state")]
-    pub fn with_saver(backend: Arc<dyn Backend>, saver: Box<dyn Saver>) -> Self {
+    pub fn with_state_file(file: Arc<crate::state_file::StateFile>) -> Self {
+        let mut closer = Closer::default();
+        closer.states.push(file.clone());
         Opened {
-            backend,
-            savers: vec![saver],
-            closer: Closer::default(),
+            backend: file.clone(),
+            savers: vec![Box::new(file)],
+            closer,
         }
     }
 
@@ -316,6 +326,8 @@ impl Opened {
     #[cfg(feature = "composite")]
     pub fn adopt(&mut self, part: Opened) -> Arc<dyn Backend> {
         self.savers.extend(part.savers);
+        #[cfg(feature = "state")]
+        self.closer.states.extend(part.closer.states);
         #[cfg(feature = "docker")]
         self.closer.sandboxes.extend(part.closer.sandboxes);
         part.backend

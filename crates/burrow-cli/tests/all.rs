@@ -45,5 +45,6 @@ mod all {
     #[cfg(feature = "sqlite")]
     mod sqlite;
     mod state_file;
+    mod state_journal;
     mod support;
 }

@@ -131,6 +131,20 @@ impl StateBackend {
         }
     }
 
+    /// The paths of the files at or beneath `path` (the file itself, or
+    /// every file in the directory's subtree), in path order: what a
+    /// `delete_tree` of `path` would remove. O(log n + result).
+    pub fn file_paths_at_or_beneath(&self, path: &VPath) -> Vec<String> {
+        let tree = self.read_tree();
+        let mut paths = Vec::new();
+        if tree.file(path.as_str()).is_some() {
+            paths.push(path.as_str().to_owned());
+        }
+        let prefix = crate::tree::child_prefix(path.as_str());
+        paths.extend(tree.paths_beneath(&prefix).map(|(p, _)| p.to_owned()));
+        paths
+    }
+
     /// Applies a journal change (one another process made) to this
     /// workspace. O(depth · log n + size of the file).
     ///

@@ -26,6 +26,20 @@
 //! is never persisted: [`StateBackend::files`] returns the plain FileData
 //! document the Python libraries read, and [`StateBackend::from_files`]
 //! rebuilds the index from one.
+//!
+//! # A document and its journal
+//!
+//! Rewriting the whole document after every change costs O(files) per
+//! change. [`journal`] holds the other half of persistence: each change's
+//! effect ([`StateBackend::change_at`]) is appended as a framed, checksummed
+//! record, [`StateBackend::apply`] replays another process's records, and
+//! [`StateBackend::from_files_replayed`] loads a document with its journal.
+//! The document is rewritten only when the journal is folded into it (a
+//! compaction), so **a reader that opens the document alone (the Python
+//! `StateBackend`, pydantic-deep) sees the state as of the last
+//! compaction**. burrow's `state:FILE.json` keeps its journal in
+//! `FILE.json.journal` and compacts when the journal outgrows the document,
+//! when the process ends normally, and on `burrow state compact FILE.json`.
 
 mod backend;
 mod document;

@@ -115,6 +115,9 @@ pub use burrow_types as types;
 #[cfg(feature = "state")]
 #[doc(inline)]
 pub use burrow_state::StateBackend;
+/// The journal of a state document (`burrow_state::journal`): framed, checksummed change records.
+#[cfg(feature = "state")]
+pub use burrow_state::journal as state_journal;
 
 /// The `fs` backend crate (`burrow-fs`): [`FsBackend`], its options and reserved names.
 #[cfg(feature = "fs")]

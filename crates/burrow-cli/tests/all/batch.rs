@@ -173,7 +173,10 @@ fn successful_mutations_are_saved_once_refusals_save_nothing() {
     ws.run_with_stdin(&["batch"], mixed.as_bytes())
         .assert_code(1);
     assert_eq!(ws.run(&["cat", "/kept.txt"]).stdout, b"kept");
-    assert_eq!(ws.dir_entries(), ["state.json", "state.json.lock"]);
+    assert_eq!(
+        ws.dir_entries(),
+        ["state.json", "state.json.journal", "state.json.lock"]
+    );
 }
 
 #[test]

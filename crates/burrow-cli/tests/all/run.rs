@@ -180,11 +180,12 @@ fn json_run_over_sqlite_with_hooks() {
 fn a_state_file_is_saved_before_the_tool_result_is_given() {
     let ws = Workspace::new();
     // The PostToolUse hook runs after the call and before its result goes
-    // back: a copy of the state file made then must hold the write.
+    // back: a copy of the state file and its journal made then must hold
+    // the write (the journal does until the document is compacted).
     let settings = ws.dir().join("settings.json");
     std::fs::write(
         &settings,
-        r#"{"hooks": {"PostToolUse": [{"matcher": "write_file", "hooks": [{"type": "command", "command": "cp state.json seen.json"}]}]}}"#,
+        r#"{"hooks": {"PostToolUse": [{"matcher": "write_file", "hooks": [{"type": "command", "command": "mkdir -p seen && cp state.json.journal seen/ && { cp state.json seen/ 2>/dev/null || true; }"}]}]}}"#,
     )
     .unwrap();
     let model = scripted("notes.jsonl");
@@ -197,9 +198,13 @@ fn a_state_file_is_saved_before_the_tool_result_is_given() {
         settings.to_str().unwrap(),
     ]);
     run.assert_code(0);
-    let seen: Value =
-        serde_json::from_slice(&std::fs::read(ws.dir().join("seen.json")).unwrap()).unwrap();
-    assert!(seen.get("/notes.md").is_some(), "{seen}");
+    let seen = super::support::burrow_in(
+        ws.dir(),
+        &["--backend", "state:seen/state.json", "cat", "/notes.md"],
+        b"",
+    );
+    seen.assert_code(0);
+    assert!(!seen.stdout.is_empty());
     // Without the PreToolUse hook /protected.txt was written too.
     assert_eq!(ws.run(&["cat", "/protected.txt"]).out(), "secret\n");
     // No group lock is left behind: a one-shot command can change the file at once.

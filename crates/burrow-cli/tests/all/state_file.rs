@@ -66,8 +66,13 @@ fn saving_leaves_no_temporary_file_behind() {
             .assert_code(0);
     }
     ws.run(&["rm", "/f0.txt"]).assert_code(0);
-    // The lock file stays beside the document (docs/adr/0041).
-    assert_eq!(ws.dir_entries(), ["state.json", "state.json.lock"]);
+    // The lock file stays beside the document (docs/adr/0041), and so does
+    // the journal, folded into the document and cut as each process ended
+    // (docs/adr/0201).
+    assert_eq!(
+        ws.dir_entries(),
+        ["state.json", "state.json.journal", "state.json.lock"]
+    );
     let doc: Value = serde_json::from_slice(&std::fs::read(&ws.state).unwrap()).unwrap();
     assert_eq!(doc.as_object().unwrap().len(), 4);
 }
@@ -212,16 +217,24 @@ fn a_state_file_with_a_255_byte_name_still_takes_changes() {
         .assert_code(0);
     let run = super::support::burrow_in(dir.path(), &["--backend", &spec, "cat", "/a.txt"], b"");
     assert_eq!(run.stdout, b"x");
-    // The lock file got a short hashed name beside the document.
+    // The journal and the lock file got short hashed names beside the document.
     let mut names: Vec<String> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names.len(), 2, "{names:?}");
+    assert_eq!(names.len(), 3, "{names:?}");
     assert!(
-        names[0].starts_with(".burrow-") && names[0].ends_with(".lock"),
+        names[0].starts_with(".burrow-") && names[0].ends_with(".journal"),
         "{names:?}"
     );
-    assert_eq!(names[1], name);
+    assert!(
+        names[1].starts_with(".burrow-") && names[1].ends_with(".lock"),
+        "{names:?}"
+    );
+    assert_eq!(
+        names[0].trim_end_matches(".journal"),
+        names[1].trim_end_matches(".lock")
+    );
+    assert_eq!(names[2], name);
 }
