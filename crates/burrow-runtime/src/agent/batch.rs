@@ -330,6 +330,10 @@ async fn run_batch(pipeline: &CallPipeline<'_>, calls: &[PipelineCall<'_>]) -> B
     } = *pipeline;
     let mut out = BatchOutcome::default();
     let mut prepared: Vec<Prepared<'_>> = calls.iter().map(|c| check(tools, *c)).collect();
+    // Capabilities see the whole batch as the model made it (e.g. todos refuse a
+    // second `write_todos` in one answer).
+    let batch: Vec<ToolCall> = calls.iter().map(|c| c.call.clone()).collect();
+    let batch = batch.as_slice();
 
     // PreToolUse hooks, every call's at once (an approved call's decision is made).
     let deciding = prepared
@@ -474,7 +478,7 @@ async fn run_batch(pipeline: &CallPipeline<'_>, calls: &[PipelineCall<'_>]) -> B
                             for j in &preds {
                                 let _ = done[*j].clone().await;
                             }
-                            run_call(capabilities, tool, p, run_id, calls).await
+                            run_call(capabilities, tool, p, run_id, batch).await
                         };
                         tokio::select! {
                             biased;
