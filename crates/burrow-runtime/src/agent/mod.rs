@@ -398,6 +398,11 @@ impl Agent {
         self
     }
 
+    /// The run's limit on tool calls, if any.
+    pub(crate) fn max_tool_calls(&self) -> Option<usize> {
+        self.limits.max_tool_calls
+    }
+
     /// The tools.
     pub fn tools(&self) -> &ToolRegistry {
         &self.tools
@@ -765,9 +770,7 @@ impl Agent {
                     .map(|c| crate::message::ToolResult {
                         call_id: c.id.clone(),
                         name: c.name.clone(),
-                        content: format!(
-                            "The call was not run: the run reached its limit of {max} tool calls."
-                        ),
+                        content: over_limit_text(max),
                         is_error: true,
                     })
                     .collect(),
@@ -1084,4 +1087,10 @@ fn stopped_by_cancel() -> Outcome {
 
 fn new_run_id() -> String {
     format!("run_{}", uuid::Uuid::now_v7().simple())
+}
+
+/// What the model reads for a call refused because the run reached its
+/// limit of `max` tool calls.
+pub(crate) fn over_limit_text(max: usize) -> String {
+    format!("The call was not run: the run reached its limit of {max} tool calls.")
 }
