@@ -429,6 +429,7 @@ impl Agent {
             hook_cx,
             run_id,
             cancel,
+            observer: None,
             #[cfg(feature = "failpoints")]
             failpoint: None,
         }
@@ -790,6 +791,7 @@ impl Agent {
                 let entries: Vec<PipelineCall<'_>> =
                     calls.iter().map(PipelineCall::decide).collect();
                 let pipeline = CallPipeline {
+                    observer: options.observer.as_ref().map(|Observer(o)| o.as_ref()),
                     #[cfg(feature = "failpoints")]
                     failpoint: options.failpoint.as_ref(),
                     ..self.call_pipeline(hook_cx, &state.run_id, cancel)

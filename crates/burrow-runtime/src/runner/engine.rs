@@ -2256,6 +2256,15 @@ impl RunObserver for DurableRun {
         Ok(())
     }
 
+    fn calls_decided(&self, not_run: &[&str]) {
+        // No finish of these is to come: the last running call's finish
+        // rides in the commit that saves the results (ADR 0245).
+        let mut ledger = self.commits.ledger();
+        for call in not_run {
+            ledger.unfinished.remove(*call);
+        }
+    }
+
     async fn batch_ended(&self, history: &[Message]) -> Result<Option<String>, RunFailure> {
         self.save(history, Vec::new()).await?;
         Ok((!self.asked.is_empty()).then(|| "waiting for an answer".to_owned()))

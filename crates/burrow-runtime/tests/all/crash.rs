@@ -416,3 +416,76 @@ async fn an_unanswered_question_of_a_crashed_run_says_it_went_unanswered() {
         );
     }
 }
+
+/// How many commits a run of "go" makes when its answer is `calls` (`charge`
+/// calls by tag; the hook denies tag `deny`), counted by the commit points.
+async fn commits_of(calls: &[(&str, &str)]) -> usize {
+    let mut tools = ToolRegistry::new();
+    tools.add(FnTool::new("charge", "Charges.", |a: Tag, _| async move {
+        Ok(ToolOutput::ok(format!("charged {}", a.tag)))
+    }));
+    let mut hooks = Hooks::new();
+    hooks.add(
+        Hook::handler(HookEvent::PreToolUse, None, |input| {
+            let deny = input.tool_input.as_ref().and_then(|i| i["tag"].as_str()) == Some("deny");
+            async move {
+                Ok(if deny {
+                    HookOutput::deny("no")
+                } else {
+                    HookOutput::allow()
+                })
+            }
+        })
+        .unwrap(),
+    );
+    let answer: Vec<(String, String)> = calls
+        .iter()
+        .map(|(id, tag)| ((*id).to_owned(), (*tag).to_owned()))
+        .collect();
+    let model = ScriptedModel::new(move |request| {
+        if matches!(request.messages.last(), Some(Message::ToolResult(_))) {
+            return Ok(ScriptedResponse::text("done"));
+        }
+        let mut r = ScriptedResponse::calls();
+        for (id, tag) in &answer {
+            r = r.call(id, "charge", json!({ "tag": tag }));
+        }
+        Ok(r)
+    });
+    let agent = Agent::new(Arc::new(model))
+        .with_tools(tools)
+        .with_hooks(hooks);
+    let fx = memory();
+    let points = Arc::new(Points::default());
+    let runner = Runner::with_config(
+        agent,
+        fx.store.clone(),
+        RunnerConfig::default().with_failpoint(points.clone()),
+    );
+    let t = Scope::new("acme", "ws").thread("t1");
+    let sent = runner.send(&t, "alice", "go", None).await.unwrap();
+    assert_eq!(sent.run.unwrap().wait().await.outcome, Outcome::Completed);
+    runner.drain().await;
+    let seen = points.seen.lock().unwrap();
+    seen.iter()
+        .filter(|p| matches!(p, CrashPoint::AfterCommit { .. }))
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denied_call_costs_its_batch_no_extra_commit() {
+    // Two allowed calls: the run's start, the answer, each start, the first
+    // finish, the results (with the last finish), the end.
+    let allowed = commits_of(&[("c2", "a"), ("c3", "b")]).await;
+    assert_eq!(allowed, 7);
+    // A denied call among them is never recorded, and the last allowed
+    // call's finish still rides in the results' commit.
+    assert_eq!(
+        commits_of(&[("c1", "deny"), ("c2", "a"), ("c3", "b")]).await,
+        allowed
+    );
+    assert_eq!(
+        commits_of(&[("c2", "a"), ("c1", "deny"), ("c3", "b")]).await,
+        allowed
+    );
+}
