@@ -306,6 +306,8 @@ pub(crate) struct CallPipeline<'a> {
     pub hook_cx: &'a HookContext,
     pub run_id: &'a Arc<str>,
     pub cancel: &'a CancelToken,
+    /// Told which calls will not run once the batch is decided (a session runner), if anyone.
+    pub observer: Option<&'a dyn super::RunObserver>,
     /// Where the run crashes, in crash-recovery tests.
     #[cfg(feature = "failpoints")]
     pub failpoint: Option<&'a Arc<dyn crate::failpoint::Failpoint>>,
@@ -447,6 +449,14 @@ async fn run_batch(pipeline: &CallPipeline<'_>, calls: &[PipelineCall<'_>]) -> B
         if let (Some(tool), None) = (p.tool, &p.early) {
             p.locks = tool.locks(&p.arguments);
         }
+    }
+    if let Some(observer) = pipeline.observer {
+        let not_run: Vec<&str> = prepared
+            .iter()
+            .filter(|p| p.early.is_some())
+            .map(|p| p.call.id.as_str())
+            .collect();
+        observer.calls_decided(&not_run);
     }
     let preds = predecessors(&prepared);
 

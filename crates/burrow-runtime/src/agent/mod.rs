@@ -398,6 +398,11 @@ impl Agent {
         self
     }
 
+    /// The run's limit on tool calls, if any.
+    pub(crate) fn max_tool_calls(&self) -> Option<usize> {
+        self.limits.max_tool_calls
+    }
+
     /// The tools.
     pub fn tools(&self) -> &ToolRegistry {
         &self.tools
@@ -424,6 +429,7 @@ impl Agent {
             hook_cx,
             run_id,
             cancel,
+            observer: None,
             #[cfg(feature = "failpoints")]
             failpoint: None,
         }
@@ -765,9 +771,7 @@ impl Agent {
                     .map(|c| crate::message::ToolResult {
                         call_id: c.id.clone(),
                         name: c.name.clone(),
-                        content: format!(
-                            "The call was not run: the run reached its limit of {max} tool calls."
-                        ),
+                        content: over_limit_text(max),
                         is_error: true,
                     })
                     .collect(),
@@ -787,6 +791,7 @@ impl Agent {
                 let entries: Vec<PipelineCall<'_>> =
                     calls.iter().map(PipelineCall::decide).collect();
                 let pipeline = CallPipeline {
+                    observer: options.observer.as_ref().map(|Observer(o)| o.as_ref()),
                     #[cfg(feature = "failpoints")]
                     failpoint: options.failpoint.as_ref(),
                     ..self.call_pipeline(hook_cx, &state.run_id, cancel)
@@ -1084,4 +1089,10 @@ fn stopped_by_cancel() -> Outcome {
 
 fn new_run_id() -> String {
     format!("run_{}", uuid::Uuid::now_v7().simple())
+}
+
+/// What the model reads for a call refused because the run reached its
+/// limit of `max` tool calls.
+pub(crate) fn over_limit_text(max: usize) -> String {
+    format!("The call was not run: the run reached its limit of {max} tool calls.")
 }

@@ -59,6 +59,16 @@ pub trait RunObserver: Send + Sync {
         Ok(())
     }
 
+    /// Called once a batch's calls are decided, before any of them runs, with
+    /// the ids of the calls that will not run (refused by a check or a hook,
+    /// sent for approval, or cancelled).
+    ///
+    /// # Behavior
+    /// Must not block: a durable driver notes there that no finish of these
+    /// calls is to come, so the finish of the batch's last running call rides
+    /// in the commit that saves the results (ADR 0245).
+    fn calls_decided(&self, _not_run: &[&str]) {}
+
     /// Called once a batch's results are appended to the history.
     ///
     /// # Behavior

@@ -20,6 +20,10 @@ pub const OUTCOME_UNKNOWN: &str = "The outcome of this call is unknown: the run 
 /// meanwhile).
 pub const NOT_RUN: &str = "The call was not run: its run was interrupted before the call was allowed to start. Call it again if it is still needed.";
 
+/// What the model reads for an `ask_user` call of an interrupted run: no one
+/// answered, and the run that would have waited for the answer is over.
+pub const QUESTION_UNANSWERED: &str = "The question went unanswered: its run was interrupted before anyone could answer it. Ask it again if the answer is still needed.";
+
 /// Where a run's tool calls are recorded.
 #[async_trait]
 pub(crate) trait CallLog: Send + Sync {
@@ -164,6 +168,19 @@ pub(crate) fn approval_lost(reason: &str) -> String {
     )
 }
 
+/// The run whose unanswered calls are repaired.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LeftRun<'a> {
+    /// The session (thread) the run belongs to.
+    pub(crate) session_id: &'a str,
+    /// The run that made the calls.
+    pub(crate) run_id: &'a str,
+    /// How many tool results the run had before its last answer's calls.
+    pub(crate) prior: usize,
+    /// Whether the run had the `ask_user` tool.
+    pub(crate) ask_user: bool,
+}
+
 /// Gives every unanswered call of the history's last answer its result, in
 /// call order (ADR 0241): a finished call's recorded result; a call never
 /// recorded started (its decision was never reached, or its refusal was not
@@ -171,24 +188,55 @@ pub(crate) fn approval_lost(reason: &str) -> String {
 /// a call that started and never finished is replayed through the pipeline
 /// under the same effect keys when its tool is idempotent, else the model is
 /// told its outcome is unknown. `agent` carries the tools (recorded in the
-/// run's log), hooks and capabilities; `run_id` is the run that made the
+/// run's log), hooks and capabilities; `left` is the run that made the
 /// calls. Returns the results appended, each with whether it is the call's
 /// recorded result from before.
+///
+/// The agent's `max_tool_calls` applies again (ADR 0244): with `left.prior`
+/// results before them, calls over the limit are refused whole, as the agent
+/// loop refuses them. With `left.ask_user`, an unanswered `ask_user` call
+/// gets [`QUESTION_UNANSWERED`].
 pub(crate) async fn repair(
     history: &mut Vec<Message>,
     agent: &crate::agent::Agent,
-    session_id: &str,
-    run_id: &str,
+    left: &LeftRun<'_>,
     records: &HashMap<String, CallState>,
     cancel: &crate::agent::CancelToken,
 ) -> Vec<(ToolResult, bool)> {
+    let LeftRun {
+        session_id,
+        run_id,
+        prior,
+        ask_user,
+    } = *left;
     let calls = unanswered(history);
     let tools = agent.tools();
+    let limit_text = agent
+        .max_tool_calls()
+        .filter(|max| prior + calls.len() > *max)
+        .map(crate::agent::over_limit_text);
     let mut fixed: Vec<Option<(ToolOutput, bool)>> = Vec::with_capacity(calls.len());
     let mut entries = Vec::new();
     let mut replays = Vec::new();
     for call in &calls {
-        fixed.push(match (records.get(&call.id), tools.get(&call.name)) {
+        let asked = ask_user && call.name == super::ask::ASK_USER;
+        let record = records.get(&call.id);
+        if let Some(CallState::Finished(output)) = record
+            // A question recorded asked was never answered: its run is over.
+            && (!asked || output.is_error)
+        {
+            fixed.push(Some((output.clone(), true)));
+            continue;
+        }
+        if let Some(text) = &limit_text {
+            fixed.push(Some((ToolOutput::refused(text.clone()), false)));
+            continue;
+        }
+        if asked {
+            fixed.push(Some((ToolOutput::refused(QUESTION_UNANSWERED), false)));
+            continue;
+        }
+        fixed.push(match (record, tools.get(&call.name)) {
             (Some(CallState::Finished(output)), _) => Some((output.clone(), true)),
             (_, None) => Some((ToolOutput::refused(tools.unknown_tool(&call.name)), false)),
             (Some(CallState::Started), Some(tool)) if !tool.annotations().idempotent => {

@@ -1063,7 +1063,15 @@ impl Inner {
         left: &str,
     ) -> RunnerResult<()> {
         let fence = claim.fence();
-        let mut history = load_history(self.store.as_ref(), thread).await?;
+        let entries = self.store.history(thread, 0).await?;
+        // The run's tool results so far, for its `max_tool_calls` (ADR 0244).
+        let prior = entries
+            .iter()
+            .filter(|e| {
+                e.run_id.as_deref() == Some(left) && matches!(e.message, Message::ToolResult(_))
+            })
+            .count();
+        let mut history: Vec<Message> = entries.into_iter().map(|e| e.message).collect();
         let records: HashMap<String, CallState> = self
             .store
             .tool_calls(&thread.scope, left)
@@ -1102,8 +1110,19 @@ impl Inner {
                 .agent
                 .clone()
                 .with_tools(Durable::wrap(self.agent.tools(), &log));
-            let repaired =
-                repair(&mut history, &agent, &thread.thread, left, &records, &lost).await;
+            let repaired = repair(
+                &mut history,
+                &agent,
+                &super::durable::LeftRun {
+                    session_id: &thread.thread,
+                    run_id: left,
+                    prior,
+                    ask_user: self.config.ask_user,
+                },
+                &records,
+                &lost,
+            )
+            .await;
             done.cancel();
             let _ = keeper.await;
             let recorded = recorded.lock().unwrap_or_else(PoisonError::into_inner);
@@ -2235,6 +2254,15 @@ impl RunObserver for DurableRun {
         ledger.announced.clear();
         ledger.unfinished = calls.into_iter().collect();
         Ok(())
+    }
+
+    fn calls_decided(&self, not_run: &[&str]) {
+        // No finish of these is to come: the last running call's finish
+        // rides in the commit that saves the results (ADR 0245).
+        let mut ledger = self.commits.ledger();
+        for call in not_run {
+            ledger.unfinished.remove(*call);
+        }
     }
 
     async fn batch_ended(&self, history: &[Message]) -> Result<Option<String>, RunFailure> {

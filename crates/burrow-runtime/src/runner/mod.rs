@@ -42,7 +42,7 @@ mod turn;
 
 pub use ask::{ASK_USER, AskArgs, PendingRequest, RequestKind};
 pub use claim::DEFAULT_CLAIM_TTL;
-pub use durable::{NOT_RUN, OUTCOME_UNKNOWN};
+pub use durable::{NOT_RUN, OUTCOME_UNKNOWN, QUESTION_UNANSWERED};
 pub use engine::{
     ASKED, Command, Resumed, RunHandle, Runner, RunnerConfig, Sent, TAKEN, last_seen,
 };

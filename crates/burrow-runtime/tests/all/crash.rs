@@ -255,3 +255,237 @@ mod postgres {
         .await;
     }
 }
+
+/// An agent whose answer to "go" is three `charge` calls (counted in `book`)
+/// and a limit of two tool calls, or (with `ask`) one `ask_user` call; any
+/// answer after results is "done", any other prompt "ok".
+fn limited_or_asking_agent(book: &Shared, ask: bool) -> Agent {
+    let mut tools = ToolRegistry::new();
+    let b = book.clone();
+    tools.add(FnTool::new("charge", "Charges.", move |a: Tag, cx| {
+        *b.lock()
+            .unwrap()
+            .executed
+            .entry(cx.call_id.clone())
+            .or_default() += 1;
+        async move { Ok(ToolOutput::ok(format!("charged {}", a.tag))) }
+    }));
+    let model = ScriptedModel::new(move |request| {
+        let last_user = request.messages.iter().rev().find_map(|m| match m {
+            Message::User { text } => Some(text.clone()),
+            _ => None,
+        });
+        let answered = matches!(request.messages.last(), Some(Message::ToolResult(_)));
+        if last_user.as_deref() == Some("go") && !answered {
+            Ok(if ask {
+                ScriptedResponse::calls().call("q1", "ask_user", json!({"question": "which?"}))
+            } else {
+                ScriptedResponse::calls()
+                    .call("c1", "charge", json!({"tag": "a"}))
+                    .call("c2", "charge", json!({"tag": "b"}))
+                    .call("c3", "charge", json!({"tag": "c"}))
+            })
+        } else if answered {
+            Ok(ScriptedResponse::text("done"))
+        } else {
+            Ok(ScriptedResponse::text("ok"))
+        }
+    });
+    Agent::new(Arc::new(model))
+        .with_tools(tools)
+        .with_max_tool_calls(2)
+}
+
+/// Runs "go" to its crash at `at` (every point seen without a crash when
+/// `at` is `None`), lets another runner take the thread over with "next?",
+/// and returns the results of the crashed run's calls.
+async fn crash_then_take_over(
+    fx: &Fixture,
+    book: &Shared,
+    ask: bool,
+    at: CrashPoint,
+) -> HashMap<String, String> {
+    let t = Scope::new("acme", "ws").thread("t1");
+    let points = Arc::new(Points {
+        at: Some(at.clone()),
+        ..Points::default()
+    });
+    let dying = Runner::with_config(
+        limited_or_asking_agent(book, ask),
+        fx.store.clone(),
+        RunnerConfig::default()
+            .with_claim_ttl(DEAD_TTL)
+            .with_ask_user(ask)
+            .with_failpoint(points.clone()),
+    );
+    dying.send(&t, "alice", "go", None).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(60), points.crashed.notified())
+        .await
+        .unwrap_or_else(|_| panic!("the run never reached {at:?}"));
+    fx.clock.advance(DEAD_TTL + Duration::from_secs(1));
+    let next = Runner::with_config(
+        limited_or_asking_agent(book, ask),
+        fx.store.clone(),
+        RunnerConfig::default().with_ask_user(ask),
+    );
+    let sent = next.send(&t, "alice", "next?", None).await.unwrap();
+    let run = sent.run.expect("the thread is taken over");
+    assert_eq!(run.wait().await.outcome, Outcome::Completed, "at {at:?}");
+    next.drain().await;
+    drop(dying);
+    let history = load_history(fx.store.as_ref(), &t).await.unwrap();
+    assert_valid_history(&history);
+    history
+        .iter()
+        .filter_map(|m| match m {
+            Message::ToolResult(r) => Some((r.call_id.clone(), r.content.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The points of the crashed run's commits, from a run that never crashes.
+async fn commit_points(ask: bool) -> Vec<CrashPoint> {
+    let fx = memory();
+    let book = Shared::default();
+    let points = Arc::new(Points::default());
+    let runner = Runner::with_config(
+        limited_or_asking_agent(&book, ask),
+        fx.store.clone(),
+        RunnerConfig::default()
+            .with_ask_user(ask)
+            .with_failpoint(points.clone()),
+    );
+    let t = Scope::new("acme", "ws").thread("t1");
+    let sent = runner.send(&t, "alice", "go", None).await.unwrap();
+    sent.run.unwrap().wait().await;
+    runner.drain().await;
+    let seen: Vec<CrashPoint> = points.seen.lock().unwrap().iter().cloned().collect();
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_the_tool_call_limit_refused_before_a_crash_is_refused_again_on_repair() {
+    let points = commit_points(false).await;
+    assert!(
+        points
+            .iter()
+            .any(|p| matches!(p, CrashPoint::BeforeCommit { .. })),
+        "{points:?}"
+    );
+    for at in points {
+        let book = Shared::default();
+        let results = crash_then_take_over(&memory(), &book, false, at.clone()).await;
+        assert!(
+            book.lock().unwrap().executed.is_empty(),
+            "at {at:?}: a call over the limit never runs"
+        );
+        // Crashed before its answer was saved, the batch is not in the history at all.
+        let refused: Vec<Option<&str>> = ["c1", "c2", "c3"]
+            .iter()
+            .map(|c| results.get(*c).map(String::as_str))
+            .collect();
+        let limit = "The call was not run: the run reached its limit of 2 tool calls.";
+        assert!(
+            refused == [None; 3] || refused == [Some(limit); 3],
+            "at {at:?}: {refused:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unanswered_question_of_a_crashed_run_says_it_went_unanswered() {
+    let points = commit_points(true).await;
+    let started = CrashPoint::Started {
+        call_id: "q1".to_owned(),
+    };
+    let ended = CrashPoint::ToolEnded {
+        call_id: "q1".to_owned(),
+    };
+    assert!(
+        points.contains(&started) && points.contains(&ended),
+        "{points:?}"
+    );
+    for at in [started, ended] {
+        let book = Shared::default();
+        let results = crash_then_take_over(&memory(), &book, true, at.clone()).await;
+        assert_eq!(
+            results["q1"],
+            burrow_runtime::runner::QUESTION_UNANSWERED,
+            "at {at:?}"
+        );
+    }
+}
+
+/// How many commits a run of "go" makes when its answer is `calls` (`charge`
+/// calls by tag; the hook denies tag `deny`), counted by the commit points.
+async fn commits_of(calls: &[(&str, &str)]) -> usize {
+    let mut tools = ToolRegistry::new();
+    tools.add(FnTool::new("charge", "Charges.", |a: Tag, _| async move {
+        Ok(ToolOutput::ok(format!("charged {}", a.tag)))
+    }));
+    let mut hooks = Hooks::new();
+    hooks.add(
+        Hook::handler(HookEvent::PreToolUse, None, |input| {
+            let deny = input.tool_input.as_ref().and_then(|i| i["tag"].as_str()) == Some("deny");
+            async move {
+                Ok(if deny {
+                    HookOutput::deny("no")
+                } else {
+                    HookOutput::allow()
+                })
+            }
+        })
+        .unwrap(),
+    );
+    let answer: Vec<(String, String)> = calls
+        .iter()
+        .map(|(id, tag)| ((*id).to_owned(), (*tag).to_owned()))
+        .collect();
+    let model = ScriptedModel::new(move |request| {
+        if matches!(request.messages.last(), Some(Message::ToolResult(_))) {
+            return Ok(ScriptedResponse::text("done"));
+        }
+        let mut r = ScriptedResponse::calls();
+        for (id, tag) in &answer {
+            r = r.call(id, "charge", json!({ "tag": tag }));
+        }
+        Ok(r)
+    });
+    let agent = Agent::new(Arc::new(model))
+        .with_tools(tools)
+        .with_hooks(hooks);
+    let fx = memory();
+    let points = Arc::new(Points::default());
+    let runner = Runner::with_config(
+        agent,
+        fx.store.clone(),
+        RunnerConfig::default().with_failpoint(points.clone()),
+    );
+    let t = Scope::new("acme", "ws").thread("t1");
+    let sent = runner.send(&t, "alice", "go", None).await.unwrap();
+    assert_eq!(sent.run.unwrap().wait().await.outcome, Outcome::Completed);
+    runner.drain().await;
+    let seen = points.seen.lock().unwrap();
+    seen.iter()
+        .filter(|p| matches!(p, CrashPoint::AfterCommit { .. }))
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denied_call_costs_its_batch_no_extra_commit() {
+    // Two allowed calls: the run's start, the answer, each start, the first
+    // finish, the results (with the last finish), the end.
+    let allowed = commits_of(&[("c2", "a"), ("c3", "b")]).await;
+    assert_eq!(allowed, 7);
+    // A denied call among them is never recorded, and the last allowed
+    // call's finish still rides in the results' commit.
+    assert_eq!(
+        commits_of(&[("c1", "deny"), ("c2", "a"), ("c3", "b")]).await,
+        allowed
+    );
+    assert_eq!(
+        commits_of(&[("c2", "a"), ("c1", "deny"), ("c3", "b")]).await,
+        allowed
+    );
+}
