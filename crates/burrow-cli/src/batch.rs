@@ -117,10 +117,7 @@ pub async fn run<R: Read>(
             }
             // Go on only with a whole line that is already here: never wait
             // for input while answers are held back.
-            if group.len() >= MAX_GROUP
-                || held >= MAX_HELD
-                || !input.buffer().contains(&b'\n')
-            {
+            if group.len() >= MAX_GROUP || held >= MAX_HELD || !input.buffer().contains(&b'\n') {
                 break;
             }
         }

@@ -301,12 +301,15 @@ mod tests {
         for len in [7, 8, 9, 16, 17, 1000] {
             let mut bytewise = !0u32;
             for &b in &long[..len] {
-                bytewise = CRC_TABLES[0][((bytewise ^ u32::from(b)) & 0xff) as usize]
-                    ^ (bytewise >> 8);
+                bytewise =
+                    CRC_TABLES[0][((bytewise ^ u32::from(b)) & 0xff) as usize] ^ (bytewise >> 8);
             }
             assert_eq!(crc32(&long[..len]), !bytewise, "{len} bytes");
         }
-        assert_eq!(crc32(b"The quick brown fox jumps over the lazy dog"), 0x414f_a339);
+        assert_eq!(
+            crc32(b"The quick brown fox jumps over the lazy dog"),
+            0x414f_a339
+        );
     }
 
     #[test]
