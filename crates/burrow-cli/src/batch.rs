@@ -10,8 +10,9 @@
 //! - Output is flushed after every group, so a program can drive burrow as
 //!   a co-process, one request and one answer at a time.
 //! - Lines are run in groups: a group is a line and every complete line
-//!   already waiting behind it in the input buffer (at most
-//!   [`MAX_GROUP`]), so a pipe full of lines is saved in few writes while a
+//!   already waiting behind it in the input buffer ([`INPUT_BUFFER`], at
+//!   most [`MAX_GROUP`] lines and about [`MAX_HELD`] bytes of answers), so a
+//!   file or a pipe full of lines is saved in few synced appends while a
 //!   co-process that waits for each answer gets each one at once. The
 //!   group's changes are saved (a `state:` file's journal appended and
 //!   synced, under its lock) **before** any of its result lines is printed: a printed success
@@ -29,11 +30,15 @@ use crate::op::Op;
 use crate::output::{Exit, error_json, error_text};
 use crate::spec::Opened;
 
-/// The size of the input buffer: what one group can hold.
-pub const INPUT_BUFFER: usize = 1 << 16;
+/// The size of the input buffer: what one group can hold (one `read` of
+/// a file on stdin fills it; a pipe gives at most what it holds).
+pub const INPUT_BUFFER: usize = 4 << 20;
 
 /// Most lines in one group.
-pub const MAX_GROUP: usize = 1000;
+pub const MAX_GROUP: usize = 10_000;
+
+/// A group ends once its answers, held until its save, pass this many bytes.
+pub const MAX_HELD: usize = 4 << 20;
 
 /// One answered line of a group, waiting for the group's save.
 struct Answer {
@@ -52,6 +57,8 @@ pub async fn run<R: Read>(
     err: &mut dyn Write,
 ) -> std::io::Result<Exit> {
     let mut worst = Exit::Success;
+    // Written out once a group, not once a line.
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
     let mut raw = Vec::new();
     let mut number = 0usize;
     let mut at_end = false;
@@ -62,6 +69,7 @@ pub async fn run<R: Read>(
     let max_line = max_file.saturating_mul(6).saturating_add(1 << 20);
     while !at_end {
         let mut group: Vec<Answer> = Vec::new();
+        let mut held = 0usize;
         opened.begin();
         loop {
             let too_long = match read_line(input, &mut raw, max_line) {
@@ -91,7 +99,7 @@ pub async fn run<R: Read>(
                     Ok(op) => op.run(opened.backend.as_ref(), ctx).await,
                     Err(e) => Err(e),
                 };
-                group.push(match result {
+                let answer = match result {
                     Ok(output) => Answer {
                         json: output.to_json(),
                         mutation: output.is_mutation(),
@@ -103,11 +111,13 @@ pub async fn run<R: Read>(
                             mutation: false,
                         }
                     }
-                });
+                };
+                held = held.saturating_add(answer.json.len());
+                group.push(answer);
             }
             // Go on only with a whole line that is already here: never wait
             // for input while answers are held back.
-            if group.len() >= MAX_GROUP || !input.buffer().contains(&b'\n') {
+            if group.len() >= MAX_GROUP || held >= MAX_HELD || !input.buffer().contains(&b'\n') {
                 break;
             }
         }

@@ -37,7 +37,7 @@
 //!   written to a temporary file beside the document, synced, renamed over
 //!   it, then the journal is replaced by an empty one of the next
 //!   generation. It runs when the journal grows past the document's size
-//!   (and past 64 KiB), when the process ends normally having appended
+//!   (and past 8 MiB), when the process ends normally having appended
 //!   records, and on `burrow state compact FILE.json`. A kill at any step
 //!   leaves a document that parses plus a journal that replays to every
 //!   acknowledged change (records are effects: replaying them over a
@@ -67,8 +67,11 @@ use burrow::{
 
 use crate::spec::{Opened, Saver};
 
-/// A journal is compacted once it passes the document's size and this.
-const COMPACT_FLOOR: u64 = 64 * 1024;
+/// A journal is compacted once it passes the document's size and this: a
+/// process that starts replays at most about this much beyond the document,
+/// and a batch that builds a workspace from nothing compacts only at its
+/// end until it passes it.
+const COMPACT_FLOOR: u64 = 8 << 20;
 
 /// Opens `path` as a state document.
 pub fn open(path: &Path) -> Result<Opened> {
