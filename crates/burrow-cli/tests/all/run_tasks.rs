@@ -1,4 +1,4 @@
-//! `burrow run --agents DIR`: the synchronous `task` tool through the binary, with a scripted parent and a scripted child (the child's `model:` a second script): the child's report and usage as the result, its thread and events, a failing child as an error result, the depth bound, hooks inside children and SubagentStop, and agent files that do not parse.
+//! `burrow run --agents DIR`: the synchronous `task` tool through the binary, with a scripted parent and a scripted child (the child's `model:` a second script): the child's report and usage as the result, its thread and events, a failing child as an error result, the depth bound, hooks inside children and SubagentStop, agent files that do not parse, and a parent stopped (`burrow thread stop`, Ctrl-C) while its child holds a call: both end stopped and the model server gets no request after.
 
 use std::path::Path;
 
@@ -697,6 +697,31 @@ fn chat(text: Option<&str>, call: Option<(&str, &str, Value)>) -> burrow_testkit
 #[cfg(feature = "openai")]
 #[test]
 fn thread_stop_on_the_parent_stops_its_child_and_no_model_request_follows() {
+    parent_stopped_while_its_child_waits(|d, spec, _pid| {
+        let stopped = burrow_in(d, &["--json", "thread", "stop", "p", "--session", spec], b"");
+        stopped.assert_code(0);
+        assert_eq!(stopped.json()["stopped"], true, "{}", stopped.out());
+    });
+}
+
+/// The same with Ctrl-C (SIGINT) to the parent's process.
+#[cfg(feature = "openai")]
+#[test]
+fn ctrl_c_on_the_parent_stops_its_child_and_no_model_request_follows() {
+    parent_stopped_while_its_child_waits(|_d, _spec, pid| {
+        let sent = std::process::Command::new("kill")
+            .args(["-INT", &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    });
+}
+
+/// Runs a parent whose child holds a call, stops the parent with `stop`
+/// (given the folder, the session spec and the parent's pid), and checks
+/// that both ended stopped and no model request followed.
+#[cfg(feature = "openai")]
+fn parent_stopped_while_its_child_waits(stop: impl FnOnce(&Path, &str, u32)) {
     use std::process::{Command, Stdio};
     use std::time::{Duration, Instant};
     let dir = tempfile::tempdir().unwrap();
@@ -750,9 +775,7 @@ fn thread_stop_on_the_parent_stops_its_child_and_no_model_request_follows() {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert_eq!(server.request_count(), 2);
-    let stopped = burrow_in(d, &["--json", "thread", "stop", "p", "--session", &spec], b"");
-    stopped.assert_code(0);
-    assert_eq!(stopped.json()["stopped"], true, "{}", stopped.out());
+    stop(d, &spec, holder.id());
     let out = holder.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
