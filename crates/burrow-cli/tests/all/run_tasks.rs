@@ -672,7 +672,10 @@ fn chat(text: Option<&str>, call: Option<(&str, &str, Value)>) -> burrow_testkit
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], "usage": null});
         format!("data: {c}\n\n")
     };
-    let mut body = chunk(json!({"role": "assistant", "content": text.unwrap_or("")}), Value::Null);
+    let mut body = chunk(
+        json!({"role": "assistant", "content": text.unwrap_or("")}),
+        Value::Null,
+    );
     let finish = if let Some((id, name, args)) = &call {
         body += &chunk(
             json!({"tool_calls": [{"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": args.to_string()}}]}),
@@ -698,7 +701,11 @@ fn chat(text: Option<&str>, call: Option<(&str, &str, Value)>) -> burrow_testkit
 #[test]
 fn thread_stop_on_the_parent_stops_its_child_and_no_model_request_follows() {
     parent_stopped_while_its_child_waits(|d, spec, _pid| {
-        let stopped = burrow_in(d, &["--json", "thread", "stop", "p", "--session", spec], b"");
+        let stopped = burrow_in(
+            d,
+            &["--json", "thread", "stop", "p", "--session", spec],
+            b"",
+        );
         stopped.assert_code(0);
         assert_eq!(stopped.json()["stopped"], true, "{}", stopped.out());
     });
@@ -727,7 +734,14 @@ fn parent_stopped_while_its_child_waits(stop: impl FnOnce(&Path, &str, u32)) {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let server = burrow_testkit::http::ReplayServer::start([
-        chat(None, Some(("t1", "task", task_call("t1", "scout", "Look.")["arguments"].clone()))),
+        chat(
+            None,
+            Some((
+                "t1",
+                "task",
+                task_call("t1", "scout", "Look.")["arguments"].clone(),
+            )),
+        ),
         chat(None, Some(("c1", "ls", json!({"path": "/"})))),
         chat(Some("child never says this"), None),
         chat(Some("parent never says this"), None),
@@ -800,7 +814,10 @@ fn parent_stopped_while_its_child_waits(stop: impl FnOnce(&Path, &str, u32)) {
         .unwrap_or_else(|| panic!("no result of c1: {child}"));
     assert_eq!(ls["message"]["is_error"], true, "{ls}");
     assert!(
-        ls["message"]["content"].as_str().unwrap().contains("cancelled"),
+        ls["message"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("cancelled"),
         "{ls}"
     );
     assert_eq!(parent["children"][0]["status"], "stopped", "{parent}");

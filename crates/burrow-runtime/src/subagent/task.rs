@@ -520,9 +520,7 @@ impl StopOnDrop {
     }
 }
 
-fn lock(
-    children: &Children,
-) -> std::sync::MutexGuard<'_, std::collections::HashMap<u64, Runner>> {
+fn lock(children: &Children) -> std::sync::MutexGuard<'_, std::collections::HashMap<u64, Runner>> {
     match children.lock() {
         Ok(guard) => guard,
         Err(poisoned) => poisoned.into_inner(),

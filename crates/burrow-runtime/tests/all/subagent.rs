@@ -3,9 +3,9 @@
 use std::sync::{Arc, Mutex};
 
 use burrow_runtime::model::{ScriptedModel, ScriptedResponse};
+use burrow_runtime::session::RunStatus;
 use burrow_runtime::session::{MemoryStore, Scope, SessionStore};
 use burrow_runtime::subagent::{SubAgent, TaskEvent, Tasks};
-use burrow_runtime::session::RunStatus;
 use burrow_runtime::tool::{CallContext, FnTool, ToolOutput, ToolRegistry};
 use burrow_types::SubAgentConfig;
 use serde_json::json;
@@ -159,7 +159,10 @@ async fn a_call_dropped_with_its_parent_stops_its_child_and_aclose_waits_for_its
     let entered = Arc::new(tokio::sync::Semaphore::new(0));
     let release = Arc::new(tokio::sync::Semaphore::new(0));
     let tasks = Tasks::new(
-        vec![SubAgent::new(SubAgentConfig::new("scout", "Looks.", "You look.")).with_model(child.clone())],
+        vec![
+            SubAgent::new(SubAgentConfig::new("scout", "Looks.", "You look."))
+                .with_model(child.clone()),
+        ],
         Arc::new(ScriptedModel::from_responses(Vec::new())),
         store.clone(),
         scope.clone(),
@@ -185,7 +188,10 @@ async fn a_call_dropped_with_its_parent_stops_its_child_and_aclose_waits_for_its
             _ => None,
         })
         .expect("the held call has a result");
-    assert!(result.is_error && result.content.contains("cancelled"), "{result:?}");
+    assert!(
+        result.is_error && result.content.contains("cancelled"),
+        "{result:?}"
+    );
     release.add_permits(1);
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     assert_eq!(child.requests(), 1);
@@ -202,7 +208,11 @@ async fn more_children_than_the_bound_wait_for_a_slot() {
     let release = Arc::new(tokio::sync::Semaphore::new(0));
     let child = Arc::new(ScriptedModel::new(|request| {
         // Each child calls `hold` once, then reports.
-        if request.messages.iter().any(|m| matches!(m, burrow_runtime::message::Message::ToolResult(_))) {
+        if request
+            .messages
+            .iter()
+            .any(|m| matches!(m, burrow_runtime::message::Message::ToolResult(_)))
+        {
             Ok(ScriptedResponse::text("done"))
         } else {
             Ok(ScriptedResponse::calls().call("c1", "hold", json!({})))
@@ -221,7 +231,8 @@ async fn more_children_than_the_bound_wait_for_a_slot() {
         .map(|i| {
             let tool = tool.clone();
             tokio::spawn(async move {
-                let args = json!({"description": "look", "prompt": "Look.", "subagent_type": "scout"});
+                let args =
+                    json!({"description": "look", "prompt": "Look.", "subagent_type": "scout"});
                 tool.call(&cx(&format!("t{i}")), args).await
             })
         })
@@ -232,13 +243,20 @@ async fn more_children_than_the_bound_wait_for_a_slot() {
     assert_eq!(entered.available_permits(), 0);
     let mut started = 0;
     for i in 0..6 {
-        let runs = store.runs(&scope.thread(format!("run_parent/task-t{i}"))).await.unwrap();
+        let runs = store
+            .runs(&scope.thread(format!("run_parent/task-t{i}")))
+            .await
+            .unwrap();
         started += usize::from(!runs.is_empty());
     }
     assert_eq!(started, 4, "only four children started");
     release.add_permits(6);
     for call in calls {
         let out = call.await.unwrap().unwrap();
-        assert!(!out.is_error && out.text.starts_with("done\n\n"), "{}", out.text);
+        assert!(
+            !out.is_error && out.text.starts_with("done\n\n"),
+            "{}",
+            out.text
+        );
     }
 }
