@@ -174,7 +174,7 @@ impl Config {
     /// The agent: the model, the file tools over `opened` as `ctx`, the
     /// hooks (their ignored failures printed as `json` says, told of the
     /// transcript of `session` when there is one); and a handle on the hooks
-    /// to settle their background runs with.
+    /// and the subagents' children to settle before burrow exits.
     ///
     /// With `--agents`, the agent has `task`; its children are runs of
     /// `store` (the session's, else one in memory for this process) in `scope`.
@@ -185,7 +185,7 @@ impl Config {
         json: bool,
         session: Option<&str>,
         store: Option<(Arc<dyn SessionStore>, Scope)>,
-    ) -> (Agent, Hooks) {
+    ) -> (Agent, Settle) {
         let mut tools = ToolRegistry::new();
         for tool in file_tools(opened.backend.clone(), ctx, ToolConfig::default()) {
             tools.add_arc(tool);
@@ -205,6 +205,7 @@ impl Config {
         if self.todos {
             agent = burrow_runtime::todos::with_todos(agent);
         }
+        let mut children = None;
         if let Some(agents) = self.agents {
             let (store, scope) = store.unwrap_or_else(|| {
                 (
@@ -220,8 +221,28 @@ impl Config {
                 .with_claim_ttl(self.task_claim_ttl)
                 .with_events(Arc::new(move |event: TaskEvent| task_event(event, json)));
             agent = tasks.install(agent);
+            children = Some(tasks);
         }
-        (agent, hooks)
+        (agent, Settle { hooks, children })
+    }
+}
+
+/// What runs on after an agent's run and is settled before burrow exits:
+/// the hooks' background runs, and the children of `task` calls that were
+/// stopped with their parent (so none is left recorded running).
+pub struct Settle {
+    hooks: Hooks,
+    children: Option<Tasks>,
+}
+
+impl Settle {
+    /// Waits for stopped children to record their ends, then for the
+    /// background hooks (a child's SubagentStop among them).
+    pub async fn settle(&self) {
+        if let Some(tasks) = &self.children {
+            tasks.aclose().await;
+        }
+        self.hooks.settle().await;
     }
 }
 

@@ -1,4 +1,4 @@
-//! `burrow run --agents DIR`: the synchronous `task` tool through the binary, with a scripted parent and a scripted child (the child's `model:` a second script): the child's report and usage as the result, its thread and events, a failing child as an error result, the depth bound, hooks inside children and SubagentStop, and agent files that do not parse.
+//! `burrow run --agents DIR`: the synchronous `task` tool through the binary, with a scripted parent and a scripted child (the child's `model:` a second script): the child's report and usage as the result, its thread and events, a failing child as an error result, the depth bound, hooks inside children and SubagentStop, agent files that do not parse, and a parent stopped (`burrow thread stop`, Ctrl-C) while its child holds a call: both end stopped and the model server gets no request after.
 
 use std::path::Path;
 
@@ -662,4 +662,166 @@ fn a_killed_parent_is_taken_over_and_its_child_goes_on_to_its_report() {
     assert_eq!(users[0], "Look.");
     assert!(users[1].starts_with("Your previous run was interrupted"));
     assert_eq!(shown["children"][0]["status"], "completed");
+}
+
+/// One chat-completions answer (the `openai:` wire) calling `name` with `args`, or saying `text`.
+#[cfg(feature = "openai")]
+fn chat(text: Option<&str>, call: Option<(&str, &str, Value)>) -> burrow_testkit::http::Reply {
+    let chunk = |delta: Value, finish: Value| {
+        let c = json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-test",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], "usage": null});
+        format!("data: {c}\n\n")
+    };
+    let mut body = chunk(
+        json!({"role": "assistant", "content": text.unwrap_or("")}),
+        Value::Null,
+    );
+    let finish = if let Some((id, name, args)) = &call {
+        body += &chunk(
+            json!({"tool_calls": [{"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": args.to_string()}}]}),
+            Value::Null,
+        );
+        "tool_calls"
+    } else {
+        "stop"
+    };
+    body += &chunk(json!({}), json!(finish));
+    body += &format!(
+        "data: {}\n\ndata: [DONE]\n\n",
+        json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+    );
+    burrow_testkit::http::Reply::sse(body)
+}
+
+/// `burrow thread stop` on a parent whose child is in a tool call held by
+/// its PreToolUse hook: the parent and the child both end stopped, the
+/// child's call ends cancelled, and the model server (parent and child
+/// share it) gets no request after the stop.
+#[cfg(feature = "openai")]
+#[test]
+fn thread_stop_on_the_parent_stops_its_child_and_no_model_request_follows() {
+    parent_stopped_while_its_child_waits(|d, spec, _pid| {
+        let stopped = burrow_in(
+            d,
+            &["--json", "thread", "stop", "p", "--session", spec],
+            b"",
+        );
+        stopped.assert_code(0);
+        assert_eq!(stopped.json()["stopped"], true, "{}", stopped.out());
+    });
+}
+
+/// The same with Ctrl-C (SIGINT) to the parent's process.
+#[cfg(feature = "openai")]
+#[test]
+fn ctrl_c_on_the_parent_stops_its_child_and_no_model_request_follows() {
+    parent_stopped_while_its_child_waits(|_d, _spec, pid| {
+        let sent = std::process::Command::new("kill")
+            .args(["-INT", &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    });
+}
+
+/// Runs a parent whose child holds a call, stops the parent with `stop`
+/// (given the folder, the session spec and the parent's pid), and checks
+/// that both ended stopped and no model request followed.
+#[cfg(feature = "openai")]
+fn parent_stopped_while_its_child_waits(stop: impl FnOnce(&Path, &str, u32)) {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let server = burrow_testkit::http::ReplayServer::start([
+        chat(
+            None,
+            Some((
+                "t1",
+                "task",
+                task_call("t1", "scout", "Look.")["arguments"].clone(),
+            )),
+        ),
+        chat(None, Some(("c1", "ls", json!({"path": "/"})))),
+        chat(Some("child never says this"), None),
+        chat(Some("parent never says this"), None),
+    ]);
+    let agents = d.join("agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(
+        agents.join("scout.md"),
+        "---\nname: scout\ndescription: The scout.\n---\nLook.\n",
+    )
+    .unwrap();
+    let settings = d.join("block.json");
+    let hook = json!({"hooks": {"PreToolUse": [{"matcher": "ls", "hooks": [
+        {"type": "command", "command": "touch started; while [ ! -e go ]; do sleep 0.01; done"}
+    ]}]}});
+    std::fs::write(&settings, hook.to_string()).unwrap();
+    let spec = spec(d);
+    let holder = Command::new(env!("CARGO_BIN_EXE_burrow"))
+        .args([
+            "--json",
+            "run",
+            "go",
+            "--model",
+            "openai:gpt-test",
+            "--agents",
+            &agents.display().to_string(),
+            "--settings",
+            &settings.display().to_string(),
+            "--session",
+            &spec,
+            "--thread",
+            "p",
+        ])
+        .env("OPENAI_BASE_URL", server.url())
+        .env("OPENAI_API_KEY", "sk-test")
+        .current_dir(d)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !d.join("started").exists() {
+        assert!(Instant::now() < deadline, "the child never reached ls");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(server.request_count(), 2);
+    stop(d, &spec, holder.id());
+    let out = holder.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    // Let a hook process that outlived its call end before the folder goes.
+    std::fs::write(d.join("go"), b"").unwrap();
+    assert_eq!(
+        server.request_count(),
+        2,
+        "a model request followed the stop: {stderr}"
+    );
+    let parent = show(d, "p");
+    assert_eq!(parent["runs"][0]["status"], "stopped", "{parent}");
+    let child = show(d, "p/task-t1");
+    let runs = child["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{child}");
+    assert_eq!(runs[0]["status"], "stopped", "{child}");
+    let ls = child["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["message"]["role"] == "tool_result" && e["message"]["call_id"] == "c1")
+        .unwrap_or_else(|| panic!("no result of c1: {child}"));
+    assert_eq!(ls["message"]["is_error"], true, "{ls}");
+    assert!(
+        ls["message"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("cancelled"),
+        "{ls}"
+    );
+    assert_eq!(parent["children"][0]["status"], "stopped", "{parent}");
+    // Nothing came after the stop, even a while later.
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(server.request_count(), 2);
 }

@@ -142,7 +142,14 @@ struct Inner {
     claim_ttl: Duration,
     events: Option<TaskEventSink>,
     slots: Arc<tokio::sync::Semaphore>,
+    children: Children,
 }
+
+/// The runners of the children running now, by a number of their own, so
+/// [`Tasks::aclose`] can stop them and wait for their ends.
+type Children = Arc<std::sync::Mutex<std::collections::HashMap<u64, Runner>>>;
+
+static NEXT_CHILD: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl std::fmt::Debug for Tasks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -177,6 +184,7 @@ impl Tasks {
                 claim_ttl: DEFAULT_CLAIM_TTL,
                 events: None,
                 slots: Arc::new(tokio::sync::Semaphore::new(DEFAULT_MAX_CONCURRENT)),
+                children: Children::default(),
             }),
         }
     }
@@ -199,6 +207,7 @@ impl Tasks {
             claim_ttl: old.claim_ttl,
             events: old.events.clone(),
             slots: old.slots.clone(),
+            children: old.children.clone(),
         };
         f(&mut inner);
         Self {
@@ -240,6 +249,17 @@ impl Tasks {
     /// The same, sending what children do to `sink`.
     pub fn with_events(self, sink: TaskEventSink) -> Self {
         self.edit(|i| i.events = Some(sink))
+    }
+
+    /// Stops every child still running (those of calls dropped with their
+    /// parent's run: their stop was asked as the call was dropped) and waits
+    /// until each has recorded its end, so a process that exits after its
+    /// parent's run leaves no child behind running.
+    pub async fn aclose(&self) {
+        let runners: Vec<Runner> = lock(&self.inner.children).values().cloned().collect();
+        for runner in runners {
+            runner.aclose().await;
+        }
     }
 
     /// The definitions, [`GENERAL_PURPOSE`] first unless one takes its name.
@@ -436,10 +456,14 @@ to keep. Give a short `description` and a complete `prompt`. The subagents (`sub
         let guard = StopOnDrop {
             runner: runner.clone(),
             thread: thread.clone(),
+            children: inner.children.clone(),
+            id: NEXT_CHILD.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            done: false,
         };
+        guard.register();
         let ended = run_child(&runner, &thread, &args.prompt).await;
-        drop(guard);
         runner.aclose().await;
+        guard.finish();
         let ended = ended.map_err(|e| store_failure(&e))?;
         let text = final_text(&*inner.store, &thread)
             .await
@@ -472,17 +496,54 @@ to keep. Give a short `description` and a complete `prompt`. The subagents (`sub
 }
 
 /// Stops the child's run when the call is dropped before its end (the
-/// parent's run was stopped or cancelled): the child's calls in flight end
-/// cancelled and it makes no more model requests.
+/// parent's run was stopped, cancelled or lost its claim): the child's calls
+/// in flight end cancelled and it makes no more model requests. The runner
+/// stays among the [`Children`] until it has closed, so [`Tasks::aclose`]
+/// can wait for the child's end.
 struct StopOnDrop {
     runner: Runner,
     thread: ThreadKey,
+    children: Children,
+    id: u64,
+    done: bool,
+}
+
+impl StopOnDrop {
+    fn register(&self) {
+        lock(&self.children).insert(self.id, self.runner.clone());
+    }
+
+    /// The child ended and its runner closed: nothing to stop.
+    fn finish(mut self) {
+        lock(&self.children).remove(&self.id);
+        self.done = true;
+    }
+}
+
+fn lock(children: &Children) -> std::sync::MutexGuard<'_, std::collections::HashMap<u64, Runner>> {
+    match children.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
 }
 
 impl Drop for StopOnDrop {
     fn drop(&mut self) {
+        if self.done {
+            return;
+        }
         if let Some(handle) = self.runner.running(&self.thread) {
             self.runner.stop(&self.thread.scope, handle.run_id());
+        }
+        // Closed in the background; `Tasks::aclose` waits for it too.
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            let runner = self.runner.clone();
+            let children = self.children.clone();
+            let id = self.id;
+            rt.spawn(async move {
+                runner.aclose().await;
+                lock(&children).remove(&id);
+            });
         }
     }
 }
