@@ -22,6 +22,20 @@ fn test_image() -> String {
 }
 
 /// True while a container with this id (or id prefix) exists.
+/// True once `id` is gone, waiting up to 30 s: a concurrent test's sweep may be
+/// removing the same container (every sandbox start sweeps orphans), and Docker
+/// still inspects a container whose removal is in progress.
+fn container_gone(id: &str) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while container_exists(id) {
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    true
+}
+
 fn container_exists(id: &str) -> bool {
     Command::new("docker")
         .args(["container", "inspect", id])
@@ -205,7 +219,7 @@ fn gc_removes_a_container_whose_owner_is_gone_and_keeps_a_live_ones() {
     // Another test's sandbox start may have removed the orphan first (every
     // start sweeps), so the count is only checked to be a number.
     assert!(response["removed"].is_u64(), "{response}");
-    assert!(!container_exists(&orphan), "the orphan {orphan} was kept");
+    assert!(container_gone(&orphan), "the orphan {orphan} was kept");
     assert!(
         container_exists(&live),
         "the live owner's {live} was removed"
@@ -248,7 +262,7 @@ fn opening_a_docker_backend_removes_orphans_first() {
     let orphan = owned_container(&image, dead, "1");
     let on = On::new(&[format!("docker:{image}").as_str()]);
     on.run(&["exec", "true"]).assert_code(0);
-    assert!(!container_exists(&orphan), "the orphan {orphan} was kept");
+    assert!(container_gone(&orphan), "the orphan {orphan} was kept");
 }
 
 /// Runs `exec "sleep 30"` on `docker:IMAGE`, sends `signal` once its
