@@ -205,6 +205,36 @@ impl StoreBackend {
         })
         .await
     }
+
+    /// One mutation of `path` in its own transaction, under the replay guard
+    /// (`op` names it for an effect key's record).
+    async fn change_at<F>(
+        &self,
+        ctx: &FileContext,
+        path: &VPath,
+        op: &'static str,
+        f: F,
+    ) -> Result<()>
+    where
+        F: Fn(&rusqlite::Connection, &str, &VPath) -> Result<()> + Send + 'static,
+    {
+        let (ctx, path) = (ctx.clone(), path.clone());
+        blocking(&self.db, move |db| {
+            let now = now();
+            db.write(|c| {
+                guarded(
+                    c,
+                    &ctx.tenant,
+                    ctx.effect_key.as_deref(),
+                    op,
+                    &[&path],
+                    &now,
+                    |c| f(c, &ctx.tenant, &path),
+                )
+            })?
+        })
+        .await
+    }
 }
 
 /// A lock scope shared by every backend on one database file, naming no host path.
@@ -330,39 +360,12 @@ impl Backend for StoreBackend {
     }
 
     async fn delete(&self, ctx: &FileContext, path: &VPath) -> Result<()> {
-        let (ctx, path) = (ctx.clone(), path.clone());
-        blocking(&self.db, move |db| {
-            let now = now();
-            db.write(|c| {
-                guarded(
-                    c,
-                    &ctx.tenant,
-                    ctx.effect_key.as_deref(),
-                    "delete",
-                    &[&path],
-                    &now,
-                    |c| tree::delete_file(c, &ctx.tenant, &path),
-                )
-            })?
-        })
-        .await
+        self.change_at(ctx, path, "delete", tree::delete_file).await
     }
 
     async fn make_dir(&self, ctx: &FileContext, path: &VPath, parents: bool) -> Result<()> {
-        let (ctx, path) = (ctx.clone(), path.clone());
-        blocking(&self.db, move |db| {
-            let now = now();
-            db.write(|c| {
-                guarded(
-                    c,
-                    &ctx.tenant,
-                    ctx.effect_key.as_deref(),
-                    "make_dir",
-                    &[&path],
-                    &now,
-                    |c| tree::make_dir(c, &ctx.tenant, &path, parents),
-                )
-            })?
+        self.change_at(ctx, path, "make_dir", move |c, tenant, path| {
+            tree::make_dir(c, tenant, path, parents)
         })
         .await
     }
@@ -371,22 +374,8 @@ impl Backend for StoreBackend {
     /// (on a refusal, a failure or a crash) none of it; an effect key
     /// replays its outcome.
     async fn delete_tree(&self, ctx: &FileContext, path: &VPath) -> Result<()> {
-        let (ctx, path) = (ctx.clone(), path.clone());
-        blocking(&self.db, move |db| {
-            let now = now();
-            db.write(|c| {
-                guarded(
-                    c,
-                    &ctx.tenant,
-                    ctx.effect_key.as_deref(),
-                    "delete_tree",
-                    &[&path],
-                    &now,
-                    |c| tree::delete_tree(c, &ctx.tenant, &path),
-                )
-            })?
-        })
-        .await
+        self.change_at(ctx, path, "delete_tree", tree::delete_tree)
+            .await
     }
 
     async fn glob(
