@@ -4,35 +4,9 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::support::{Run, Workspace, burrow_in};
-
-fn script(dir: &Path, name: &str, answers: &[Value]) -> String {
-    let path = dir.join(name);
-    let text: String = answers.iter().map(|a| format!("{a}\n")).collect();
-    std::fs::write(&path, text).unwrap();
-    format!("scripted:{}", path.display())
-}
-
-fn spec(dir: &Path) -> String {
-    format!("sqlite:{}", dir.join("session.db").display())
-}
-
-fn show(dir: &Path, thread: &str) -> Value {
-    let run = burrow_in(
-        dir,
-        &["--json", "thread", "show", thread, "--session", &spec(dir)],
-        b"",
-    );
-    run.assert_code(0);
-    run.json()
-}
-
-fn lines(run: &Run) -> Vec<Value> {
-    run.out()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
-}
+use super::support::{
+    Workspace, burrow_in, json_lines as lines, script, session_spec as spec, show_thread as show,
+};
 
 /// `DIR/agents/NAME.md` with `frontmatter` lines and `body`; the child's
 /// script is `DIR/agents/NAME.jsonl`, named relative to the folder.

@@ -1,44 +1,17 @@
 //! `burrow run --todos`: `write_todos` through the binary with scripted models: the `todos` events, the list in `burrow thread show`, a second call in one answer refused, and the list across a killed process and the thread's next run.
 
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use super::support::{Run, burrow_in};
+use super::support::{
+    burrow_in, json_lines as lines, script, session_spec as spec, show_thread as show,
+};
 
 /// How long a test waits for another process to reach a point before it fails.
 const PATIENCE: Duration = Duration::from_secs(60);
-
-fn script(dir: &Path, name: &str, answers: &[Value]) -> String {
-    let path = dir.join(name);
-    let text: String = answers.iter().map(|a| format!("{a}\n")).collect();
-    std::fs::write(&path, text).unwrap();
-    format!("scripted:{}", path.display())
-}
-
-fn spec(dir: &Path) -> String {
-    format!("sqlite:{}", dir.join("session.db").display())
-}
-
-fn show(dir: &Path, thread: &str) -> Value {
-    let run = burrow_in(
-        dir,
-        &["--json", "thread", "show", thread, "--session", &spec(dir)],
-        b"",
-    );
-    run.assert_code(0);
-    run.json()
-}
-
-fn lines(run: &Run) -> Vec<Value> {
-    run.out()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
 
 fn write_todos(id: &str, items: &[(&str, &str)]) -> Value {
     let todos: Vec<Value> = items

@@ -178,3 +178,42 @@ pub fn mask_times(value: &mut Value) {
         _ => {}
     }
 }
+
+/// Writes a scripted model's answers, one JSON line each, to `dir/name`: its model spec.
+pub fn script(dir: &Path, name: &str, answers: &[Value]) -> String {
+    let path = dir.join(name);
+    let text: String = answers.iter().map(|a| format!("{a}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+    format!("scripted:{}", path.display())
+}
+
+/// The SQLite session spec of a test folder.
+pub fn session_spec(dir: &Path) -> String {
+    format!("sqlite:{}", dir.join("session.db").display())
+}
+
+/// `burrow --json thread show THREAD` on the folder's SQLite session.
+pub fn show_thread(dir: &Path, thread: &str) -> Value {
+    let run = burrow_in(
+        dir,
+        &[
+            "--json",
+            "thread",
+            "show",
+            thread,
+            "--session",
+            &session_spec(dir),
+        ],
+        b"",
+    );
+    run.assert_code(0);
+    run.json()
+}
+
+/// Every stdout line of a `--json` run, parsed.
+pub fn json_lines(run: &Run) -> Vec<Value> {
+    run.out()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
