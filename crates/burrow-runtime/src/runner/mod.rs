@@ -29,23 +29,28 @@
 //!   before it runs and finished after; the history refers to the recorded
 //!   result instead of copying it.
 
+mod approval;
 mod ask;
 mod claim;
+mod config;
 mod durable;
 mod engine;
 mod error;
+mod ledger;
 pub mod live;
+mod observer;
 mod pairing;
 mod remote;
 mod retry;
+mod segment;
+mod takeover;
 mod turn;
 
 pub use ask::{ASK_USER, AskArgs, PendingRequest, RequestKind};
 pub use claim::DEFAULT_CLAIM_TTL;
+pub use config::RunnerConfig;
 pub use durable::{NOT_RUN, OUTCOME_UNKNOWN, QUESTION_UNANSWERED};
-pub use engine::{
-    ASKED, Command, Resumed, RunHandle, Runner, RunnerConfig, Sent, TAKEN, last_seen,
-};
+pub use engine::{ASKED, Command, Resumed, RunHandle, Runner, Sent, TAKEN, last_seen};
 pub use error::{RunnerError, RunnerErrorKind, RunnerResult};
 pub use live::{
     DEFAULT_LIVE_BUFFER, FanoutChannel, LiveChannel, LiveEvent, LiveFrame, NullChannel, emit_draft,

@@ -1,0 +1,108 @@
+//! How a `Runner` is set up: the live channel, claim TTL, `ask_user`, the agent name, turn context and evaluators, run labels and the test failpoint.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::claim::DEFAULT_CLAIM_TTL;
+
+use super::live::{FanoutChannel, LiveChannel};
+use super::turn::{TurnContext, TurnEvaluator};
+
+/// How a runner is set up.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct RunnerConfig {
+    /// Where runs' live frames go (an in-process fan-out by default).
+    pub live: Arc<dyn LiveChannel>,
+    /// How long a thread claim lasts without renewal (30 s). It is renewed
+    /// every third of it; it must exceed the clock skew between runners.
+    pub claim_ttl: Duration,
+    /// Whether the agent gets the `ask_user` tool, which pauses its run until someone answers.
+    pub ask_user: bool,
+    /// The author name the runner records its own actions under.
+    pub agent_name: String,
+    /// Entered around each turn, inside its span.
+    pub turn_context: Option<Arc<dyn TurnContext>>,
+    /// Given each turn as it ends, to judge it in the background.
+    pub evaluators: Vec<Arc<dyn TurnEvaluator>>,
+    /// Kept in the record of every run this runner starts
+    /// ([`RunRecord::labels`](crate::session::RunRecord::labels)), for
+    /// example the model it runs with, so that a process answering the run
+    /// later can set itself up alike. A run resumed keeps its own.
+    pub run_labels: BTreeMap<String, String>,
+    /// Where this runner's runs crash, in crash-recovery tests (feature `failpoints`).
+    #[cfg(feature = "failpoints")]
+    pub failpoint: Option<Arc<dyn crate::failpoint::Failpoint>>,
+}
+
+impl Default for RunnerConfig {
+    fn default() -> Self {
+        Self {
+            live: Arc::new(FanoutChannel::default()),
+            claim_ttl: DEFAULT_CLAIM_TTL,
+            ask_user: false,
+            agent_name: "assistant".to_owned(),
+            turn_context: None,
+            evaluators: Vec::new(),
+            run_labels: BTreeMap::new(),
+            #[cfg(feature = "failpoints")]
+            failpoint: None,
+        }
+    }
+}
+
+impl RunnerConfig {
+    /// The same config with live frames going to `live`.
+    pub fn with_live(mut self, live: Arc<dyn LiveChannel>) -> Self {
+        self.live = live;
+        self
+    }
+
+    /// The same config with claims lasting `ttl`.
+    pub fn with_claim_ttl(mut self, ttl: Duration) -> Self {
+        self.claim_ttl = ttl;
+        self
+    }
+
+    /// The same config with `context` entered around each turn.
+    pub fn with_turn_context(mut self, context: Arc<dyn TurnContext>) -> Self {
+        self.turn_context = Some(context);
+        self
+    }
+
+    /// The same config with one more evaluator of ended turns.
+    pub fn with_evaluator(mut self, evaluator: Arc<dyn TurnEvaluator>) -> Self {
+        self.evaluators.push(evaluator);
+        self
+    }
+
+    /// The same config with one more label on the runs it starts (the same name replaces).
+    pub fn with_run_label(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.run_labels.insert(name.into(), value.into());
+        self
+    }
+
+    /// The same config with runs crashing where `failpoint` says (feature `failpoints`).
+    #[cfg(feature = "failpoints")]
+    pub fn with_failpoint(mut self, failpoint: Arc<dyn crate::failpoint::Failpoint>) -> Self {
+        self.failpoint = Some(failpoint);
+        self
+    }
+
+    /// The same config with (or without) the `ask_user` tool.
+    pub fn with_ask_user(mut self, ask_user: bool) -> Self {
+        self.ask_user = ask_user;
+        self
+    }
+}
+
+impl std::fmt::Debug for RunnerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunnerConfig")
+            .field("claim_ttl", &self.claim_ttl)
+            .field("ask_user", &self.ask_user)
+            .field("agent_name", &self.agent_name)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,509 @@
+//! Posting, claiming, planning and abandonment: what a claimant does with a thread (a message posted, the thread claimed, the next segment planned, a run left `running` recorded as abandoned after its calls are answered, retakes and hand-overs).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures::FutureExt;
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use super::claim::{RenewError, keep_claim};
+use super::durable::{CallLog, CallState, Durable, repair};
+use super::error::{RunnerError, RunnerErrorKind, RunnerResult};
+use super::retry::{self, Window};
+use crate::agent::CancelToken;
+use crate::message::Message;
+use crate::session::{
+    Answer, Claim, ClaimAttempt, CommandKey, Commit, HistoryItem, MAX_PAGE, MessageKind,
+    PostedMessage, RequestKind, RequestSpec, RunEnd, StoreError, StoreErrorKind, ThreadKey,
+    ThreadStatus, ToolCallStatus, Trigger, Write,
+};
+
+use super::engine::{
+    ASKED, BusyGuard, DUPLICATE_WAIT, Explicit, Inner, RunHandle, Segment, TAKEN, new_id,
+};
+use super::ledger::{SegmentCommits, StoreLog};
+use crate::tools::ToolOutput;
+
+impl Inner {
+    /// Posts a message (or notice) and moves `asked` to it in one commit.
+    pub(super) async fn post(
+        &self,
+        thread: &ThreadKey,
+        author: &str,
+        text: &str,
+        message_id: Option<&str>,
+        kind: MessageKind,
+        command: Option<(CommandKey, Value)>,
+    ) -> RunnerResult<(String, u64)> {
+        let id = message_id.map_or_else(|| new_id("msg"), str::to_owned);
+        let mut commit = Commit::new().write(Write::PostMessage {
+            id: id.clone(),
+            author: author.to_owned(),
+            kind,
+            text: text.to_owned(),
+        });
+        if let Some((key, result)) = command {
+            commit = commit.command(key, result);
+        }
+        // A sender rides out a short outage as a run does (ADR 0250).
+        let window = Window::within(self.config.claim_ttl);
+        let head = retry::call(&window, || self.store.thread(thread))
+            .await?
+            .map_or(0, |info| info.head_seq);
+        if kind == MessageKind::Message {
+            // The message's seq is the head's next unless another post comes
+            // first; then `asked` is moved on to it right after.
+            commit = commit.cursor(ASKED, head + 1);
+        }
+        let commit = retry::keyed(thread, commit);
+        let done = retry::commit(self.store.as_ref(), thread, commit, &window).await?;
+        let seq = match done.seqs.first() {
+            Some(seq) => *seq,
+            // Taken in by an attempt whose answer was lost: its seq is the message's.
+            None => retry::call(&window, || self.store.message(&thread.scope, &id))
+                .await?
+                .map_or(done.head_seq, |m| m.seq),
+        };
+        if kind == MessageKind::Message && seq != head + 1 {
+            retry::call(&window, || {
+                self.store.commit(thread, Commit::new().cursor(ASKED, seq))
+            })
+            .await?;
+        }
+        Ok((id, seq))
+    }
+
+    pub(super) fn holds(&self, holder: &str) -> bool {
+        self.lock().holders.contains(holder)
+    }
+
+    /// Claims the thread and carries out what it was asked: the core of send,
+    /// answer, resume, recover and hand-over.
+    pub(super) async fn take(
+        self: &Arc<Self>,
+        thread: &ThreadKey,
+        explicit: Option<Explicit>,
+    ) -> RunnerResult<Option<RunHandle>> {
+        if self.closed() {
+            return Ok(None);
+        }
+        if explicit.is_none() && self.lock().runs.contains_key(thread) {
+            // Our run in this thread steers or hands over.
+            return Ok(None);
+        }
+        let _busy = BusyGuard::new(self);
+        let holder = new_id("claim");
+        self.lock().holders.insert(holder.clone());
+        let began = Instant::now();
+        let window = Window::within(self.config.claim_ttl);
+        let command = explicit.as_ref().and_then(|e| e.command.clone());
+        let attempt = loop {
+            let attempt = retry::call(&window, || {
+                self.store
+                    .acquire_claim(thread, &holder, self.config.claim_ttl)
+            })
+            .await;
+            // A command delivered twice at once: the other delivery holds the
+            // thread; its record (once in) is this one's result.
+            if let (Ok(ClaimAttempt::Busy(_)), Some(key)) = (&attempt, &command)
+                && Instant::now() < began + DUPLICATE_WAIT.min(self.config.claim_ttl)
+            {
+                if self.store.command_result(key).await?.is_some() {
+                    self.lock().holders.remove(&holder);
+                    return Err(StoreError::new(
+                        StoreErrorKind::DuplicateCommand,
+                        "the command was carried out by another delivery",
+                    )
+                    .into());
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+            break attempt;
+        };
+        let claim = match attempt {
+            Ok(ClaimAttempt::Granted(claim)) => claim,
+            Ok(ClaimAttempt::Busy(theirs)) => {
+                self.lock().holders.remove(&holder);
+                if explicit.is_some() {
+                    return Err(RunnerError::new(
+                        RunnerErrorKind::InvalidState,
+                        "the thread is busy: another runner holds it; answer again once it is paused",
+                    ));
+                }
+                if !self.holds(&theirs.holder) {
+                    self.schedule_retake(thread);
+                }
+                return Ok(None);
+            }
+            Err(e) => {
+                self.lock().holders.remove(&holder);
+                return Err(e.into());
+            }
+        };
+        let asked_at_read = self.store.cursor(thread, ASKED).await.unwrap_or(0);
+        let planned = self.plan(thread, &claim, began, explicit).await;
+        match planned {
+            Ok(Some(segment)) => {
+                let handle = self.start_segment(thread.clone(), claim, began, segment);
+                Ok(Some(handle))
+            }
+            other => {
+                if let Err(e) = self.store.release_claim(thread, &claim).await {
+                    tracing::warn!(error = %e, "releasing a thread claim failed; it lapses after its TTL");
+                }
+                self.lock().holders.remove(&holder);
+                let asked_now = self.store.cursor(thread, ASKED).await.unwrap_or(0);
+                if asked_now > asked_at_read {
+                    self.hand_over(thread.clone());
+                }
+                other.map(|_| None)
+            }
+        }
+    }
+
+    /// Under the claim: records runs left behind as abandoned, then decides
+    /// what to run (and records its start or resumption with the cursor).
+    pub(super) async fn plan(
+        self: &Arc<Self>,
+        thread: &ThreadKey,
+        claim: &Claim,
+        began: Instant,
+        explicit: Option<Explicit>,
+    ) -> RunnerResult<Option<Segment>> {
+        let fence = claim.fence();
+        let Some(mut info) = self.store.thread(thread).await? else {
+            return Ok(None);
+        };
+        if info.status == ThreadStatus::Running
+            && let Some(left) = info.active_run.clone()
+        {
+            self.abandon(thread, claim, began, &left).await?;
+            info = match self.store.thread(thread).await? {
+                Some(info) => info,
+                None => return Ok(None),
+            };
+        }
+        if let Some(explicit) = explicit {
+            let mut commit = Commit::new().fenced(fence.clone());
+            if let Some(key) = explicit.command {
+                // Whether this answer is the run's last: then it resumes now.
+                let resumed = match self.store.run(&thread.scope, &explicit.run_id).await? {
+                    Some(run) => run
+                        .requests
+                        .iter()
+                        .all(|r| r.answer.is_none() == (r.spec.id == explicit.request_id)),
+                    None => false,
+                };
+                let result = json!({
+                    "type": "answered",
+                    "run_id": explicit.run_id,
+                    "request_id": explicit.request_id,
+                    "resumed": resumed,
+                });
+                commit = commit.command(key, result);
+            }
+            commit = commit.write(Write::AnswerRequest {
+                run_id: explicit.run_id,
+                request_id: explicit.request_id,
+                answer: explicit.answer,
+            });
+            self.store.commit(thread, commit).await?;
+        }
+        let taken = self.store.cursor(thread, TAKEN).await?;
+        let untaken: Vec<PostedMessage> = self
+            .store
+            .messages(thread, taken, MAX_PAGE)
+            .await?
+            .into_iter()
+            .filter(|m| m.kind == MessageKind::Message)
+            .collect();
+        if info.status == ThreadStatus::Paused
+            && let Some(paused) = info.active_run.clone()
+        {
+            let Some(run) = self.store.run(&thread.scope, &paused).await? else {
+                return Ok(None);
+            };
+            let open: Vec<&RequestSpec> = run
+                .requests
+                .iter()
+                .filter(|r| r.answer.is_none())
+                .map(|r| &r.spec)
+                .collect();
+            let mut commit = Commit::new().fenced(fence.clone());
+            let requested_by;
+            if open.is_empty() {
+                requested_by = run
+                    .requests
+                    .iter()
+                    .filter_map(|r| r.answer.as_ref())
+                    .map(|a| a.author.clone())
+                    .next_back();
+            } else {
+                // The oldest untaken message is the reply: it answers every
+                // open question and declines every open approval with its text.
+                let Some(reply) = untaken.first() else {
+                    return Ok(None);
+                };
+                for spec in open {
+                    commit = commit.write(Write::AnswerRequest {
+                        run_id: run.run_id.clone(),
+                        request_id: spec.id.clone(),
+                        answer: Answer {
+                            author: reply.author.clone(),
+                            approved: (spec.kind == RequestKind::Approval).then_some(false),
+                            text: Some(reply.text.clone()),
+                            message_id: Some(reply.id.clone()),
+                        },
+                    });
+                }
+                commit = commit.cursor(TAKEN, reply.seq);
+                requested_by = Some(reply.author.clone());
+            }
+            let commit = commit.write(Write::ResumeRun {
+                run_id: run.run_id.clone(),
+                requested_by,
+            });
+            self.store.commit(thread, commit).await?;
+            let Some(run) = self.store.run(&thread.scope, &paused).await? else {
+                return Ok(None);
+            };
+            return Ok(Some(Segment::Resume { run: Box::new(run) }));
+        }
+        let Some(first) = untaken.first() else {
+            return Ok(None);
+        };
+        let prompt: Vec<PostedMessage> = untaken
+            .iter()
+            .take_while(|m| m.author == first.author)
+            .cloned()
+            .collect();
+        let through = prompt.last().map_or(taken, |m| m.seq);
+        let run_id = new_id("run");
+        self.store
+            .commit(
+                thread,
+                Commit::new()
+                    .fenced(fence)
+                    .write(Write::StartRun {
+                        run_id: run_id.clone(),
+                        trigger: Trigger::Message,
+                        requested_by: Some(first.author.clone()),
+                        message_ids: prompt.iter().map(|m| m.id.clone()).collect(),
+                        labels: self.config.run_labels.clone(),
+                    })
+                    .cursor(TAKEN, through),
+            )
+            .await?;
+        Ok(Some(Segment::New { run_id, prompt }))
+    }
+
+    /// Records the run `left` (running, but no runner of ours drives it: its
+    /// process died) as failed/abandoned, after giving its last answer's
+    /// unanswered calls their results: from the records, or through the call
+    /// pipeline (a call never allowed is decided again by its hooks; a started
+    /// idempotent call is replayed under its effect keys), under the claim,
+    /// kept alive meanwhile (ADR 0241).
+    pub(super) async fn abandon(
+        &self,
+        thread: &ThreadKey,
+        claim: &Claim,
+        began: Instant,
+        left: &str,
+    ) -> RunnerResult<()> {
+        let fence = claim.fence();
+        let entries = self.store.history(thread, 0).await?;
+        // The run's tool results so far, for its `max_tool_calls` (ADR 0244).
+        let prior = entries
+            .iter()
+            .filter(|e| {
+                e.run_id.as_deref() == Some(left) && matches!(e.message, Message::ToolResult(_))
+            })
+            .count();
+        let mut history: Vec<Message> = entries.into_iter().map(|e| e.message).collect();
+        let records: HashMap<String, CallState> = self
+            .store
+            .tool_calls(&thread.scope, left)
+            .await?
+            .into_iter()
+            .map(|r| {
+                let state = match (r.status, r.result) {
+                    (ToolCallStatus::Finished, Some(result)) => CallState::Finished(ToolOutput {
+                        text: result.content,
+                        is_error: result.is_error,
+                    }),
+                    _ => CallState::Started,
+                };
+                (r.call_id, state)
+            })
+            .collect();
+        let repaired = if super::durable::unanswered(&history).is_empty() {
+            Vec::new()
+        } else {
+            // Hooks and tools may take a while: the claim is renewed meanwhile,
+            // and a lost claim cancels the calls (their commits are fenced anyway).
+            let done = CancelToken::new();
+            let lost = CancelToken::new();
+            let keeper = self.keep(thread, claim, began, &done, &lost);
+            let recorded = Arc::new(Mutex::new(HashMap::new()));
+            let log: Arc<dyn CallLog> = Arc::new(StoreLog {
+                commits: SegmentCommits::new(
+                    self.store.clone(),
+                    thread.clone(),
+                    fence.clone(),
+                    Window::claim(lost.clone()),
+                ),
+                recorded: recorded.clone(),
+            });
+            let agent = self
+                .agent
+                .clone()
+                .with_tools(Durable::wrap(self.agent.tools(), &log));
+            let repaired = repair(
+                &mut history,
+                &agent,
+                &super::durable::LeftRun {
+                    session_id: &thread.thread,
+                    run_id: left,
+                    prior,
+                    ask_user: self.config.ask_user,
+                },
+                &records,
+                &lost,
+            )
+            .await;
+            done.cancel();
+            let _ = keeper.await;
+            let recorded = recorded.lock().unwrap_or_else(PoisonError::into_inner);
+            repaired
+                .into_iter()
+                .map(|(result, from_record)| {
+                    let refers = from_record || recorded.get(&result.call_id) == Some(&result);
+                    (result, refers)
+                })
+                .collect()
+        };
+        let mut commit = Commit::new().fenced(fence.clone());
+        if !repaired.is_empty() {
+            commit = commit.write(Write::AppendHistory {
+                run_id: Some(left.to_owned()),
+                items: repaired
+                    .into_iter()
+                    .map(|(result, recorded)| {
+                        if recorded {
+                            HistoryItem::ToolResult {
+                                call_id: result.call_id,
+                            }
+                        } else {
+                            HistoryItem::Message {
+                                message: Message::ToolResult(result),
+                            }
+                        }
+                    })
+                    .collect(),
+            });
+        }
+        commit = commit.write(Write::EndRun {
+            run_id: left.to_owned(),
+            end: RunEnd::Failed {
+                reason: "abandoned".to_owned(),
+                message:
+                    "the runner that drove this run stopped (its claim lapsed) before the run ended"
+                        .to_owned(),
+            },
+        });
+        let commit = retry::keyed(thread, commit);
+        retry::commit(
+            self.store.as_ref(),
+            thread,
+            commit,
+            &Window::within(self.config.claim_ttl),
+        )
+        .await?;
+        tracing::info!(
+            run_id = left,
+            "recorded a run left behind as failed/abandoned"
+        );
+        Ok(())
+    }
+
+    /// Spawns the task that renews `claim` until `done`, cancelling `lost`
+    /// when the claim is lost.
+    pub(super) fn keep(
+        &self,
+        thread: &ThreadKey,
+        claim: &Claim,
+        began: Instant,
+        done: &CancelToken,
+        lost: &CancelToken,
+    ) -> tokio::task::JoinHandle<()> {
+        let store = self.store.clone();
+        let thread = thread.clone();
+        let claim = claim.clone();
+        let ttl = self.config.claim_ttl;
+        let renew = move || {
+            let store = store.clone();
+            let thread = thread.clone();
+            let claim = claim.clone();
+            async move {
+                match store.renew_claim(&thread, &claim, ttl).await {
+                    Ok(_) => Ok(()),
+                    Err(e) if e.kind() == StoreErrorKind::StaleClaim => Err(RenewError::Lost),
+                    Err(e) => Err(RenewError::Failed(e.to_string())),
+                }
+            }
+            .boxed()
+        };
+        tokio::spawn(keep_claim(ttl, began, renew, done.clone(), lost.clone()))
+    }
+
+    /// Schedules one look at `thread` after the claim TTL, in case its holder died.
+    pub(super) fn schedule_retake(self: &Arc<Self>, thread: &ThreadKey) {
+        if self.closed() {
+            return;
+        }
+        let mut state = self.lock();
+        if state.retakes.contains_key(thread) {
+            return;
+        }
+        let inner = self.clone();
+        let key = thread.clone();
+        let ttl = self.config.claim_ttl;
+        let task = tokio::spawn(async move {
+            tokio::time::sleep(ttl).await;
+            inner.lock().retakes.remove(&key);
+            if inner.lock().followed.contains_key(&key) {
+                return;
+            }
+            let asked = inner.store.cursor(&key, ASKED).await.unwrap_or(0);
+            let taken = inner.store.cursor(&key, TAKEN).await.unwrap_or(0);
+            let paused = matches!(
+                inner.store.thread(&key).await,
+                Ok(Some(info)) if info.status != ThreadStatus::Idle
+            );
+            if (asked > taken || paused)
+                && let Err(e) = inner.take(&key, None).await
+            {
+                tracing::warn!(error = %e, "a scheduled look at a busy thread failed");
+            }
+        });
+        state.retakes.insert(thread.clone(), task);
+    }
+
+    /// Starts a task that takes the thread again (after a release).
+    pub(super) fn hand_over(self: &Arc<Self>, thread: ThreadKey) {
+        if self.closed() {
+            return;
+        }
+        let inner = self.clone();
+        let busy = BusyGuard::new(self);
+        tokio::spawn(async move {
+            let _busy = busy;
+            if let Err(e) = inner.take(&thread, None).await {
+                tracing::warn!(error = %e, "handing a thread over failed");
+            }
+        });
+    }
+}
