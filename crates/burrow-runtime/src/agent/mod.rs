@@ -67,9 +67,17 @@ impl Default for Limits {
     }
 }
 
-/// Why a run failed: a short stable name.
+/// Why a run failed: a short stable name, the one type of every failed run's
+/// reason, in the loop's [`Outcome`] and in the session store's
+/// [`RunEnd`](crate::session::RunEnd).
+///
+/// It serialises as its name (`"max_turns"`, `"abandoned"`, an application's
+/// own string for [`FailureReason::Other`]), the strings session files held
+/// before it existed, so those still read; a name it does not know reads as
+/// [`FailureReason::Other`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum FailureReason {
     /// The run reached `max_turns` while the model still called tools.
     MaxTurns,
@@ -86,6 +94,15 @@ pub enum FailureReason {
     /// Code the loop calls out to panicked (a hook handler, a capability, an
     /// instruction provider, the model adapter, an observer, a store).
     Panicked,
+    /// The runner that drove the run stopped (its claim lapsed) before the run
+    /// ended; the next claimant recorded it so.
+    Abandoned,
+    /// The run paused but asked nothing anyone could answer.
+    PausedWithoutRequest,
+    /// The runner's task for the run ended without a result.
+    RunnerFailed,
+    /// The session store failed a step the run could not go on without.
+    StoreFailed,
     /// An application's own reason.
     #[serde(untagged)]
     Other(String),
@@ -110,6 +127,10 @@ impl FailureReason {
             FailureReason::HookFailed => "hook_failed",
             FailureReason::InstructionsFailed => "instructions_failed",
             FailureReason::Panicked => "panicked",
+            FailureReason::Abandoned => "abandoned",
+            FailureReason::PausedWithoutRequest => "paused_without_request",
+            FailureReason::RunnerFailed => "runner_failed",
+            FailureReason::StoreFailed => "store_failed",
             FailureReason::Other(_) => return None,
         })
     }

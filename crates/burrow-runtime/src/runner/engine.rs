@@ -62,7 +62,7 @@ impl RunHandle {
         let lost = || RunResult {
             run_id: self.run_id.clone(),
             outcome: Outcome::Failed {
-                reason: FailureReason::Other("runner_failed".to_owned()),
+                reason: FailureReason::RunnerFailed,
                 message: "the runner's task for this run ended without a result".to_owned(),
             },
             turns: 0,

@@ -219,12 +219,9 @@ impl Inner {
         cancel: CancelToken,
         lost: &CancelToken,
     ) -> RunResult {
-        let fail = |reason: &str, message: String| RunResult {
+        let fail = |reason: FailureReason, message: String| RunResult {
             run_id: run_id.to_owned(),
-            outcome: Outcome::Failed {
-                reason: FailureReason::Other(reason.to_owned()),
-                message,
-            },
+            outcome: Outcome::Failed { reason, message },
             turns: 0,
             tool_calls: 0,
             usage: Usage::UNKNOWN,
@@ -234,7 +231,10 @@ impl Inner {
         let mut history = match load_history(self.store.as_ref(), thread).await {
             Ok(h) => h,
             Err(e) => {
-                let result = fail("store_failed", format!("loading the history failed: {e}"));
+                let result = fail(
+                    FailureReason::StoreFailed,
+                    format!("loading the history failed: {e}"),
+                );
                 #[cfg(feature = "otel")]
                 self.agent.count_run(&result.outcome);
                 self.record_end(
@@ -463,7 +463,7 @@ impl Inner {
         let end = match &result.outcome {
             Outcome::Completed => Some(RunEnd::Completed),
             Outcome::Failed { reason, message } => Some(RunEnd::Failed {
-                reason: reason.as_str().to_owned(),
+                reason: reason.clone(),
                 message: message.clone(),
             }),
             Outcome::Stopped { reason } => Some(RunEnd::Stopped {
@@ -471,7 +471,7 @@ impl Inner {
             }),
             Outcome::Paused { .. } if !requests.is_empty() => None,
             Outcome::Paused { reason } => Some(RunEnd::Failed {
-                reason: "paused_without_request".to_owned(),
+                reason: FailureReason::PausedWithoutRequest,
                 message: format!("the run paused ({reason}) but asked nothing to answer"),
             }),
         };

@@ -12,7 +12,7 @@ use super::claim::{RenewError, keep_claim};
 use super::durable::{CallLog, CallState, Durable, repair};
 use super::error::{RunnerError, RunnerErrorKind, RunnerResult};
 use super::retry::{self, Window};
-use crate::agent::CancelToken;
+use crate::agent::{CancelToken, FailureReason};
 use crate::message::Message;
 use crate::session::{
     Answer, Claim, ClaimAttempt, CommandKey, Commit, HistoryItem, MAX_PAGE, MessageKind,
@@ -408,7 +408,7 @@ impl Inner {
         commit = commit.write(Write::EndRun {
             run_id: left.to_owned(),
             end: RunEnd::Failed {
-                reason: "abandoned".to_owned(),
+                reason: FailureReason::Abandoned,
                 message:
                     "the runner that drove this run stopped (its claim lapsed) before the run ended"
                         .to_owned(),

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::agent::FailureReason;
 use crate::message::{Message, ToolResult, Usage};
 
 /// A workspace of a tenant: what message ids, run ids and commands are unique in.
@@ -204,7 +205,7 @@ pub enum RunEnd {
     /// It failed.
     Failed {
         /// A short stable reason (`abandoned`, `max_turns`, `model_error`, ...).
-        reason: String,
+        reason: FailureReason,
         /// One sentence for people.
         message: String,
     },
@@ -229,7 +230,8 @@ impl RunEnd {
     pub fn reason(&self) -> Option<&str> {
         match self {
             RunEnd::Completed => None,
-            RunEnd::Failed { reason, .. } | RunEnd::Stopped { reason } => Some(reason),
+            RunEnd::Failed { reason, .. } => Some(reason.as_str()),
+            RunEnd::Stopped { reason } => Some(reason),
         }
     }
 }

@@ -357,3 +357,43 @@ pub(crate) mod postgres {
         assert_eq!(store.command_result(&key).await.expect("read"), None);
     }
 }
+
+#[test]
+fn a_failed_runs_reason_reads_and_writes_the_strings_session_files_held() {
+    use burrow_runtime::agent::FailureReason;
+    use burrow_runtime::session::RunEnd;
+    // The reasons stored before `FailureReason` held them, as strings.
+    for (stored, reason) in [
+        ("abandoned", FailureReason::Abandoned),
+        ("max_turns", FailureReason::MaxTurns),
+        ("max_tool_calls", FailureReason::MaxToolCalls),
+        ("model_error", FailureReason::ModelError),
+        ("tool_failure", FailureReason::ToolFailure),
+        ("hook_failed", FailureReason::HookFailed),
+        ("instructions_failed", FailureReason::InstructionsFailed),
+        ("panicked", FailureReason::Panicked),
+        (
+            "paused_without_request",
+            FailureReason::PausedWithoutRequest,
+        ),
+        ("runner_failed", FailureReason::RunnerFailed),
+        ("store_failed", FailureReason::StoreFailed),
+        (
+            "my_app_gave_up",
+            FailureReason::Other("my_app_gave_up".into()),
+        ),
+    ] {
+        let old = format!(r#"{{"outcome":"failed","reason":"{stored}","message":"it failed"}}"#);
+        let end: RunEnd = serde_json::from_str(&old).unwrap();
+        assert_eq!(
+            end,
+            RunEnd::Failed {
+                reason: reason.clone(),
+                message: "it failed".into()
+            }
+        );
+        assert_eq!(end.reason(), Some(stored));
+        assert_eq!(serde_json::to_string(&end).unwrap(), old);
+        assert_eq!(reason.as_str(), stored);
+    }
+}

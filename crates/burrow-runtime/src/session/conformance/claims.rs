@@ -124,7 +124,7 @@ pub async fn a_lapsed_claim_is_taken_over_and_fences_out_the_old_holder(
             .write(crate::session::Write::EndRun {
                 run_id: "r1".into(),
                 end: crate::session::RunEnd::Failed {
-                    reason: "abandoned".into(),
+                    reason: crate::agent::FailureReason::Abandoned,
                     message: "its claim lapsed".into(),
                 },
             }),

@@ -246,7 +246,7 @@ pub async fn second_process_claims_and_commits(fx: &super::Fixture) -> Outcome {
         Commit::new().fenced(mine.fence()).write(Write::EndRun {
             run_id: "r1".into(),
             end: RunEnd::Failed {
-                reason: "abandoned".into(),
+                reason: crate::agent::FailureReason::Abandoned,
                 message: "its process stopped renewing".into(),
             },
         }),

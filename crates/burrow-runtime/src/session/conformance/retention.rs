@@ -301,7 +301,7 @@ pub async fn prune_keeps_the_records_the_next_run_repairs_from(fx: &super::Fixtu
             .write(Write::EndRun {
                 run_id: "r2".into(),
                 end: RunEnd::Failed {
-                    reason: "store_failed".into(),
+                    reason: crate::agent::FailureReason::StoreFailed,
                     message: "The session store failed.".into(),
                 },
             }),

@@ -66,7 +66,7 @@ pub async fn a_run_starts_and_ends(fx: &super::Fixture) -> Outcome {
         Commit::new().fenced(c.fence()).write(end(
             "r1",
             RunEnd::Failed {
-                reason: "max_turns".into(),
+                reason: crate::agent::FailureReason::MaxTurns,
                 message: "the run reached 100 turns".into(),
             },
         )),
@@ -132,7 +132,7 @@ pub async fn a_thread_has_one_unfinished_run(fx: &super::Fixture) -> Outcome {
             .write(end(
                 "r1",
                 RunEnd::Failed {
-                    reason: "abandoned".into(),
+                    reason: crate::agent::FailureReason::Abandoned,
                     message: "its process stopped".into(),
                 },
             ))
