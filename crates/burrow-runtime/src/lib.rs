@@ -1,4 +1,11 @@
-//! The burrow agent runtime: file tools rendered for a model over any backend, and an MCP server for them.
+//! The burrow agent runtime: an agent loop (models, tools, hooks, subagents) that runs durably in session threads (a `Runner` over a SQLite, PostgreSQL or memory session store), the file tools rendered for a model over any backend, and an MCP server for them.
+//!
+//! The modules, bottom up: [`message`] and [`model`] (what a model reads and
+//! answers), [`tool`] and [`tools`] (the `Tool` trait and the file tools),
+//! [`hooks`] (Claude Code's hook events), [`agent`] (the loop and its call
+//! pipeline), [`session`] (the session stores and their rules), [`runner`]
+//! (runs in threads: claims, commits, pauses, recovery), [`subagent`] and
+//! [`todos`] (harness tools), and `mcp` / `otel` behind their features.
 //!
 //! # Key design decision: tools render for a model
 //!
