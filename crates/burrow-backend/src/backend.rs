@@ -203,7 +203,7 @@ pub trait Backend: Send + Sync {
     ///   goes with the tree) or wholly after it (and stays), or is refused as
     ///   Conflict; no file the tree held when the call began remains. Backends
     ///   that remove a tree in steps hold a lock that makes changes of the
-    ///   same process wait (the folder, Docker), or remove it in one
+    ///   same process wait (the folder), or remove it in one
     ///   transaction (SQLite, the `StateBackend`), or list afresh until nothing
     ///   is left (the object store, the default walk); see ADR 0223.
     async fn delete_tree(&self, ctx: &FileContext, path: &VPath) -> Result<()> {

@@ -201,7 +201,10 @@ where
         cx.caps.empty_dirs,
         cx.caps.make_dir,
         cx.ctx.clone(),
-    );
+        &cx.root,
+    )
+    .await
+    .map_err(|e| e.message().to_owned())?;
     let at = |rel: &str| cx.root.join(rel).map_err(|e| e.message().to_owned());
     for (i, op) in ops.iter().enumerate() {
         let (got, want) = match *op {

@@ -27,19 +27,32 @@ pub(crate) struct Model {
 
 impl Model {
     /// A model with `limits` like the backend's; `keep_dirs` when the backend has
-    /// `empty_dirs`, `make_dir` when it has that capability.
-    pub(crate) fn new(
+    /// `empty_dirs`, `make_dir` when it has that capability. `root` is the
+    /// fixture's root, a directory that stands from the start (a mount point
+    /// of a composite), so making a directory in it needs no `parents`.
+    pub(crate) async fn new(
         limits: burrow_backend::Limits,
         keep_dirs: bool,
         make_dir: bool,
         ctx: FileContext,
-    ) -> Self {
-        Model {
+        root: &VPath,
+    ) -> Result<Self> {
+        let mut model = Model {
             state: StateBackend::with_limits(limits),
             ctx,
             dirs: keep_dirs.then(BTreeSet::new),
             make_dir,
+        };
+        if !root.is_root() {
+            match &mut model.dirs {
+                Some(dirs) => {
+                    dirs.extend(root.ancestors().into_iter().filter(|a| !a.is_root()));
+                    dirs.insert(root.clone());
+                }
+                None => model.state.make_dir(&model.ctx, root, true).await?,
+            }
         }
+        Ok(model)
     }
 
     fn is_kept_dir(&self, path: &VPath) -> bool {
