@@ -198,6 +198,14 @@ pub trait Backend: Send + Sync {
     ///   page and the depth), deleting files then emptied directories with
     ///   [`Backend::delete`]: a failure mid-way leaves part of the tree, and
     ///   running it again finishes it. Its inner deletes carry no effect key.
+    /// - Concurrent changes beneath `path` are never half-applied: each write,
+    ///   edit, delete or `make_dir` there lands wholly before the removal (and
+    ///   goes with the tree) or wholly after it (and stays), or is refused as
+    ///   Conflict; no file the tree held when the call began remains. Backends
+    ///   that remove a tree in steps hold a lock that makes changes of the
+    ///   same process wait (the folder), or remove it in one
+    ///   transaction (SQLite, the `StateBackend`), or list afresh until nothing
+    ///   is left (the object store, the default walk); see ADR 0223.
     async fn delete_tree(&self, ctx: &FileContext, path: &VPath) -> Result<()> {
         crate::tree::delete_tree_by_walk(self, ctx, path).await
     }

@@ -177,6 +177,7 @@ macro_rules! __for_each_scenario {
             concurrency::concurrency_replace_all_edits_all_land
             concurrency::concurrency_writes_create_every_file
             concurrency::concurrency_deletes_and_writes_interleave
+            concurrency::concurrency_delete_tree_excludes_changes_beneath
             meta::capabilities_are_constant
             meta::locks_same_path_share_a_key
             meta::errors_name_virtual_paths_only

@@ -1,9 +1,10 @@
 //! `FsBackend`: the `Backend` contract over a local folder, each operation on a blocking thread.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::Path;
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
 
 use async_trait::async_trait;
 use burrow_backend::{
@@ -25,6 +26,29 @@ const ONE_WORKSPACE: &str = "*";
 /// advisory lock on the file's directory taken inside the blocking work
 /// (`xlock`, ADR 0064).
 static PATH_LOCKS: LazyLock<LockTable<(Arc<str>, VPath)>> = LazyLock::new(LockTable::new);
+
+/// The tree gate of every root folder open in the process (ADR 0223): every
+/// mutation holds its root's gate shared, `delete_tree` holds it exclusive,
+/// so no write, edit, delete or `make_dir` runs while a tree is being
+/// removed, and the removal never meets a file made mid-way. An entry goes
+/// once no backend of its root is left (the map holds weak references).
+static TREE_GATES: LazyLock<Mutex<HashMap<Arc<str>, Weak<TreeGate>>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// One root's tree gate.
+type TreeGate = tokio::sync::RwLock<()>;
+
+/// The tree gate of the root `root_id`, shared by every backend opened on it.
+fn tree_gate(root_id: &Arc<str>) -> Arc<TreeGate> {
+    let mut gates = TREE_GATES.lock().unwrap_or_else(PoisonError::into_inner);
+    gates.retain(|_, gate| gate.strong_count() > 0);
+    if let Some(gate) = gates.get(root_id).and_then(Weak::upgrade) {
+        return gate;
+    }
+    let gate = Arc::new(TreeGate::new(()));
+    gates.insert(Arc::clone(root_id), Arc::downgrade(&gate));
+    gate
+}
 
 /// A local folder as a burrow backend.
 ///
@@ -104,6 +128,8 @@ pub struct FsBackend {
     root_id: Arc<str>,
     /// This backend's lock scope (a hash of the folder, never its host path).
     scope: String,
+    /// The root's tree gate: shared by mutations, exclusive for `delete_tree`.
+    gate: Arc<TreeGate>,
 }
 
 impl fmt::Debug for FsBackend {
@@ -134,6 +160,7 @@ impl FsBackend {
         root_id.hash(&mut hasher);
         Ok(FsBackend {
             root: Arc::new(Root { dir, options }),
+            gate: tree_gate(&root_id),
             root_id,
             scope: format!("fs-{:016x}", hasher.finish()),
         })
@@ -173,19 +200,30 @@ impl FsBackend {
     /// in-process lock, which is moved into the blocking work: dropping the
     /// returned future (a cancelled call) does not release the lock while the
     /// write goes on, so the next mutation of the path waits for it to end.
-    async fn mutate<T, F>(&self, path: &VPath, f: F) -> Result<T>
+    ///
+    /// It holds the root's tree gate too, shared, or exclusive for a
+    /// `delete_tree` (`whole_tree`); the gate is taken before the path's
+    /// lock, by every mutation, so the two never wait on each other in a cycle.
+    async fn mutate<T, F>(&self, path: &VPath, whole_tree: bool, f: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&Root) -> Result<T> + Send + 'static,
     {
         #[cfg(test)]
         let counted = crate::hook::count_lock_user(&self.root_id, path);
+        let gate = Arc::clone(&self.gate);
+        let (shared, exclusive) = if whole_tree {
+            (None, Some(gate.write_owned().await))
+        } else {
+            (Some(gate.read_owned().await), None)
+        };
         let guard = PATH_LOCKS
             .lock((Arc::clone(&self.root_id), path.clone()))
             .await;
         self.blocking(move |root| {
             let result = f(root);
             drop(guard);
+            drop((shared, exclusive));
             #[cfg(test)]
             drop(counted);
             result
@@ -249,7 +287,7 @@ impl Backend for FsBackend {
     ) -> Result<WriteResult> {
         text::check_size(path, bytes.len() as u64, self.root.options.max_file_size)?;
         let (vpath, bytes) = (path.clone(), bytes.to_vec());
-        self.mutate(path, move |root| {
+        self.mutate(path, false, move |root| {
             let path = vpath;
             root.write(&path, &bytes)?;
             Ok(WriteResult::written(path.as_str()))
@@ -267,7 +305,7 @@ impl Backend for FsBackend {
     ) -> Result<EditResult> {
         text::check_edit_args(old, new)?;
         let (vpath, old, new) = (path.clone(), old.to_owned(), new.to_owned());
-        self.mutate(path, move |root| {
+        self.mutate(path, false, move |root| {
             let path = vpath;
             let count = root.edit(&path, &old, &new, replace_all)?;
             Ok(text::edit_result(&path, count))
@@ -277,19 +315,22 @@ impl Backend for FsBackend {
 
     async fn delete(&self, _ctx: &FileContext, path: &VPath) -> Result<()> {
         let vpath = path.clone();
-        self.mutate(path, move |root| root.delete(&vpath)).await
+        self.mutate(path, false, move |root| root.delete(&vpath))
+            .await
     }
 
     async fn make_dir(&self, _ctx: &FileContext, path: &VPath, parents: bool) -> Result<()> {
         let vpath = path.clone();
-        self.mutate(path, move |root| root.make_dir(&vpath, parents))
+        self.mutate(path, false, move |root| root.make_dir(&vpath, parents))
             .await
     }
 
-    /// The folder's own recursive removal, in the locked parent directory.
+    /// The folder's own recursive removal, in the locked parent directory,
+    /// with the root's tree gate held exclusive: no change of this process
+    /// lands beneath the tree while it goes (ADR 0223).
     async fn delete_tree(&self, _ctx: &FileContext, path: &VPath) -> Result<()> {
         let vpath = path.clone();
-        self.mutate(path, move |root| root.delete_tree(&vpath))
+        self.mutate(path, true, move |root| root.delete_tree(&vpath))
             .await
     }
 

@@ -74,6 +74,8 @@ enum Op {
     },
     Delete(&'static str),
     DeleteTree(&'static str),
+    /// `make_dir(path, parents)`; drawn on every backend, answered Unsupported by the model where the capability is off.
+    MakeDir(&'static str, bool),
     Read {
         path: &'static str,
         offset: usize,
@@ -122,6 +124,7 @@ fn op() -> impl Strategy<Value = Op> {
         ),
         2 => path().prop_map(Op::Delete),
         1 => path().prop_map(Op::DeleteTree),
+        2 => (path(), any::<bool>()).prop_map(|(p, parents)| Op::MakeDir(p, parents)),
         2 => (path(), 0usize..4, limit()).prop_map(|(path, offset, limit)| Op::Read { path, offset, limit }),
         1 => path().prop_map(Op::ReadBytes),
         2 => (dir(), limit()).prop_map(|(d, l)| Op::Ls(d, l)),
@@ -193,7 +196,15 @@ where
     let fixture = make().await;
     let b = fixture.backend().as_ref();
     let cx = fixture.ctx();
-    let mut model = Model::new(cx.caps.limits, cx.caps.empty_dirs, cx.ctx.clone());
+    let mut model = Model::new(
+        cx.caps.limits,
+        cx.caps.empty_dirs,
+        cx.caps.make_dir,
+        cx.ctx.clone(),
+        &cx.root,
+    )
+    .await
+    .map_err(|e| e.message().to_owned())?;
     let at = |rel: &str| cx.root.join(rel).map_err(|e| e.message().to_owned());
     for (i, op) in ops.iter().enumerate() {
         let (got, want) = match *op {
@@ -235,6 +246,13 @@ where
                 (
                     observe(b.delete_tree(&cx.ctx, &p).await, |()| Observed::Done),
                     model.delete_tree(&p).await,
+                )
+            }
+            Op::MakeDir(p, parents) => {
+                let p = at(p)?;
+                (
+                    observe(b.make_dir(&cx.ctx, &p, parents).await, |()| Observed::Done),
+                    model.make_dir(&p, parents).await,
                 )
             }
             Op::Read {

@@ -21,16 +21,38 @@ pub(crate) struct Model {
     ctx: FileContext,
     /// Some: the backend keeps empty directories; these are every directory that exists.
     dirs: Option<BTreeSet<VPath>>,
+    /// The backend's `make_dir` capability: off, every `make_dir` is Unsupported.
+    make_dir: bool,
 }
 
 impl Model {
-    /// A model with `limits` like the backend's; `keep_dirs` when the backend has `empty_dirs`.
-    pub(crate) fn new(limits: burrow_backend::Limits, keep_dirs: bool, ctx: FileContext) -> Self {
-        Model {
+    /// A model with `limits` like the backend's; `keep_dirs` when the backend has
+    /// `empty_dirs`, `make_dir` when it has that capability. `root` is the
+    /// fixture's root, a directory that stands from the start (a mount point
+    /// of a composite), so making a directory in it needs no `parents`.
+    pub(crate) async fn new(
+        limits: burrow_backend::Limits,
+        keep_dirs: bool,
+        make_dir: bool,
+        ctx: FileContext,
+        root: &VPath,
+    ) -> Result<Self> {
+        let mut model = Model {
             state: StateBackend::with_limits(limits),
             ctx,
             dirs: keep_dirs.then(BTreeSet::new),
+            make_dir,
+        };
+        if !root.is_root() {
+            match &mut model.dirs {
+                Some(dirs) => {
+                    dirs.extend(root.ancestors().into_iter().filter(|a| !a.is_root()));
+                    dirs.insert(root.clone());
+                }
+                None => model.state.make_dir(&model.ctx, root, true).await?,
+            }
         }
+        Ok(model)
     }
 
     fn is_kept_dir(&self, path: &VPath) -> bool {
@@ -115,6 +137,66 @@ impl Model {
             dirs.retain(|d| d != path && !d.as_str().starts_with(&prefix));
         }
         Ok(Observed::Done)
+    }
+
+    /// `make_dir`: the StateBackend's where directories are implicit; where the
+    /// backend keeps every directory, the same sentences over the kept set
+    /// (checked in the order the contract lists them: the path itself, a file
+    /// among its parents, a missing parent). Unsupported, and nothing made,
+    /// where the backend cannot make directories.
+    pub(crate) async fn make_dir(&mut self, path: &VPath, parents: bool) -> Result<Observed> {
+        if !self.make_dir {
+            return Err(Error::unsupported("making directories"));
+        }
+        if self.dirs.is_none() {
+            self.state.make_dir(&self.ctx, path, parents).await?;
+            return Ok(Observed::Done);
+        }
+        let exists = || {
+            if parents {
+                Ok(Observed::Done)
+            } else {
+                Err(Error::already_exists(path))
+            }
+        };
+        if path.is_root() || self.is_kept_dir(path) {
+            return exists();
+        }
+        if self.is_file(path).await? {
+            return Err(Error::already_exists(path));
+        }
+        let above: Vec<VPath> = path
+            .ancestors()
+            .into_iter()
+            .filter(|a| !a.is_root() && a != path)
+            .collect();
+        for a in &above {
+            if self.is_file(a).await? {
+                return Err(Error::not_a_directory(a));
+            }
+        }
+        if !parents
+            && let Some(parent) = path.parent()
+            && !parent.is_root()
+            && !self.is_kept_dir(&parent)
+        {
+            return Err(Error::not_found(&parent));
+        }
+        if let Some(dirs) = &mut self.dirs {
+            dirs.extend(above);
+            dirs.insert(path.clone());
+        }
+        Ok(Observed::Done)
+    }
+
+    /// True when a file stands at `path` in the StateBackend.
+    async fn is_file(&self, path: &VPath) -> Result<bool> {
+        match self.state.ls(&self.ctx, path, 1).await {
+            Err(e) if e.kind() == ErrorKind::NotADirectory => Ok(true),
+            Ok(_) => Ok(false),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     /// `ls`, with the kept empty directories merged in.

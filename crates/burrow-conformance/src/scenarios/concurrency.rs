@@ -255,3 +255,148 @@ pub async fn concurrency_deletes_and_writes_interleave(b: &dyn Backend, cx: &Ctx
     }
     passed()
 }
+
+/// What one concurrent change beneath the tree being deleted was.
+#[derive(Clone)]
+enum Beneath {
+    /// A write of a new file (`rel`, content `rel`).
+    Write(String),
+    /// A `make_dir` with `parents` (`rel`).
+    MakeDir(String),
+}
+
+/// `delete_tree` of a 40-file tree while 40 writes and directories are made beneath it: one serial order.
+///
+/// Every change either lands before the removal (and is gone with the
+/// tree) or after it (and stands, whole); the only refusal a change may meet
+/// is Conflict. No file of the original tree remains, and every directory
+/// listed holds a surviving file or is (above) a directory that was made.
+pub async fn concurrency_delete_tree_excludes_changes_beneath(
+    b: &dyn Backend,
+    cx: &Ctx,
+) -> Outcome {
+    const DIRS: [&str; 4] = ["t/a", "t/a/x", "t/b", "t/b/y/z"];
+    let mut original = Vec::new();
+    for i in 0..40 {
+        let rel = format!("{}/f{i:02}.txt", DIRS[i % DIRS.len()]);
+        put(b, cx, &rel, &rel).await?;
+        original.push(rel);
+    }
+    let mut changes = Vec::new();
+    for i in 0..40 {
+        let dir = DIRS[i % DIRS.len()];
+        changes.push(match i % 4 {
+            0 if cx.caps.make_dir => Beneath::MakeDir(format!("{dir}/made{i:02}/deep")),
+            1 => Beneath::Write(format!("{dir}/new{i:02}/n.txt")),
+            _ => Beneath::Write(format!("{dir}/n{i:02}.txt")),
+        });
+    }
+    let mut targets = Vec::new();
+    for change in &changes {
+        let rel = match change {
+            Beneath::Write(rel) | Beneath::MakeDir(rel) => rel,
+        };
+        targets.push((change.clone(), cx.p(rel)?));
+    }
+    let t = cx.p("t")?;
+    let landed = Arc::new(std::sync::Mutex::new(vec![None; changes.len() + 1]));
+    let errors = spawn_together(b, cx, changes.len() + 1, |b, ctx, i| {
+        let t = t.clone();
+        let target = i.checked_sub(1).map(|k| targets[k].clone());
+        let landed = Arc::clone(&landed);
+        async move {
+            let (what, result) = match target {
+                None => ("delete_tree t".to_owned(), b.delete_tree(&ctx, &t).await),
+                Some((Beneath::Write(rel), path)) => (
+                    format!("write {rel}"),
+                    b.write(&ctx, &path, &rel).await.map(|_| ()),
+                ),
+                Some((Beneath::MakeDir(rel), path)) => (
+                    format!("make_dir -p {rel}"),
+                    b.make_dir(&ctx, &path, true).await,
+                ),
+            };
+            let ok = match result {
+                Ok(()) => true,
+                Err(e) if e.kind() == ErrorKind::Conflict => false,
+                Err(e) => {
+                    return Err(format!(
+                        "{what} was refused with {}: {:?}",
+                        e.kind(),
+                        e.message()
+                    ));
+                }
+            };
+            if let Ok(mut landed) = landed.lock() {
+                landed[i] = Some(ok);
+            }
+            Ok(())
+        }
+    })
+    .await?;
+    ensure!(
+        errors.is_empty(),
+        "changes beside delete_tree failed: {}",
+        errors.join("; ")
+    );
+    let landed: Vec<bool> = landed
+        .lock()
+        .map_err(|_| ScenarioError::new("a task panicked holding the outcomes"))?
+        .iter()
+        .map(|o| o.unwrap_or(false))
+        .collect();
+    let found = b.glob(&cx.ctx, "**", &cx.root, BIG).await?;
+    let files = paths(&found.files);
+    if !landed[0] {
+        // A documented refusal (Conflict) removes nothing.
+        for rel in &original {
+            ensure_eq!(
+                bytes_of(b, cx, &cx.p(rel)?).await?,
+                rel.as_bytes().to_vec(),
+                "{rel} after a refused delete_tree"
+            );
+        }
+        return passed();
+    }
+    let mut allowed = Vec::new();
+    let mut made = Vec::new();
+    for (k, (change, path)) in targets.iter().enumerate() {
+        match change {
+            Beneath::Write(rel) if landed[k + 1] => allowed.push((path.as_str().to_owned(), rel)),
+            Beneath::MakeDir(_) if landed[k + 1] => made.push(path.as_str().to_owned()),
+            _ => {}
+        }
+    }
+    for file in &files {
+        let Some((_, rel)) = allowed.iter().find(|(p, _)| p == file) else {
+            fail!("{file} stands after delete_tree t, and no write that succeeded made it");
+        };
+        ensure_eq!(
+            bytes_of(b, cx, &VPath::parse(file)?).await?,
+            rel.as_bytes().to_vec(),
+            "content of {file}, written after delete_tree t"
+        );
+    }
+    let mut stack = vec![cx.root.clone()];
+    while let Some(dir) = stack.pop() {
+        let listing = b.ls(&cx.ctx, &dir, BIG).await;
+        let listing = match listing {
+            Err(e) if e.kind() == ErrorKind::NotFound && dir == cx.root => continue,
+            other => other?,
+        };
+        for entry in listing.entries.iter().filter(|e| e.is_dir) {
+            let beneath = format!("{}/", entry.path);
+            let holds = files.iter().any(|f| f.starts_with(&beneath))
+                || made
+                    .iter()
+                    .any(|m| *m == entry.path || m.starts_with(&beneath));
+            ensure!(
+                holds,
+                "{} is listed after delete_tree t, but holds no file and was not made",
+                entry.path
+            );
+            stack.push(VPath::parse(&entry.path)?);
+        }
+    }
+    passed()
+}
