@@ -189,6 +189,7 @@ impl Backend for DockerSandbox {
         bytes: &[u8],
     ) -> Result<WriteResult> {
         let _busy = self.begin()?;
+        let _gate = self.tree_gate.read().await;
         let _lock = self.lock_resolved(path, Follow::Yes).await;
         self.put(path, bytes).await?;
         Ok(WriteResult::written(path.as_str()))
@@ -204,6 +205,7 @@ impl Backend for DockerSandbox {
     ) -> Result<EditResult> {
         let _busy = self.begin()?;
         burrow_backend::text::check_edit_args(old, new)?;
+        let _gate = self.tree_gate.read().await;
         let _lock = self.lock_resolved(path, Follow::Yes).await;
         let (bytes, _, _) = self.fetch(path).await?;
         let (edited, count) = apply_edit(path, &bytes, old, new, replace_all)?;
@@ -219,6 +221,7 @@ impl Backend for DockerSandbox {
                 "the workspace root \"/\" cannot be deleted; delete the entries beneath it.",
             ));
         }
+        let _gate = self.tree_gate.read().await;
         let _lock = self.lock_resolved(path, Follow::No).await;
         let resolved = self.resolve(path, Follow::No).await?;
         match resolved.target {
@@ -241,6 +244,7 @@ impl Backend for DockerSandbox {
         if path.is_root() {
             return existing();
         }
+        let _gate = self.tree_gate.read().await;
         let _lock = self.lock_resolved(path, Follow::Yes).await;
         let resolved = self.resolve(path, Follow::Yes).await?;
         if resolved.dangling {
@@ -275,6 +279,8 @@ impl Backend for DockerSandbox {
         if path.is_root() {
             return Err(Error::root_cannot_be_deleted());
         }
+        // Exclusive: no change of this sandbox lands beneath the tree while `rm -rf` runs (ADR 0223).
+        let _gate = self.tree_gate.write().await;
         let _lock = self.lock_resolved(path, Follow::No).await;
         let resolved = self.resolve(path, Follow::No).await?;
         match resolved.target {

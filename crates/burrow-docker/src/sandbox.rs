@@ -54,6 +54,9 @@ pub struct DockerSandbox {
     pub(crate) owner: Owner,
     /// One lock per resolved container path being changed (a link and its target share one).
     pub(crate) locks: LockTable<String>,
+    /// Held shared by every file mutation and exclusive by `delete_tree`, taken
+    /// before the path's lock (ADR 0223).
+    pub(crate) tree_gate: tokio::sync::RwLock<()>,
     pub(crate) scope: String,
     last_used: Mutex<Instant>,
     active: AtomicUsize,
@@ -205,6 +208,7 @@ impl DockerSandbox {
             env,
             options,
             locks: LockTable::new(),
+            tree_gate: tokio::sync::RwLock::new(()),
             last_used: Mutex::new(Instant::now()),
             active: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
