@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use burrow_backend::{Error, Limits, Result, VPath};
-use burrow_types::{FileData, FilesDocument};
+use burrow_types::{DocumentWriter, FileData, FilesDocument};
 
 use crate::backend::StateBackend;
 use crate::journal::Change;
@@ -25,6 +25,29 @@ impl StateBackend {
                 (path.to_owned(), data)
             })
             .collect()
+    }
+
+    /// The workspace as the text of its files document: exactly
+    /// `files_document_to_json(&self.files())`, written straight from the
+    /// files' bytes without building the document in between.
+    pub fn files_json(&self) -> String {
+        let tree = self.read_tree();
+        // Room for the bytes, the escapes of a typical text (each line's
+        // `","` and a few more) and each entry's keys and times.
+        let capacity = tree
+            .iter()
+            .map(|(path, file)| path.len() + file.bytes.len() + file.bytes.len() / 8 + 96)
+            .fold(0usize, usize::saturating_add);
+        let mut writer = DocumentWriter::with_capacity(capacity);
+        for (path, file) in tree.iter() {
+            writer.entry(
+                path,
+                &file.bytes,
+                &file.created_at.render(),
+                &file.modified_at.render(),
+            );
+        }
+        writer.finish()
     }
 
     /// A workspace holding the files of `doc`, with the default [`Limits`].

@@ -44,8 +44,8 @@ pub use agent::{
 };
 pub use file::{EditResult, ExecuteResponse, FileInfo, GrepMatch, WriteResult};
 pub use filedata::{
-    FileData, FileDataError, FilesDocument, files_document_to_json, parse_files_document,
-    try_files_document_to_json,
+    DocumentWriter, FileData, FileDataError, FilesDocument, files_document_to_json,
+    parse_files_document, try_files_document_to_json,
 };
 pub use harness::{Checkpoint, ContextFile, MemoryFile, OutputStyle};
 pub use hooks::{DEFAULT_HOOK_TIMEOUT_SECS, Hook, HookEvent};

@@ -37,7 +37,7 @@
 //!   written to a temporary file beside the document, synced, renamed over
 //!   it, then the journal is replaced by an empty one of the next
 //!   generation. It runs when the journal grows past the document's size
-//!   (and past 8 MiB), when the process ends normally having appended
+//!   (and past 64 MiB), when the process ends normally having appended
 //!   records, and on `burrow state compact FILE.json`. A kill at any step
 //!   leaves a document that parses plus a journal that replays to every
 //!   acknowledged change (records are effects: replaying them over a
@@ -59,7 +59,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 use burrow::state_journal::{self, HEADER_LEN};
 use burrow::types::WriteResult;
-use burrow::types::{EditResult, FilesDocument, files_document_to_json, parse_files_document};
+use burrow::types::{EditResult, FilesDocument, parse_files_document};
 use burrow::{
     Backend, Capabilities, Error, FileContext, GlobResult, GrepQuery, GrepResult, Limits,
     LineWindow, Listing, Result, StateBackend, VPath,
@@ -71,7 +71,7 @@ use crate::spec::{Opened, Saver};
 /// process that starts replays at most about this much beyond the document,
 /// and a batch that builds a workspace from nothing compacts only at its
 /// end until it passes it.
-const COMPACT_FLOOR: u64 = 8 << 20;
+const COMPACT_FLOOR: u64 = 64 << 20;
 
 /// Opens `path` as a state document.
 pub fn open(path: &Path) -> Result<Opened> {
@@ -498,7 +498,7 @@ impl StateFile {
     /// temporary file, then the journal replaced by an empty one of the
     /// next generation.
     fn compact_now(&self, inner: &mut Inner) -> Result<()> {
-        let json = files_document_to_json(&inner.backend.files());
+        let json = inner.backend.files_json();
         let fail = |inner: &mut Inner, e: io::Error| {
             inner.stale = true;
             self.io_failure("compact", e)

@@ -44,6 +44,8 @@ async fn every_byte_survives_files_and_from_files_and_json() {
     assert_eq!(doc["/bin/nul.txt"].encoding.as_deref(), Some("base64"));
 
     let json = files_document_to_json(&doc);
+    // The direct writer gives the same text, byte for byte.
+    assert_eq!(b.files_json(), json);
     let restored = StateBackend::from_files(parse_files_document(&json).unwrap()).unwrap();
     for (path, bytes) in CASES {
         assert_eq!(

@@ -357,16 +357,26 @@ fn write_entry(out: &mut String, data: &FileData) {
         write_json_string(out, line);
     }
     out.push(']');
-    // An unknown time (the empty string) is written as no key, as it was read.
-    if !data.created_at.is_empty() {
+    write_entry_end(
+        out,
+        &data.created_at,
+        &data.modified_at,
+        data.encoding.as_deref(),
+    );
+}
+
+/// An entry's keys after `content`, and its closing brace. An unknown time
+/// (the empty string) is written as no key, as it was read.
+fn write_entry_end(out: &mut String, created_at: &str, modified_at: &str, encoding: Option<&str>) {
+    if !created_at.is_empty() {
         out.push_str(",\"created_at\":");
-        write_json_string(out, &data.created_at);
+        write_json_string(out, created_at);
     }
-    if !data.modified_at.is_empty() {
+    if !modified_at.is_empty() {
         out.push_str(",\"modified_at\":");
-        write_json_string(out, &data.modified_at);
+        write_json_string(out, modified_at);
     }
-    if let Some(encoding) = &data.encoding {
+    if let Some(encoding) = encoding {
         out.push_str(",\"encoding\":");
         write_json_string(out, encoding);
     }
@@ -378,32 +388,167 @@ fn write_entry(out: &mut String, data: &FileData) {
 /// as U+FFFD. Content never holds one here: such content is written as base64.
 fn write_json_string(out: &mut String, text: &str) {
     out.push('"');
-    let mut rest = text;
-    while let Some(index) = rest.find(|c: char| c == '"' || c == '\\' || c < ' ') {
-        out.push_str(&rest[..index]);
-        let ch = rest[index..].chars().next().unwrap_or('\0');
-        match ch {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\0' => out.push('\u{fffd}'),
+    write_escaped(out, text, false);
+    out.push('"');
+}
+
+/// The text of a file as the JSON strings of its lines split on `"\n"`,
+/// comma-separated (what [`write_entry`] writes for the `content` of
+/// [`FileData::from_bytes`], without the lines ever being split apart).
+fn write_json_lines(out: &mut String, text: &str) {
+    out.push('"');
+    write_escaped(out, text, true);
+    out.push('"');
+}
+
+/// `text` escaped as the inside of a JSON string (see [`write_json_string`]);
+/// with `lines`, each `"\n"` ends one string and starts the next.
+///
+/// The scan goes byte by byte: every byte that needs escaping is ASCII, so
+/// each one found is a char boundary and the runs between are copied whole.
+fn write_escaped(out: &mut String, text: &str, lines: bool) {
+    let mut start = 0;
+    for (index, &byte) in text.as_bytes().iter().enumerate() {
+        if byte >= b' ' && byte != b'"' && byte != b'\\' {
+            continue;
+        }
+        out.push_str(text.get(start..index).unwrap_or_default());
+        start = index + 1;
+        match byte {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' if lines => out.push_str("\",\""),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            0x08 => out.push_str("\\b"),
+            0x0c => out.push_str("\\f"),
+            0 => out.push('\u{fffd}'),
             other => {
                 let _ = write!(out, "\\u{:04x}", u32::from(other));
             }
         }
-        rest = &rest[index + ch.len_utf8()..];
     }
-    out.push_str(rest);
-    out.push('"');
+    out.push_str(text.get(start..).unwrap_or_default());
+}
+
+/// Writes a files document entry by entry straight from each file's bytes,
+/// for a store that keeps bytes rather than [`FileData`]: the text is
+/// byte for byte what [`files_document_to_json`] writes for a document of
+/// [`FileData::from_bytes`] entries, without building that document (its
+/// lines, one `String` each, cost more than the writing).
+///
+/// Entries must come in the document's order (paths in byte order), each
+/// path once.
+///
+/// ```
+/// use burrow_types::{DocumentWriter, FileData, FilesDocument, files_document_to_json};
+///
+/// let mut writer = DocumentWriter::with_capacity(64);
+/// writer.entry("/a.txt", b"one\ntwo \"q\"\n", "t0", "t1");
+/// writer.entry("/b.bin", b"\x89PNG", "", "t2");
+/// let mut doc = FilesDocument::new();
+/// doc.insert("/a.txt".into(), FileData::from_bytes(b"one\ntwo \"q\"\n", "t0".into(), "t1".into()));
+/// doc.insert("/b.bin".into(), FileData::from_bytes(b"\x89PNG", String::new(), "t2".into()));
+/// assert_eq!(writer.finish(), files_document_to_json(&doc));
+/// ```
+#[derive(Debug)]
+pub struct DocumentWriter {
+    out: String,
+    entries: usize,
+}
+
+impl DocumentWriter {
+    /// A writer whose text starts with room for `capacity` bytes.
+    pub fn with_capacity(capacity: usize) -> DocumentWriter {
+        let mut out = String::with_capacity(capacity.saturating_add(2));
+        out.push('{');
+        DocumentWriter { out, entries: 0 }
+    }
+
+    /// Adds the file at `path` holding `bytes`, stored as
+    /// [`FileData::from_bytes`] stores it (text as lines, anything else or
+    /// text holding a NUL as base64); an empty time is written as no key.
+    pub fn entry(&mut self, path: &str, bytes: &[u8], created_at: &str, modified_at: &str) {
+        let out = &mut self.out;
+        if self.entries > 0 {
+            out.push(',');
+        }
+        self.entries += 1;
+        write_json_string(out, path);
+        out.push(':');
+        match std::str::from_utf8(bytes) {
+            Ok(text) if !bytes.contains(&0) => {
+                out.push_str("{\"content\":[");
+                write_json_lines(out, text);
+                out.push(']');
+                write_entry_end(out, created_at, modified_at, None);
+            }
+            _ => {
+                out.push_str("{\"content\":[");
+                write_json_string(out, &STANDARD.encode(bytes));
+                out.push(']');
+                write_entry_end(out, created_at, modified_at, Some(BASE64_ENCODING));
+            }
+        }
+    }
+
+    /// The whole document's text.
+    pub fn finish(mut self) -> String {
+        self.out.push('}');
+        self.out
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{FileData, FilesDocument, files_document_to_json, parse_files_document};
+    use super::{
+        DocumentWriter, FileData, FilesDocument, files_document_to_json, parse_files_document,
+    };
+
+    #[test]
+    fn document_writer_writes_what_the_document_would() {
+        let files: [(&str, &[u8], &str, &str); 10] = [
+            ("/a.txt", b"plain\nlines\n", "c", "m"),
+            (
+                "/b \"q\" \\.txt",
+                b"quote \" back \\ tab \t cr \r\n",
+                "c",
+                "",
+            ),
+            ("/c.txt", b"", "", ""),
+            ("/d.txt", b"\n\n", "c", "m"),
+            ("/e.txt", b"ctl \x01 \x08 \x0c \x1f del \x7f", "c", "m"),
+            (
+                "/f.txt",
+                "unicode \u{e9} \u{1f600} \u{2028}".as_bytes(),
+                "c",
+                "m",
+            ),
+            ("/g.bin", b"\x89PNG\r\n\x1a\n", "c", "m"),
+            ("/h.txt", b"text with a \0 NUL", "c", "m"),
+            (
+                "/i/j.txt",
+                b"no newline at the end",
+                "2024-01-15T10:30:00Z",
+                "m",
+            ),
+            ("/\u{e9}.txt", b"\r", "c", "m"),
+        ];
+        let mut writer = DocumentWriter::with_capacity(0);
+        let mut doc = FilesDocument::new();
+        for (path, bytes, created, modified) in files {
+            writer.entry(path, bytes, created, modified);
+            doc.insert(
+                path.to_owned(),
+                FileData::from_bytes(bytes, created.to_owned(), modified.to_owned()),
+            );
+        }
+        let json = writer.finish();
+        assert_eq!(json, files_document_to_json(&doc));
+        assert_eq!(parse_files_document(&json).unwrap(), doc);
+        assert_eq!(DocumentWriter::with_capacity(8).finish(), "{}");
+    }
 
     fn data(bytes: &[u8]) -> FileData {
         FileData::from_bytes(bytes, "c".to_owned(), "m".to_owned())
