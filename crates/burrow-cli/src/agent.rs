@@ -50,6 +50,8 @@ pub struct Config {
     max_turns: usize,
     /// The agent has `write_todos` (`--todos`).
     todos: bool,
+    /// The skills of `--skills` and `--workspace-skills` (with `skill`), if given.
+    skills: Option<Arc<burrow_runtime::skills::Skills>>,
     /// The subagents of `--agents DIR` (with `task`), if given.
     agents: Option<Vec<SubAgent>>,
     /// How deep tasks nest (`--max-task-depth`).
@@ -85,6 +87,7 @@ impl Config {
             hooks,
             max_turns: usize::try_from(max_turns).unwrap_or(usize::MAX),
             todos: false,
+            skills: None,
             agents: None,
             task_depth: burrow_runtime::subagent::DEFAULT_MAX_DEPTH,
             task_max_turns: burrow_runtime::subagent::DEFAULT_CHILD_MAX_TURNS,
@@ -155,6 +158,12 @@ impl Config {
         self
     }
 
+    /// The same configuration, with `skill` and the skill listing when `skills` is given.
+    pub fn with_skills(mut self, skills: Option<Arc<burrow_runtime::skills::Skills>>) -> Self {
+        self.skills = skills;
+        self
+    }
+
     /// The same configuration, with `write_todos` when `todos` (`--todos`).
     pub fn with_todos(mut self, todos: bool) -> Self {
         self.todos = todos;
@@ -204,6 +213,9 @@ impl Config {
             .with_max_turns(self.max_turns);
         if self.todos {
             agent = burrow_runtime::todos::with_todos(agent);
+        }
+        if let Some(skills) = self.skills {
+            agent = burrow_runtime::skills::with_skills(agent, skills);
         }
         let mut children = None;
         if let Some(agents) = self.agents {

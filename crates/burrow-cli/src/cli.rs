@@ -154,6 +154,12 @@ pending, in_progress or completed), which replaces its todo list; a second call 
 refused. With --session the list is kept in the thread (`burrow thread show` lists it); --json
 prints a todos event (todos) after each list set.
 
+--skills DIR / --workspace-skills PATH: Agent Skills folders (NAME/SKILL.md: frontmatter name,
+description, ...; the body is the instructions) from this machine (mounted at
+/.burrow/skills/host-N) or the workspace. Each request lists them (--skill-listing-chars bounds
+the listing); the agent gets skill ({\"name\"}), which returns a skill's instructions and resource
+paths. A bad skill or a second of one name is a warning (a skill_error event with --json).
+
 --agents DIR: subagents from DIR/*.md, Claude Code's agent files: a frontmatter between --- lines
 with name, description, optional tools (a comma list of file tools; default all) and model (a
 model spec as for --model, a scripted: file relative to DIR; default the parent's), then the
@@ -329,6 +335,17 @@ pub enum Command {
         /// --session); with --json each list it sets is a `todos` event.
         #[arg(long)]
         todos: bool,
+        /// Skills from a folder on this machine (NAME/SKILL.md, Agent Skills format), several
+        /// allowed; each is mounted at /.burrow/skills/host-N, so read_file opens its resources.
+        /// The agent gets `skill`; bad skills are warnings (`skill_error` events with --json).
+        #[arg(long = "skills", value_name = "DIR")]
+        skills: Vec<PathBuf>,
+        /// Skills from a folder of the workspace (read through the backend), several allowed.
+        #[arg(long = "workspace-skills", value_name = "PATH")]
+        workspace_skills: Vec<String>,
+        /// Most characters of the skill listing in each request's instructions.
+        #[arg(long, value_name = "CHARS", default_value_t = 16_000)]
+        skill_listing_chars: usize,
         /// Subagents: DIR/*.md in Claude Code's agent form (frontmatter name, description,
         /// optional tools and model; the body is the instructions). The agent gets `task`.
         #[arg(long, value_name = "DIR")]

@@ -61,8 +61,12 @@ use crate::op::Op;
 use crate::output::{Exit, error_json, error_text};
 
 fn main() -> ExitCode {
-    let cli = cli::parse();
+    let mut cli = cli::parse();
     log::install();
+    #[cfg(feature = "run")]
+    if let Err(message) = mount_skills(&mut cli) {
+        cli::exit_usage(Cli::command().error(clap::error::ErrorKind::ValueValidation, message));
+    }
     if let Err(message) = spec::check(&cli.backends) {
         cli::exit_usage(Cli::command().error(clap::error::ErrorKind::ArgumentConflict, message));
     }
@@ -140,6 +144,100 @@ async fn run(cli: Cli) -> io::Result<Exit> {
     }
     let outcome = run_on(cli, opened).await;
     close(closer, outcome).await
+}
+
+/// The prefix `--skills DIR` number `n` (from 1) is mounted at.
+#[cfg(feature = "run")]
+fn host_skills_prefix(n: usize) -> String {
+    format!("/.burrow/skills/host-{n}")
+}
+
+/// Mounts each `--skills DIR` of `burrow run` as an `fs:` backend, so its
+/// skills are read, and their resources opened, through the workspace.
+#[cfg(feature = "run")]
+fn mount_skills(cli: &mut Cli) -> Result<(), String> {
+    let cli::Command::Run { skills, .. } = &cli.command else {
+        return Ok(());
+    };
+    for (i, dir) in skills.iter().enumerate() {
+        if !dir.is_dir() {
+            return Err(format!(
+                "--skills {} is not a folder on this machine",
+                dir.display()
+            ));
+        }
+        #[cfg(all(feature = "fs", feature = "composite"))]
+        cli.backends.push(spec::BackendArg {
+            mount: Some(host_skills_prefix(i + 1)),
+            spec: spec::Spec::Fs(dir.clone()),
+        });
+        #[cfg(not(all(feature = "fs", feature = "composite")))]
+        return Err(format!(
+            "--skills needs the `fs` and `composite` features, which this burrow was built without (skill folder {})",
+            i + 1
+        ));
+    }
+    Ok(())
+}
+
+/// The skill directories of `burrow run` (host folders first, as mounted,
+/// then the workspace's), discovered through `opened`; each warning printed.
+#[cfg(feature = "run")]
+async fn discover_skills(
+    cli: &Cli,
+    opened: &spec::Opened,
+    ctx: &FileContext,
+) -> io::Result<Result<Option<std::sync::Arc<burrow_runtime::skills::Skills>>, Exit>> {
+    use burrow_runtime::skills::{SkillSource, Skills};
+    let cli::Command::Run {
+        skills,
+        workspace_skills,
+        skill_listing_chars,
+        ..
+    } = &cli.command
+    else {
+        return Ok(Ok(None));
+    };
+    if skills.is_empty() && workspace_skills.is_empty() {
+        return Ok(Ok(None));
+    }
+    let dirs = (1..=skills.len())
+        .map(host_skills_prefix)
+        .chain(workspace_skills.iter().cloned());
+    let sources = dirs
+        .map(|path| {
+            SkillSource::new(
+                opened.backend.clone(),
+                ctx.clone(),
+                burrow::types::SkillDirectory {
+                    path,
+                    recursive: None,
+                },
+            )
+        })
+        .collect();
+    let (found, warnings) = match Skills::discover(sources).await {
+        Ok(found) => found,
+        Err(e) => {
+            writeln!(io::stderr(), "{}", error_text(&e))?;
+            return Ok(Err(Exit::Failed));
+        }
+    };
+    for warning in &warnings {
+        writeln!(io::stderr(), "burrow: warning: {warning}")?;
+        if cli.json {
+            let line = serde_json::json!({
+                "type": "skill_error",
+                "file": warning.file,
+                "rule": warning.rule.kind(),
+                "message": warning.to_string(),
+            });
+            writeln!(io::stdout(), "{line}")?;
+        }
+    }
+    Ok(Ok(Some(std::sync::Arc::new(
+        found.with_max_listing_chars(*skill_listing_chars),
+    ))))
 }
 
 /// The `--request-timeout` of `burrow run` or `burrow thread answer`.
@@ -221,8 +319,12 @@ async fn run_agent(
     opened: &spec::Opened,
 ) -> io::Result<Exit> {
     let json = cli.json;
+    let ctx = FileContext::for_tenant(cli.tenant.clone());
+    let config = match discover_skills(&cli, opened, &ctx).await? {
+        Ok(skills) => config.with_skills(skills),
+        Err(exit) => return Ok(exit),
+    };
     let tenant = cli.tenant;
-    let ctx = FileContext::for_tenant(tenant.clone());
     let outcome = match cli.command {
         cli::Command::Run {
             prompt,

@@ -33,6 +33,8 @@ mod all {
     mod run_output;
     #[cfg(all(any(feature = "openai", feature = "anthropic"), feature = "fs"))]
     mod run_providers;
+    #[cfg(all(feature = "run", feature = "fs", feature = "composite"))]
+    mod run_skills;
     #[cfg(all(feature = "run", feature = "sqlite"))]
     mod run_tasks;
     #[cfg(all(feature = "run", feature = "sqlite"))]

@@ -80,6 +80,7 @@ pub mod message;
 pub mod model;
 pub mod runner;
 pub mod session;
+pub mod skills;
 pub mod subagent;
 pub mod todos;
 pub mod tool;

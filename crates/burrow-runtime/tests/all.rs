@@ -25,6 +25,7 @@ mod all {
     mod runner_remote;
     mod schema;
     mod session;
+    mod skills;
     mod spans;
     mod spill;
     mod subagent;
