@@ -269,7 +269,7 @@ pub enum Command {
 /// Runs an agent in session threads.
 #[derive(Clone)]
 pub struct Runner {
-    inner: Arc<Inner>,
+    pub(super) inner: Arc<Inner>,
 }
 
 impl std::fmt::Debug for Runner {
@@ -281,10 +281,10 @@ impl std::fmt::Debug for Runner {
     }
 }
 
-struct Inner {
+pub(super) struct Inner {
     agent: Agent,
-    store: Arc<dyn SessionStore>,
-    config: RunnerConfig,
+    pub(super) store: Arc<dyn SessionStore>,
+    pub(super) config: RunnerConfig,
     closed: AtomicBool,
     state: Mutex<State>,
     /// Runs, hand-overs and claimants in flight (for `drain`).
@@ -327,12 +327,12 @@ impl Drop for BusyGuard {
     }
 }
 
-fn new_id(prefix: &str) -> String {
+pub(super) fn new_id(prefix: &str) -> String {
     format!("{prefix}_{}", uuid::Uuid::now_v7().simple())
 }
 
 /// What a claimant does beyond planning: an explicit answer to record first.
-struct Explicit {
+pub(super) struct Explicit {
     run_id: String,
     request_id: String,
     answer: Answer,
@@ -341,7 +341,7 @@ struct Explicit {
 }
 
 /// What a claimant decided to run.
-enum Segment {
+pub(super) enum Segment {
     /// A new run carrying out these posted messages.
     New {
         run_id: String,
@@ -835,6 +835,17 @@ impl Inner {
         thread: &ThreadKey,
         explicit: Option<Explicit>,
     ) -> RunnerResult<Option<RunHandle>> {
+        self.take_for(thread, explicit, None).await
+    }
+
+    /// [`Self::take`]; with `carry` (a posted message's id), a thread with
+    /// nothing else to do carries that message's abandoned run on (ADR 0285).
+    pub(super) async fn take_for(
+        self: &Arc<Self>,
+        thread: &ThreadKey,
+        explicit: Option<Explicit>,
+        carry: Option<&str>,
+    ) -> RunnerResult<Option<RunHandle>> {
         if self.closed() {
             return Ok(None);
         }
@@ -893,7 +904,7 @@ impl Inner {
             }
         };
         let asked_at_read = self.store.cursor(thread, ASKED).await.unwrap_or(0);
-        let planned = self.plan(thread, &claim, began, explicit).await;
+        let planned = self.plan(thread, &claim, began, explicit, carry).await;
         match planned {
             Ok(Some(segment)) => {
                 let handle = self.start_segment(thread.clone(), claim, began, segment);
@@ -921,6 +932,7 @@ impl Inner {
         claim: &Claim,
         began: Instant,
         explicit: Option<Explicit>,
+        carry: Option<&str>,
     ) -> RunnerResult<Option<Segment>> {
         let fence = claim.fence();
         let Some(mut info) = self.store.thread(thread).await? else {
@@ -1022,7 +1034,10 @@ impl Inner {
             return Ok(Some(Segment::Resume { run: Box::new(run) }));
         }
         let Some(first) = untaken.first() else {
-            return Ok(None);
+            return match carry {
+                Some(message_id) => self.carry_segment(thread, &fence, message_id).await,
+                None => Ok(None),
+            };
         };
         let prompt: Vec<PostedMessage> = untaken
             .iter()

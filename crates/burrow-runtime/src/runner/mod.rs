@@ -30,6 +30,7 @@
 //!   result instead of copying it.
 
 mod ask;
+mod carry;
 mod claim;
 mod durable;
 mod engine;
@@ -41,6 +42,7 @@ mod retry;
 mod turn;
 
 pub use ask::{ASK_USER, AskArgs, PendingRequest, RequestKind};
+pub use carry::Carried;
 pub use claim::DEFAULT_CLAIM_TTL;
 pub use durable::{NOT_RUN, OUTCOME_UNKNOWN, QUESTION_UNANSWERED};
 pub use engine::{
