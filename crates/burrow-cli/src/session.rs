@@ -15,8 +15,8 @@ use std::time::Duration;
 use burrow_runtime::agent::{Agent, AgentEvent, Outcome};
 use burrow_runtime::message::{AssistantPart, Message};
 use burrow_runtime::runner::{
-    Command, FanoutChannel, LiveChannel, LiveEvent, LiveFrame, RunHandle, Runner, RunnerConfig,
-    StopRequest, Taken,
+    Carried, Command, FanoutChannel, LiveChannel, LiveEvent, LiveFrame, RunHandle, Runner,
+    RunnerConfig, StopRequest, Taken,
 };
 use burrow_runtime::session::{
     Answer, CommandKey, MemoryStore, RequestKind, RunRecord, RunStatus, Scope, SessionStore,
@@ -384,7 +384,7 @@ async fn post_and_follow(
                 command_id: id.to_owned(),
             };
             if let Some(remembered) = store.command_result(&command_key).await? {
-                return remembered_result(id, &remembered, json);
+                return carry_on(runner, thread, id, &remembered, json).await;
             }
             let command = Command::Send {
                 thread: thread.thread.clone(),
@@ -415,6 +415,40 @@ async fn post_and_follow(
         }
     };
     follow(runner, thread, seq, json).await
+}
+
+/// A repeated command id: its message was posted the first time. Once that
+/// message's run is carried out, prints its outcome; a run left abandoned by
+/// a dead process is taken over when its claim lapses and carried on here
+/// (docs/adr/0285-a-retried-command-carries-its-abandoned-run-on.md).
+async fn carry_on(
+    runner: &Runner,
+    thread: &ThreadKey,
+    id: &str,
+    remembered: &Value,
+    json: bool,
+) -> Result<Exit, Refused> {
+    let Some(message_id) = remembered["message_id"].as_str() else {
+        return remembered_result(id, remembered, json);
+    };
+    match runner.wait_carried(thread, message_id, POLL).await? {
+        Carried::Here(handle) => {
+            note(
+                json,
+                json!({"type": "taken_over", "thread_id": thread.thread, "run_id": handle.run_id(), "command_id": id}),
+                &format!(
+                    "command {id} was posted by a process that died: this process took the thread over and carries it out"
+                ),
+            )?;
+            stream(runner, handle, json).await
+        }
+        Carried::Ended(run) => {
+            remembered_result(id, remembered, json)?;
+            print_record_end(&run, json)?;
+            Ok(exit_of_status(run.status))
+        }
+        _ => remembered_result(id, remembered, json),
+    }
 }
 
 /// Prints what a repeated command id did the first time; does nothing else.

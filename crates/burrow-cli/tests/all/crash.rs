@@ -289,3 +289,99 @@ fn a_run_killed_between_turns_is_taken_over_and_nothing_is_redone() {
     assert_eq!(results.len(), 1, "{results:?}");
     assert!(results[0].contains("b.txt"), "{}", results[0]);
 }
+
+/// The JSON lines of a run's stdout.
+fn lines(run: &Run) -> Vec<Value> {
+    run.out()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The `run_ended` line of a run's stdout.
+fn ended(run: &Run) -> Value {
+    lines(run)
+        .into_iter()
+        .rfind(|l| l["type"] == "run_ended")
+        .unwrap_or_else(|| panic!("no run_ended line: {}", run.out()))
+}
+
+#[test]
+fn a_retried_command_id_whose_run_was_killed_mid_call_carries_the_work_out_and_prints_its_outcome()
+{
+    let s = Setup::new();
+    // The PreToolUse hook holds the write while it decides, then allows it.
+    let hold = json!({"PreToolUse": [{"matcher": "write_file", "hooks": [{"type": "command",
+        "command": HOLD}]}]});
+    let with_id = |mut args: Vec<String>| {
+        args.extend(["--command-id".to_owned(), "c1".to_owned()]);
+        args
+    };
+    let holder = with_id(s.args(
+        "holder",
+        "write it",
+        &[write("w", "/c.txt", "carried"), json!({"text": "never"})],
+        &hold,
+    ));
+    s.kill_at_hold(&holder);
+    assert_eq!(s.file("c.txt"), None, "the holder died before its write");
+
+    // The retry posts nothing new: it waits for the dead claim to lapse, takes
+    // the thread over, carries the write out and lets the model finish.
+    let retry = with_id(s.args(
+        "retry",
+        "write it",
+        &[json!({"text": "written at last"})],
+        &hold,
+    ));
+    let run = s.take_over(&retry);
+    assert_eq!(
+        s.file("c.txt").as_deref(),
+        Some("carried"),
+        "the work was done"
+    );
+    assert!(s.path("started").exists(), "the write was decided again");
+    let printed = lines(&run);
+    assert!(
+        printed
+            .iter()
+            .any(|l| l["type"] == "taken_over" && l["command_id"] == "c1"),
+        "{}",
+        run.out()
+    );
+    let end = ended(&run);
+    assert_eq!(end["outcome"], "completed", "{end}");
+    assert!(run.out().contains("written at last"), "{}", run.out());
+
+    let shown = s.show();
+    assert_eq!(
+        run_statuses(&shown),
+        [
+            ("failed".to_owned(), Some("abandoned".to_owned())),
+            ("completed".to_owned(), None)
+        ]
+    );
+    assert_eq!(last_text(&shown), "written at last");
+    let prompts = shown["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["message"]["role"] == "user")
+        .count();
+    assert_eq!(prompts, 1, "the message was not posted twice");
+    let results = results_of(&shown, "w");
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(results[0].contains("c.txt"), "{}", results[0]);
+
+    // A third delivery does nothing and prints the run that carried it out.
+    std::fs::write(s.dir().join("ws").join("c.txt"), "changed since").unwrap();
+    let again = s.take_over(&retry);
+    assert_eq!(s.file("c.txt").as_deref(), Some("changed since"));
+    assert!(
+        lines(&again).iter().any(|l| l["type"] == "remembered"),
+        "{}",
+        again.out()
+    );
+    assert_eq!(ended(&again)["outcome"], "completed", "{}", again.out());
+    assert_eq!(run_statuses(&s.show()).len(), 2, "no run was started again");
+}

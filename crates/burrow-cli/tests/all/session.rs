@@ -567,7 +567,7 @@ fn thread_stop_from_another_process_stops_the_running_run() {
 }
 
 #[test]
-fn a_repeated_command_id_prints_the_remembered_result_and_does_nothing() {
+fn a_repeated_command_id_prints_the_remembered_result_and_its_runs_outcome_and_does_nothing() {
     let s = Session::new();
     let spec = s.spec();
     let model = s.script("once.jsonl", &[json!({"text": "once"})]);
@@ -589,7 +589,12 @@ fn a_repeated_command_id_prints_the_remembered_result_and_does_nothing() {
     assert_eq!(stdout_lines(&first).last().unwrap()["outcome"], "completed");
     let repeat = s.burrow(&args);
     repeat.assert_code(0);
-    let remembered = repeat.json();
+    // What the command did the first time, then the outcome of its run.
+    let printed = stdout_lines(&repeat);
+    assert_eq!(printed.len(), 2, "{}", repeat.out());
+    assert_eq!(printed[1]["type"], "run_ended");
+    assert_eq!(printed[1]["outcome"], "completed");
+    let remembered = &printed[0];
     assert_eq!(remembered["type"], "remembered");
     assert_eq!(remembered["command_id"], "c1");
     assert_eq!(remembered["result"]["type"], "posted");

@@ -157,7 +157,7 @@ pub enum Command {
 /// Runs an agent in session threads.
 #[derive(Clone)]
 pub struct Runner {
-    inner: Arc<Inner>,
+    pub(super) inner: Arc<Inner>,
 }
 
 impl std::fmt::Debug for Runner {

@@ -31,6 +31,7 @@
 
 mod approval;
 mod ask;
+mod carry;
 mod claim;
 mod config;
 mod durable;
@@ -47,6 +48,7 @@ mod takeover;
 mod turn;
 
 pub use ask::{ASK_USER, AskArgs, PendingRequest, RequestKind};
+pub use carry::Carried;
 pub use claim::DEFAULT_CLAIM_TTL;
 pub use config::RunnerConfig;
 pub use durable::{NOT_RUN, OUTCOME_UNKNOWN, QUESTION_UNANSWERED};

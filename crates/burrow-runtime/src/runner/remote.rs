@@ -232,7 +232,7 @@ impl Runner {
 
     /// True when no live claim holds the thread: none, released, or lapsed
     /// by the store's clock.
-    async fn claim_lapsed(&self, thread: &ThreadKey) -> RunnerResult<bool> {
+    pub(super) async fn claim_lapsed(&self, thread: &ThreadKey) -> RunnerResult<bool> {
         let store = self.store();
         Ok(match store.claim(thread).await? {
             None => true,

@@ -86,6 +86,17 @@ impl Inner {
         thread: &ThreadKey,
         explicit: Option<Explicit>,
     ) -> RunnerResult<Option<RunHandle>> {
+        self.take_for(thread, explicit, None).await
+    }
+
+    /// [`Self::take`]; with `carry` (a posted message's id), a thread with
+    /// nothing else to do carries that message's abandoned run on (ADR 0285).
+    pub(super) async fn take_for(
+        self: &Arc<Self>,
+        thread: &ThreadKey,
+        explicit: Option<Explicit>,
+        carry: Option<&str>,
+    ) -> RunnerResult<Option<RunHandle>> {
         if self.closed() {
             return Ok(None);
         }
@@ -144,7 +155,7 @@ impl Inner {
             }
         };
         let asked_at_read = self.store.cursor(thread, ASKED).await.unwrap_or(0);
-        let planned = self.plan(thread, &claim, began, explicit).await;
+        let planned = self.plan(thread, &claim, began, explicit, carry).await;
         match planned {
             Ok(Some(segment)) => {
                 let handle = self.start_segment(thread.clone(), claim, began, segment);
@@ -172,6 +183,7 @@ impl Inner {
         claim: &Claim,
         began: Instant,
         explicit: Option<Explicit>,
+        carry: Option<&str>,
     ) -> RunnerResult<Option<Segment>> {
         let fence = claim.fence();
         let Some(mut info) = self.store.thread(thread).await? else {
@@ -273,7 +285,10 @@ impl Inner {
             return Ok(Some(Segment::Resume { run: Box::new(run) }));
         }
         let Some(first) = untaken.first() else {
-            return Ok(None);
+            return match carry {
+                Some(message_id) => self.carry_segment(thread, &fence, message_id).await,
+                None => Ok(None),
+            };
         };
         let prompt: Vec<PostedMessage> = untaken
             .iter()
