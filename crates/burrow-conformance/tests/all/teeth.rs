@@ -164,6 +164,14 @@ impl Backend for Mutant {
         self.inner.delete(ctx, path).await
     }
 
+    async fn make_dir(&self, ctx: &FileContext, path: &VPath, parents: bool) -> Result<()> {
+        self.inner.make_dir(ctx, path, parents).await
+    }
+
+    async fn delete_tree(&self, ctx: &FileContext, path: &VPath) -> Result<()> {
+        self.inner.delete_tree(ctx, path).await
+    }
+
     async fn glob(
         &self,
         ctx: &FileContext,
