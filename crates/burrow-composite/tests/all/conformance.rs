@@ -244,3 +244,89 @@ mod rebased {
         },
     );
 }
+
+/// The geometries the suite runs in hold their mount points as directories no
+/// change can remove: in the nested variant "/m" holds the mount "/m/n", so
+/// deleting it (or a tree above it) is DirectoryNotEmpty or a mount-point
+/// refusal, and nothing in any part is removed; making a mount point, or the
+/// directory a mount implies, is "already exists" without `parents`, a no-op
+/// with it. The generic scenarios cannot reach this, because each works beneath
+/// one mount point.
+mod mount_geometry {
+    use super::*;
+    use burrow_backend::ErrorKind;
+
+    fn p(path: &str) -> VPath {
+        VPath::parse(path).unwrap()
+    }
+
+    async fn file_count(backend: &dyn Backend, under: &str) -> usize {
+        let ctx = FileContext::default();
+        let found = backend.glob(&ctx, "*", &p(under), 1000).await.unwrap();
+        assert!(!found.truncated);
+        found.files.len()
+    }
+
+    #[tokio::test]
+    async fn a_tree_holding_a_mount_point_cannot_be_deleted() {
+        let part = StateBackend::new();
+        let ctx = FileContext::default();
+        part.write(&ctx, &p("/inside.txt"), "kept\n").await.unwrap();
+        let c = nested(part.clone()).await;
+        let before = file_count(&c, "/").await;
+        assert_eq!(
+            before, 1,
+            "the nested variant shadows the other parts' files"
+        );
+
+        let e = c.delete_tree(&ctx, &p("/m")).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidPath, "{}", e.message());
+        assert!(e.message().contains("mount point"), "{}", e.message());
+        let e = c.delete_tree(&ctx, &p("/m/n")).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidPath, "{}", e.message());
+        assert_eq!(
+            file_count(&c, "/").await,
+            before,
+            "a refusal removes nothing"
+        );
+        assert_eq!(file_count(&part, "/").await, 1);
+
+        let c = mounted(StateBackend::with_limits(mounted_limits())).await;
+        for mount in ["/m", "/zz_mount"] {
+            let e = c.make_dir(&ctx, &p(mount), false).await.unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::AlreadyExists, "mkdir {mount}");
+            c.make_dir(&ctx, &p(mount), true).await.unwrap();
+        }
+    }
+
+    #[tokio::test]
+    async fn a_directory_above_a_mount_point_is_not_empty() {
+        let default = StateBackend::new();
+        let ctx = FileContext::default();
+        default
+            .write(&ctx, &p("/top/own.txt"), "own\n")
+            .await
+            .unwrap();
+        let c = CompositeBackend::builder(Arc::new(default.clone()))
+            .mount("/top/deep/m", Arc::new(nested(StateBackend::new()).await))
+            .build()
+            .expect("a valid composite");
+        for above in ["/top", "/top/deep"] {
+            let e = c.delete_tree(&ctx, &p(above)).await.unwrap_err();
+            assert_eq!(
+                e.kind(),
+                ErrorKind::DirectoryNotEmpty,
+                "{above}: {}",
+                e.message()
+            );
+            assert!(e.message().starts_with(above), "{}", e.message());
+        }
+        assert_eq!(
+            file_count(&default, "/").await,
+            1,
+            "a refusal removes nothing"
+        );
+        let e = c.make_dir(&ctx, &p("/top/deep"), false).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::AlreadyExists);
+    }
+}
