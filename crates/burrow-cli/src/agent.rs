@@ -50,6 +50,8 @@ pub struct Config {
     max_turns: usize,
     /// The agent has `write_todos` (`--todos`).
     todos: bool,
+    /// The agent has the memory tool (`--memory`).
+    memory: bool,
     /// The skills of `--skills` and `--workspace-skills` (with `skill`), if given.
     skills: Option<Arc<burrow_runtime::skills::Skills>>,
     /// The subagents of `--agents DIR` (with `task`), if given.
@@ -87,6 +89,7 @@ impl Config {
             hooks,
             max_turns: usize::try_from(max_turns).unwrap_or(usize::MAX),
             todos: false,
+            memory: false,
             skills: None,
             agents: None,
             task_depth: burrow_runtime::subagent::DEFAULT_MAX_DEPTH,
@@ -169,6 +172,12 @@ impl Config {
         self.todos = todos;
         self
     }
+
+    /// The same configuration, with the memory tool when `memory` (`--memory`).
+    pub fn with_memory(mut self, memory: bool) -> Self {
+        self.memory = memory;
+        self
+    }
 }
 
 impl Config {
@@ -196,10 +205,18 @@ impl Config {
         store: Option<(Arc<dyn SessionStore>, Scope)>,
     ) -> (Agent, Settle) {
         let mut tools = ToolRegistry::new();
+        let memory_ctx = ctx.clone();
         for tool in file_tools(opened.backend.clone(), ctx, ToolConfig::default()) {
             tools.add_arc(tool);
         }
+        // Children of `task` get the file tools; the memory is the parent's.
         let file_tools = tools.clone();
+        if self.memory {
+            tools.add(burrow_runtime::memory::MemoryTool::new(
+                opened.backend.clone(),
+                memory_ctx,
+            ));
+        }
         let model = self.model.clone();
         let mut hooks = self
             .hooks

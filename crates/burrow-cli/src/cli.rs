@@ -154,6 +154,11 @@ pending, in_progress or completed), which replaces its todo list; a second call 
 refused. With --session the list is kept in the thread (`burrow thread show` lists it); --json
 prints a todos event (todos) after each list set.
 
+--memory: the agent gets memory (view, create, str_replace, insert, delete, rename; every path
+under /memories), sent to anthropic: models as Anthropic's own memory_20250818 tool and to the
+others as a function with the same commands, results and refusals. It works on the run's backend
+as --tenant: mount /memories on a durable backend to keep memories between runs.
+
 --skills DIR / --workspace-skills PATH: Agent Skills folders (NAME/SKILL.md: frontmatter name,
 description, ...; the body is the instructions) from this machine (mounted at
 /.burrow/skills/host-N) or the workspace. Each request lists them (--skill-listing-chars bounds
@@ -335,6 +340,11 @@ pub enum Command {
         /// --session); with --json each list it sets is a `todos` event.
         #[arg(long)]
         todos: bool,
+        /// Give the agent Anthropic's memory tool (memory_20250818) over /memories of the
+        /// workspace, scoped by --tenant; mount a durable backend there to keep it
+        /// (--backend /memories=sqlite:mem.db).
+        #[arg(long)]
+        memory: bool,
         /// Skills from a folder on this machine (NAME/SKILL.md, Agent Skills format), several
         /// allowed; each is mounted at /.burrow/skills/host-N, so read_file opens its resources.
         /// The agent gets `skill`; bad skills are warnings (`skill_error` events with --json).

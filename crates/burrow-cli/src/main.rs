@@ -266,16 +266,15 @@ async fn run_setup(cli: &Cli) -> io::Result<Result<Option<session::Setup>, Exit>
             settings,
             max_turns,
             todos,
+            memory,
             agents,
             max_task_depth,
             task_max_turns,
             ..
         } => Ok(Ok(Some(
-            session::Setup::given(model, settings.as_deref(), *max_turns, *todos).with_tasks(
-                agents.as_deref(),
-                *max_task_depth,
-                *task_max_turns,
-            ),
+            session::Setup::given(model, settings.as_deref(), *max_turns, *todos)
+                .with_memory(*memory)
+                .with_tasks(agents.as_deref(), *max_task_depth, *task_max_turns),
         ))),
         cli::Command::Thread(cli::ThreadCommand::Answer {
             id,
@@ -290,6 +289,7 @@ async fn run_setup(cli: &Cli) -> io::Result<Result<Option<session::Setup>, Exit>
                 settings: settings.clone(),
                 max_turns: *max_turns,
                 todos: false,
+                memory: false,
                 agents: None,
                 task_depth: None,
                 task_max_turns: None,

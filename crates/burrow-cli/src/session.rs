@@ -40,6 +40,7 @@ const MODEL_LABEL: &str = "burrow.model";
 const SETTINGS_LABEL: &str = "burrow.settings";
 const MAX_TURNS_LABEL: &str = "burrow.max_turns";
 const TODOS_LABEL: &str = "burrow.todos";
+const MEMORY_LABEL: &str = "burrow.memory";
 const AGENTS_LABEL: &str = "burrow.agents";
 const TASK_DEPTH_LABEL: &str = "burrow.max_task_depth";
 const TASK_TURNS_LABEL: &str = "burrow.task_max_turns";
@@ -71,6 +72,8 @@ pub struct Setup {
     pub max_turns: Option<u32>,
     /// The agent has `write_todos` (`--todos`).
     pub todos: bool,
+    /// The agent has the memory tool (`--memory`).
+    pub memory: bool,
     /// The subagents' folder (`--agents`).
     pub agents: Option<PathBuf>,
     /// How deep tasks nest (`--max-task-depth`).
@@ -92,10 +95,17 @@ impl Setup {
             settings: settings.map(absolute),
             max_turns: Some(max_turns),
             todos,
+            memory: false,
             agents: None,
             task_depth: None,
             task_max_turns: None,
         }
+    }
+
+    /// The same setup with the memory tool when `memory` (`--memory`).
+    pub fn with_memory(mut self, memory: bool) -> Self {
+        self.memory = memory;
+        self
     }
 
     /// The same setup with `--agents`, `--max-task-depth` and `--task-max-turns`.
@@ -124,7 +134,7 @@ impl Setup {
             self.max_turns.unwrap_or(DEFAULT_MAX_TURNS),
             request_timeout,
         )
-        .map(|config| config.with_todos(self.todos))?
+        .map(|config| config.with_todos(self.todos).with_memory(self.memory))?
         .with_agents(
             self.agents.as_deref(),
             self.task_depth
@@ -142,6 +152,7 @@ impl Setup {
             settings: self.settings.or(recorded.settings),
             max_turns: self.max_turns.or(recorded.max_turns),
             todos: self.todos || recorded.todos,
+            memory: self.memory || recorded.memory,
             agents: self.agents.or(recorded.agents),
             task_depth: self.task_depth.or(recorded.task_depth),
             task_max_turns: self.task_max_turns.or(recorded.task_max_turns),
@@ -162,6 +173,9 @@ impl Setup {
         if self.todos {
             labels.insert(TODOS_LABEL.to_owned(), "true".to_owned());
         }
+        if self.memory {
+            labels.insert(MEMORY_LABEL.to_owned(), "true".to_owned());
+        }
         if let Some(agents) = &self.agents {
             labels.insert(AGENTS_LABEL.to_owned(), agents.display().to_string());
             if let Some(n) = self.task_depth {
@@ -180,6 +194,7 @@ impl Setup {
             settings: labels.get(SETTINGS_LABEL).map(PathBuf::from),
             max_turns: labels.get(MAX_TURNS_LABEL).and_then(|n| n.parse().ok()),
             todos: labels.get(TODOS_LABEL).is_some_and(|v| v == "true"),
+            memory: labels.get(MEMORY_LABEL).is_some_and(|v| v == "true"),
             agents: labels.get(AGENTS_LABEL).map(PathBuf::from),
             task_depth: labels.get(TASK_DEPTH_LABEL).and_then(|n| n.parse().ok()),
             task_max_turns: labels.get(TASK_TURNS_LABEL).and_then(|n| n.parse().ok()),

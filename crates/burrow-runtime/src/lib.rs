@@ -4,8 +4,8 @@
 //! answers), [`tool`] and [`tools`] (the `Tool` trait and the file tools),
 //! [`hooks`] (Claude Code's hook events), [`agent`] (the loop and its call
 //! pipeline), [`session`] (the session stores and their rules), [`runner`]
-//! (runs in threads: claims, commits, pauses, recovery), [`subagent`] and
-//! [`todos`] (harness tools), and `mcp` / `otel` behind their features.
+//! (runs in threads: claims, commits, pauses, recovery), [`subagent`],
+//! [`todos`], [`skills`] and [`memory`] (harness tools), and `mcp` / `otel` behind their features.
 //!
 //! # Key design decision: tools render for a model
 //!
@@ -76,6 +76,7 @@ pub mod agent;
 #[cfg(feature = "failpoints")]
 pub mod failpoint;
 pub mod hooks;
+pub mod memory;
 pub mod message;
 pub mod model;
 pub mod runner;

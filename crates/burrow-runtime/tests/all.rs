@@ -17,6 +17,7 @@ mod all {
     mod live;
     #[cfg(feature = "mcp")]
     mod mcp;
+    mod memory;
     #[cfg(feature = "otel")]
     mod metrics;
     mod model;

@@ -508,3 +508,76 @@ fn a_retry_is_a_line_on_stderr_and_a_retry_event_with_json() {
         assert_eq!(events.last().unwrap()["outcome"], "completed");
     }
 }
+
+/// `--memory` with an `anthropic:` model: the request offers Anthropic's own
+/// `memory_20250818` tool under its beta, the model's memory call runs on
+/// the mount at /memories (a SQLite file here), and its result is the
+/// reference's sentence.
+#[cfg(feature = "anthropic")]
+#[test]
+fn anthropic_is_sent_the_native_memory_tool_and_its_calls_land_in_the_mount() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ReplayServer::start([
+        anthropic(
+            None,
+            Some((
+                "toolu_1",
+                "memory",
+                json!({"command": "create", "path": "/memories/user.md", "file_text": "likes tea\n"}),
+            )),
+        ),
+        anthropic(Some("Noted."), None),
+    ]);
+    let mount = format!("/memories=sqlite:{}", dir.path().join("mem.db").display());
+    let out = burrow(
+        dir.path(),
+        &server,
+        Some(KEY),
+        &[
+            "--backend",
+            &mount,
+            "--json",
+            "run",
+            "remember I like tea",
+            "--memory",
+            "--model",
+            "anthropic:claude-test",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let first = &server.requests()[0];
+    assert_eq!(
+        first.header("anthropic-beta"),
+        Some("context-management-2025-06-27")
+    );
+    let tools = body(&server, 0)["tools"].clone();
+    let memory: Vec<&Value> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["name"] == "memory")
+        .collect();
+    assert_eq!(
+        memory,
+        [&json!({"type": "memory_20250818", "name": "memory"})]
+    );
+    let second = body(&server, 1);
+    let result = &second["messages"][2]["content"][0];
+    assert_eq!(result["type"], "tool_result", "{second}");
+    assert_eq!(
+        result["content"],
+        "File created successfully at: /memories/user.md"
+    );
+    assert!(
+        !dir.path().join("work/memories").exists(),
+        "the file went to the mount, not the default backend"
+    );
+    let check = Command::new(env!("CARGO_BIN_EXE_burrow"))
+        .args(["--backend", &mount, "read", "/memories/user.md"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&check.stdout).contains("likes tea"),
+        "{check:?}"
+    );
+}

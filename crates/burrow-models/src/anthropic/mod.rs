@@ -129,9 +129,13 @@ impl Model for AnthropicModel {
     /// [`RetryPolicy`]: crate::RetryPolicy
     async fn stream(&self, request: ModelRequest<'_>) -> Result<EventStream, ModelError> {
         let body = self.body_text(&request)?;
-        let request = JsonRequest::new(PATH, body)
+        let betas = request::betas(&request);
+        let mut request = JsonRequest::new(PATH, body)
             .header("anthropic-version", API_VERSION)?
             .secret_header("x-api-key", self.client.config().api_key.expose())?;
+        if !betas.is_empty() {
+            request = request.header("anthropic-beta", &betas.join(","))?;
+        }
         self.client.stream(request, Arc::clone(&self.wire)).await
     }
 }

@@ -7,7 +7,7 @@
 //! that from the normalised history (ADR 0155).
 
 use burrow_runtime::message::{AssistantPart, Message};
-use burrow_runtime::model::{ModelRequest, ToolChoice};
+use burrow_runtime::model::{ModelRequest, ToolChoice, ToolDefinition};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -85,11 +85,44 @@ enum Block<'a> {
 }
 
 #[derive(Serialize)]
-struct Tool<'a> {
-    name: &'a str,
-    #[serde(skip_serializing_if = "str::is_empty")]
-    description: &'a str,
-    input_schema: &'a Value,
+#[serde(untagged)]
+enum Tool<'a> {
+    Function {
+        name: &'a str,
+        #[serde(skip_serializing_if = "str::is_empty")]
+        description: &'a str,
+        input_schema: &'a Value,
+    },
+    /// A tool type Anthropic defines (its schema is Anthropic's own).
+    Native {
+        #[serde(rename = "type")]
+        kind: &'a str,
+        name: &'a str,
+    },
+}
+
+/// The tool types Anthropic defines that this adapter sends as themselves,
+/// each with the beta its requests must name in `anthropic-beta`.
+const NATIVE_TOOLS: &[(&str, &str)] = &[("memory_20250818", "context-management-2025-06-27")];
+
+/// The native type `tool` is sent as, with its beta, if this adapter knows it.
+fn native(tool: &ToolDefinition) -> Option<(&'static str, &'static str)> {
+    let kind = tool.native_type.as_deref()?;
+    NATIVE_TOOLS
+        .iter()
+        .copied()
+        .find(|(known, _)| *known == kind)
+}
+
+/// The betas `request`'s tools need, in the order first needed, each once.
+pub(crate) fn betas(request: &ModelRequest<'_>) -> Vec<&'static str> {
+    let mut betas = Vec::new();
+    for (_, beta) in request.tools.iter().filter_map(native) {
+        if !betas.contains(&beta) {
+            betas.push(beta);
+        }
+    }
+    betas
 }
 
 #[derive(Serialize)]
@@ -176,10 +209,16 @@ fn build<'a>(request: &ModelRequest<'a>, options: &Options<'a>) -> Body<'a> {
     let tools: Vec<Tool<'a>> = request
         .tools
         .iter()
-        .map(|t| Tool {
-            name: &t.name,
-            description: &t.description,
-            input_schema: &t.input_schema,
+        .map(|t| match native(t) {
+            Some((kind, _)) => Tool::Native {
+                kind,
+                name: &t.name,
+            },
+            None => Tool::Function {
+                name: &t.name,
+                description: &t.description,
+                input_schema: &t.input_schema,
+            },
         })
         .collect();
     let tool_choice = if tools.is_empty() {

@@ -755,3 +755,45 @@ async fn a_stream_closed_after_its_stop_reason_without_message_stop_completes() 
     assert_well_formed(&events);
     assert_eq!(response.finish, FinishReason::Stop);
 }
+
+/// A tool whose type Anthropic defines (the memory tool) is sent as that
+/// type, with the beta its requests must name; a plain request names none.
+#[tokio::test]
+async fn a_native_tool_is_sent_as_its_type_with_its_beta() {
+    use burrow_runtime::model::{Model, ToolDefinition};
+    let server = ReplayServer::start([fx("text.sse"), fx("text.sse")]);
+    let model = model(&server);
+    let mut tools = tools();
+    tools.push(ToolDefinition {
+        name: "memory".into(),
+        description: "Your memory directory.".into(),
+        input_schema: json!({"type": "object", "properties": {"command": {"type": "string"}}}),
+        native_type: Some("memory_20250818".into()),
+    });
+    let messages = hello();
+    let settings = ModelSettings::default();
+    let (_, error) = drain(
+        model
+            .stream(request("", &messages, &tools, &settings))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert!(error.is_none(), "{error:?}");
+    let (_, error) = answer(&model).await;
+    assert!(error.is_none(), "{error:?}");
+
+    let requests = server.requests();
+    let sent = body(&requests[0]);
+    assert_eq!(sent["tools"][0]["name"], json!("read_file"));
+    assert!(sent["tools"][0]["input_schema"].is_object());
+    assert_eq!(
+        sent["tools"][2],
+        json!({"type": "memory_20250818", "name": "memory"})
+    );
+    assert_eq!(
+        requests[0].header("anthropic-beta"),
+        Some("context-management-2025-06-27")
+    );
+    assert_eq!(requests[1].header("anthropic-beta"), None);
+}

@@ -594,3 +594,34 @@ async fn a_call_whose_arguments_are_not_json_is_answered_not_run() {
         &Value::String("{\"file_path\": \"/a.txt\"".into())
     );
 }
+
+/// A tool with a provider-native type (the memory tool) is an ordinary
+/// function for OpenAI: its name, description and schema.
+#[tokio::test]
+async fn a_native_tool_is_sent_as_a_function() {
+    use burrow_runtime::model::{Model, ToolDefinition};
+    let server = ReplayServer::start([sse("openai_chat/text.sse")]);
+    let tools = vec![ToolDefinition {
+        name: "memory".into(),
+        description: "Your memory directory.".into(),
+        input_schema: json!({"type": "object", "properties": {"command": {"type": "string"}}}),
+        native_type: Some("memory_20250818".into()),
+    }];
+    let messages = [Message::user("hi")];
+    let settings = ModelSettings::default();
+    let (_, error) = settle(
+        model(&server)
+            .stream(request("", &messages, &tools, &settings))
+            .await,
+    )
+    .await
+    .unwrap();
+    assert!(error.is_none(), "{error:?}");
+    let sent = body(&server.requests()[0]);
+    assert_eq!(sent["tools"][0]["type"], json!("function"));
+    assert_eq!(sent["tools"][0]["function"]["name"], json!("memory"));
+    assert_eq!(
+        sent["tools"][0]["function"]["parameters"],
+        tools[0].input_schema
+    );
+}

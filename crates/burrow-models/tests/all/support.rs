@@ -141,11 +141,13 @@ pub fn tools() -> Vec<ToolDefinition> {
             name: "read_file".into(),
             description: "Read a file.".into(),
             input_schema: json!({"type": "object", "properties": {"file_path": {"type": "string"}}, "required": ["file_path"]}),
+            native_type: None,
         },
         ToolDefinition {
             name: "write_file".into(),
             description: "Write a file.".into(),
             input_schema: json!({"type": "object", "properties": {"file_path": {"type": "string"}, "content": {"type": "string"}}, "required": ["file_path", "content"]}),
+            native_type: None,
         },
     ]
 }

@@ -33,6 +33,9 @@ pub struct ToolDefinition {
     pub description: String,
     /// The JSON Schema of its arguments object.
     pub input_schema: Value,
+    /// The provider's own type for the tool ([`Tool::native_type`](crate::tool::Tool::native_type)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub native_type: Option<String>,
 }
 
 /// Whether and which tool the model must call.

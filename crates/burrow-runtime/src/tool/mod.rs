@@ -86,6 +86,16 @@ pub trait Tool: Send + Sync {
         ToolAnnotations::default()
     }
 
+    /// The provider's own type for this tool, when a provider defines one
+    /// (`memory_20250818`): an adapter that knows the type sends it in place
+    /// of the function definition, every other adapter sends the function.
+    ///
+    /// # Behavior
+    /// Constant for a tool; `None` unless the tool says otherwise.
+    fn native_type(&self) -> Option<&str> {
+        None
+    }
+
     /// Whether a call may reach beyond the workspace (the web, other
     /// services): MCP's `openWorldHint`, true unless the tool says otherwise.
     ///
@@ -256,6 +266,7 @@ impl ToolRegistry {
             name: tool.name().to_owned(),
             description: tool.description().to_owned(),
             input_schema: tool.input_schema().clone(),
+            native_type: tool.native_type().map(str::to_owned),
         };
         match self.index.get(tool.name()) {
             Some(&i) => {
