@@ -52,6 +52,8 @@ pub struct Config {
     todos: bool,
     /// The agent has the memory tool (`--memory`).
     memory: bool,
+    /// The files of `--upload`, listed in every request.
+    uploads: Option<burrow_runtime::uploads::Uploads>,
     /// The skills of `--skills` and `--workspace-skills` (with `skill`), if given.
     skills: Option<Arc<burrow_runtime::skills::Skills>>,
     /// The subagents of `--agents DIR` (with `task`), if given.
@@ -90,6 +92,7 @@ impl Config {
             max_turns: usize::try_from(max_turns).unwrap_or(usize::MAX),
             todos: false,
             memory: false,
+            uploads: None,
             skills: None,
             agents: None,
             task_depth: burrow_runtime::subagent::DEFAULT_MAX_DEPTH,
@@ -173,6 +176,12 @@ impl Config {
         self
     }
 
+    /// The same configuration, listing `uploads` in every request (`--upload`).
+    pub fn with_uploads(mut self, uploads: Option<burrow_runtime::uploads::Uploads>) -> Self {
+        self.uploads = uploads;
+        self
+    }
+
     /// The same configuration, with the memory tool when `memory` (`--memory`).
     pub fn with_memory(mut self, memory: bool) -> Self {
         self.memory = memory;
@@ -233,6 +242,9 @@ impl Config {
         }
         if let Some(skills) = self.skills {
             agent = burrow_runtime::skills::with_skills(agent, skills);
+        }
+        if let Some(uploads) = self.uploads {
+            agent = burrow_runtime::uploads::with_uploads(agent, uploads);
         }
         let mut children = None;
         if let Some(agents) = self.agents {

@@ -159,6 +159,12 @@ under /memories), sent to anthropic: models as Anthropic's own memory_20250818 t
 others as a function with the same commands, results and refusals. It works on the run's backend
 as --tenant: mount /memories on a durable backend to keep memories between runs.
 
+--upload FILE: FILE is stored as /uploads/NAME (NAME its file name) before the run starts, and
+every request's instructions list each upload with its size, lines and MIME type; a name that is
+not a plain file name, or a file over the backend's size limit, is refused (exit 1) before
+anything is written or run. With --json each upload is an upload event (path, original_name,
+size, line_count, mime_type, encoding).
+
 --skills DIR / --workspace-skills PATH: Agent Skills folders (NAME/SKILL.md: frontmatter name,
 description, ...; the body is the instructions) from this machine (mounted at
 /.burrow/skills/host-N) or the workspace. Each request lists them (--skill-listing-chars bounds
@@ -345,6 +351,10 @@ pub enum Command {
         /// (--backend /memories=sqlite:mem.db).
         #[arg(long)]
         memory: bool,
+        /// A file of this machine to hand the agent, stored as /uploads/NAME of the workspace
+        /// before the run starts and listed in every request (several allowed).
+        #[arg(long = "upload", value_name = "FILE")]
+        uploads: Vec<PathBuf>,
         /// Skills from a folder on this machine (NAME/SKILL.md, Agent Skills format), several
         /// allowed; each is mounted at /.burrow/skills/host-N, so read_file opens its resources.
         /// The agent gets `skill`; bad skills are warnings (`skill_error` events with --json).

@@ -180,6 +180,87 @@ fn mount_skills(cli: &mut Cli) -> Result<(), String> {
     Ok(())
 }
 
+/// The files of `burrow run --upload`, stored in `opened` as `/uploads/NAME`
+/// before the run starts; the first that cannot be read or is refused ends
+/// burrow before anything runs.
+#[cfg(feature = "run")]
+async fn upload_files(
+    cli: &Cli,
+    opened: &spec::Opened,
+    ctx: &FileContext,
+) -> io::Result<Result<Option<burrow_runtime::uploads::Uploads>, Exit>> {
+    let cli::Command::Run { uploads: files, .. } = &cli.command else {
+        return Ok(Ok(None));
+    };
+    if files.is_empty() {
+        return Ok(Ok(None));
+    }
+    // Every file is read and checked before the first is stored: a refusal
+    // leaves the workspace as it was.
+    let limit = opened.backend.capabilities().limits.max_file_size;
+    let mut read = Vec::with_capacity(files.len());
+    for file in files {
+        let name = file
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let refused = burrow_runtime::uploads::safe_name(&name).err();
+        let bytes = match (refused, std::fs::read(file)) {
+            (Some(e), _) => return upload_refused(&e),
+            (None, Err(e)) => {
+                writeln!(
+                    io::stderr(),
+                    "burrow: the upload {name:?} cannot be read: {}",
+                    e.kind()
+                )?;
+                return Ok(Err(Exit::Failed));
+            }
+            (None, Ok(bytes)) => bytes,
+        };
+        if bytes.len() as u64 > limit {
+            writeln!(
+                io::stderr(),
+                "burrow: the upload {name} has {} bytes, more than the workspace's largest file ({limit} bytes); nothing was stored",
+                bytes.len()
+            )?;
+            return Ok(Err(Exit::Refused));
+        }
+        read.push((name, bytes));
+    }
+    let uploads = burrow_runtime::uploads::Uploads::new();
+    for (name, bytes) in read {
+        match uploads
+            .upload(opened.backend.as_ref(), ctx, &name, &bytes)
+            .await
+        {
+            Ok(uploaded) => {
+                if cli.json {
+                    let mut line = serde_json::json!({"type": "upload"});
+                    if let (Some(line), serde_json::Value::Object(fields)) =
+                        (line.as_object_mut(), serde_json::json!(uploaded))
+                    {
+                        line.extend(fields);
+                    }
+                    writeln!(io::stdout(), "{line}")?;
+                }
+            }
+            Err(e) => return upload_refused(&e),
+        }
+    }
+    Ok(Ok(Some(uploads)))
+}
+
+/// Prints why an upload was refused (or failed) and the exit it gets.
+#[cfg(feature = "run")]
+fn upload_refused<T>(e: &Error) -> io::Result<Result<T, Exit>> {
+    writeln!(io::stderr(), "{}", error_text(e))?;
+    Ok(Err(if e.is_refusal() {
+        Exit::Refused
+    } else {
+        Exit::Failed
+    }))
+}
+
 /// The skill directories of `burrow run` (host folders first, as mounted,
 /// then the workspace's), discovered through `opened`; each warning printed.
 #[cfg(feature = "run")]
@@ -322,6 +403,10 @@ async fn run_agent(
     let ctx = FileContext::for_tenant(cli.tenant.clone());
     let config = match discover_skills(&cli, opened, &ctx).await? {
         Ok(skills) => config.with_skills(skills),
+        Err(exit) => return Ok(exit),
+    };
+    let config = match upload_files(&cli, opened, &ctx).await? {
+        Ok(uploads) => config.with_uploads(uploads),
         Err(exit) => return Ok(exit),
     };
     let tenant = cli.tenant;

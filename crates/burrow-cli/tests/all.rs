@@ -39,6 +39,7 @@ mod all {
     mod run_tasks;
     #[cfg(all(feature = "run", feature = "sqlite"))]
     mod run_todos;
+    mod run_uploads;
     #[cfg(feature = "s3")]
     mod s3;
     #[cfg(feature = "run")]

@@ -5,7 +5,7 @@
 //! [`hooks`] (Claude Code's hook events), [`agent`] (the loop and its call
 //! pipeline), [`session`] (the session stores and their rules), [`runner`]
 //! (runs in threads: claims, commits, pauses, recovery), [`subagent`],
-//! [`todos`], [`skills`] and [`memory`] (harness tools), and `mcp` / `otel` behind their features.
+//! [`todos`], [`skills`], [`memory`] and [`uploads`] (harness tools), and `mcp` / `otel` behind their features.
 //!
 //! # Key design decision: tools render for a model
 //!
@@ -86,6 +86,7 @@ pub mod subagent;
 pub mod todos;
 pub mod tool;
 pub mod tools;
+pub mod uploads;
 
 #[cfg(feature = "mcp")]
 pub mod mcp;

@@ -33,4 +33,5 @@ mod all {
     mod support;
     mod tool;
     mod toolset;
+    mod uploads;
 }
