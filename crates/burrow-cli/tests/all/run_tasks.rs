@@ -83,7 +83,15 @@ fn a_task_runs_its_subagent_in_a_child_thread_and_returns_its_report() {
     );
     run.assert_code(0);
     let events = lines(&run);
-    let parent_run = events[0]["run_id"].as_str().unwrap().to_owned();
+    // The parent's own frames carry no parent_run_id; a child's line may be
+    // printed before the parent's first one (they reach stdout by two paths).
+    let parent_run = events
+        .iter()
+        .find(|e| e["run_id"].is_string() && e.get("parent_run_id").is_none())
+        .unwrap()["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let started = events.iter().find(|e| e["type"] == "task_started").unwrap();
     assert_eq!(started["parent_run_id"], parent_run.as_str());
     assert_eq!(started["thread_id"], "p/task-t1");
