@@ -197,7 +197,6 @@ async fn upload_files(
     }
     // Every file is read and checked before the first is stored: a refusal
     // leaves the workspace as it was.
-    let limit = opened.backend.capabilities().limits.max_file_size;
     let mut read = Vec::with_capacity(files.len());
     for file in files {
         let name = file
@@ -217,13 +216,9 @@ async fn upload_files(
             }
             (None, Ok(bytes)) => bytes,
         };
-        if bytes.len() as u64 > limit {
-            writeln!(
-                io::stderr(),
-                "burrow: the upload {name} has {} bytes, more than the workspace's largest file ({limit} bytes); nothing was stored",
-                bytes.len()
-            )?;
-            return Ok(Err(Exit::Refused));
+        if let Err(e) = burrow_runtime::uploads::check(opened.backend.as_ref(), &name, bytes.len())
+        {
+            return upload_refused(&e);
         }
         read.push((name, bytes));
     }

@@ -27,7 +27,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::agent::Agent;
-use crate::tool::{CallContext, Tool, ToolAnnotations, ToolOutput, effect_key};
+use crate::tool::{CallContext, Tool, ToolAnnotations, ToolOutput};
 
 /// The tool's name, as the reference declares it.
 pub const MEMORY_TOOL: &str = "memory";
@@ -165,17 +165,10 @@ impl MemoryTool {
         }
     }
 
-    /// The context of the mutation `operation` of `path` by call `cx`.
+    /// The context of the mutation `operation` of `path` by call `cx`: the
+    /// file tools' effect key, under `memory.OPERATION`.
     fn mutation(&self, cx: &CallContext, operation: &str, path: &VPath) -> FileContext {
-        let mut ctx = self.ctx.clone();
-        ctx.run_id = Some(cx.run_id.to_string());
-        ctx.effect_key = Some(effect_key(
-            &cx.run_id,
-            &cx.call_id,
-            &format!("memory.{operation}"),
-            path.as_str(),
-        ));
-        ctx
+        crate::tools::Call::new(&self.ctx, cx).mutation(&format!("memory.{operation}"), path)
     }
 
     /// What stands at `path`: a directory (`Some(true)`), a file, or nothing.

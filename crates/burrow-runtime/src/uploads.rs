@@ -55,6 +55,22 @@ pub fn safe_name(name: &str) -> Result<&str, Error> {
     }
 }
 
+/// `Ok` when `len` bytes may be uploaded as `name` to `backend`: a safe
+/// name ([`safe_name`]) and no more bytes than its largest file (TooLarge).
+pub fn check(backend: &dyn Backend, name: &str, len: usize) -> Result<(), Error> {
+    let name = safe_name(name)?;
+    let limit = backend.capabilities().limits.max_file_size;
+    if len as u64 > limit {
+        return Err(Error::refusal(
+            ErrorKind::TooLarge,
+            format!(
+                "The upload {name} has {len} bytes, more than this workspace's largest file ({limit} bytes); nothing was stored."
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Stores `bytes` as `/uploads/NAME` of `backend` as `ctx` and returns its metadata.
 ///
 /// # Behavior
@@ -70,17 +86,7 @@ pub async fn upload_file(
     name: &str,
     bytes: &[u8],
 ) -> Result<UploadedFile, Error> {
-    let name = safe_name(name)?;
-    let limit = backend.capabilities().limits.max_file_size;
-    if bytes.len() as u64 > limit {
-        return Err(Error::refusal(
-            ErrorKind::TooLarge,
-            format!(
-                "The upload {name} has {} bytes, more than this workspace's largest file ({limit} bytes); nothing was stored.",
-                bytes.len()
-            ),
-        ));
-    }
+    check(backend, name, bytes.len())?;
     let path = VPath::parse(UPLOADS_DIR)?.join(name)?;
     backend.write_bytes(ctx, &path, bytes).await?;
     Ok(describe(path.as_str(), name, bytes))
