@@ -4,19 +4,22 @@
 //!
 //! A pattern is matched against each line the way `rg --crlf` matches it
 //! (ripgrep is the reference, checked by `tests/all/ripgrep.rs`). It sees the
-//! line up to its "\n", a "\r" before that included; nothing in the pattern
-//! can match a "\r" or a "\n" (they are removed from every class, `.` and
-//! `\s` included, and a literal holding one matches nothing); `$` matches at
-//! the line's end or before a "\r" that ends it; `^` and `$` are always line
-//! anchors, whatever the flags; `\A` and `\z` are the line's start and end.
-//! The line reported is `read`'s (a "\r" before "\n" dropped).
+//! line up to its "\n" with one "\r" before that dropped (as at the end of a
+//! file with no "\n"), so `$` matches where that "\r" stood and any look
+//! after it sees that position; nothing in the pattern can match a "\r" or a
+//! "\n" (they are removed from every class, `.` and `\s` included, and a
+//! literal holding one matches nothing); `^` and `$` are always line anchors,
+//! whatever the flags; `\A` and `\z` are the line's start and end.
 //!
 //! # The whole-file pass
 //!
 //! The collector does not split a whole file into lines to match each one.
 //! The line regex is compiled in multi-line mode, which on a single line
-//! means exactly what it means without it, and run over the whole file: it
-//! matches wherever the line regex matches some line, at the same start. A
+//! means exactly what it means without it, and again in CRLF multi-line
+//! mode (`$` also before a "\r\n", `^` also after a lone "\r") to run over
+//! the whole file: that matches wherever the line regex matches some line,
+//! at the same start, and perhaps elsewhere (the touched lines are then
+//! matched one by one). A
 //! line (up to its "\n") is a substring of the file, and every line anchor
 //! and word boundary means the same at a line's edges as at the same
 //! positions of the file (`^` after a "\n" or at the start, `$` before one or
@@ -34,7 +37,6 @@ use burrow_types::GrepMatch;
 use regex::{Regex, RegexBuilder};
 use regex_syntax::hir::{
     Class, ClassBytes, ClassBytesRange, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Look,
-    Repetition,
 };
 
 use crate::error::{Error, Result};
@@ -53,8 +55,12 @@ pub const REGEX_SIZE_LIMIT: usize = 1 << 20;
 /// A compiled [`GrepQuery`]: the line matcher and the include filter.
 #[derive(Debug, Clone)]
 pub struct CompiledGrep {
-    /// Compiled in multi-line mode (see the module docs).
+    /// The line matcher, run over a line without its ending (see the module docs).
     regex: Regex,
+    /// The same pattern in CRLF multi-line mode, run over a whole file: `$`
+    /// also matches before a "\r\n" without consuming the "\r", so it matches
+    /// wherever `regex` matches a line, at the same start.
+    file_regex: Regex,
     /// True when `regex` run over a whole file finds every line that matches.
     whole_file: bool,
     include: Option<Glob>,
@@ -91,15 +97,14 @@ impl CompiledGrep {
         let whole_file = properties.minimum_len().is_none_or(|n| n > 0)
             && !looks.contains(Look::Start)
             && !looks.contains(Look::End);
-        let regex = RegexBuilder::new(&hir.to_string())
-            .size_limit(REGEX_SIZE_LIMIT)
-            .dfa_size_limit(REGEX_SIZE_LIMIT)
-            .build()
-            .map_err(|e| not_a_regex(&e.to_string()))?;
+        let line_regex = hir.to_string();
+        let regex = build_regex(&line_regex, false)?;
+        let file_regex = build_regex(&line_regex, true)?;
         let include = query.include.as_deref().map(Glob::new).transpose()?;
         let literals = required_literals(&hir);
         Ok(CompiledGrep {
             regex,
+            file_regex,
             whole_file,
             include,
             literals,
@@ -133,10 +138,21 @@ impl CompiledGrep {
         self.include.as_ref().is_none_or(|g| g.is_match(relative))
     }
 
-    /// True when `line` matches: a line up to its "\n", a "\r" before that kept.
+    /// True when `line` matches: a line up to its "\n", a "\r" before that
+    /// kept (one final "\r" is dropped: `$` matches where it stood).
     pub fn is_match(&self, line: &str) -> bool {
-        self.regex.is_match(line)
+        self.regex.is_match(line.strip_suffix('\r').unwrap_or(line))
     }
+}
+
+/// Compiles a pattern printed from a line HIR; `crlf` for the whole-file pass.
+fn build_regex(pattern: &str, crlf: bool) -> Result<Regex> {
+    RegexBuilder::new(pattern)
+        .crlf(crlf)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .dfa_size_limit(REGEX_SIZE_LIMIT)
+        .build()
+        .map_err(|e| not_a_regex(&e.to_string()))
 }
 
 /// The prefix literals of `hir` (see [`CompiledGrep::required_literals`]).
@@ -175,9 +191,11 @@ fn not_a_regex(reason: &str) -> Error {
     Error::invalid_argument(format!("the grep pattern is not a valid regex: {reason}"))
 }
 
-/// `hir` as it matches within one line (see the module docs): no "\r" or
-/// "\n" in any class or literal, `$` also before a line's final "\r", and
-/// the CRLF flavours of `^` and `$` the same as the plain ones.
+/// `hir` as it matches within one line without its ending (see the module
+/// docs): no "\r" or "\n" in any class or literal, and the CRLF flavours of
+/// `^` and `$` the same as the plain ones. (`$` before a final "\r" is had by
+/// dropping that "\r" before matching, never by consuming it: a look after
+/// `$` must see the position before it, as `$^` on an empty CRLF line does.)
 fn within_a_line(hir: Hir) -> Hir {
     match hir.into_kind() {
         HirKind::Empty => Hir::empty(),
@@ -202,15 +220,7 @@ fn within_a_line(hir: Hir) -> Hir {
             ]));
             Hir::class(Class::Bytes(class))
         }
-        HirKind::Look(Look::EndLF | Look::EndCRLF) => Hir::concat(vec![
-            Hir::repetition(Repetition {
-                min: 0,
-                max: Some(1),
-                greedy: false,
-                sub: Box::new(Hir::literal(*b"\r")),
-            }),
-            Hir::look(Look::EndLF),
-        ]),
+        HirKind::Look(Look::EndCRLF) => Hir::look(Look::EndLF),
         HirKind::Look(Look::StartCRLF) => Hir::look(Look::StartLF),
         HirKind::Look(look) => Hir::look(look),
         HirKind::Repetition(mut repetition) => {
@@ -229,12 +239,16 @@ fn within_a_line(hir: Hir) -> Hir {
 }
 
 /// The lines of `text` as [`lines`] splits them, each twice: as matched (up
-/// to its "\n", a "\r" before it kept) and as shown (as `read` returns it).
-fn raw_lines(text: &str) -> impl Iterator<Item = (&str, &str)> {
+/// to its "\n", one "\r" before that dropped) and as shown (as `read`
+/// returns it: a "\r" dropped only before a "\n").
+fn read_lines(text: &str) -> impl Iterator<Item = (&str, &str)> {
     text.split_inclusive('\n')
         .map(|piece| match piece.strip_suffix('\n') {
-            Some(raw) => (raw, raw.strip_suffix('\r').unwrap_or(raw)),
-            None => (piece, piece),
+            Some(raw) => {
+                let line = raw.strip_suffix('\r').unwrap_or(raw);
+                (line, line)
+            }
+            None => (piece.strip_suffix('\r').unwrap_or(piece), piece),
         })
 }
 
@@ -303,8 +317,8 @@ impl GrepCollector {
         text: &str,
         lines_before: usize,
     ) -> bool {
-        for (i, (raw, line)) in raw_lines(text).enumerate() {
-            if grep.is_match(raw) {
+        for (i, (matched, line)) in read_lines(text).enumerate() {
+            if grep.regex.is_match(matched) {
                 if self.matches.len() == self.limit {
                     self.truncated = true;
                     return false;
@@ -332,7 +346,7 @@ impl GrepCollector {
         let mut fed_to = 0;
         // How many lines start before `counted_to` (moves forward only).
         let (mut counted_to, mut lines_before) = (0, 0);
-        for found in grep.regex.find_iter(text) {
+        for found in grep.file_regex.find_iter(text) {
             // The first and last byte the match touches (its start, when empty).
             let last = if found.end() > found.start() {
                 found.end() - 1
@@ -517,6 +531,11 @@ mod tests {
         assert_eq!(found("y\r", text), []);
         assert_eq!(found(r"\w$", b"x\r\r\n"), []);
         assert_eq!(found("x$", b"x\r\r"), []);
+        // A look after `$` sees the position before the dropped "\r".
+        assert_eq!(found("$^+", b"\r\n"), [(1, String::new())]);
+        assert_eq!(found("$^", b"a\r\n\r\n"), [(2, String::new())]);
+        assert_eq!(found(r"a$\b", b"a\r\n"), [(1, "a".to_owned())]);
+        assert_eq!(found(r"a$\B", b"a\r\n"), []);
     }
 
     proptest::proptest! {

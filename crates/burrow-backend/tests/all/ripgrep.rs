@@ -69,6 +69,11 @@ const QUERIES: &[(&str, bool, bool)] = &[
     ("HELLO", false, true),
     ("σ", false, true),
     ("^[a-z]+$", false, true),
+    // Looks after `$` see the position before a dropped "\r".
+    ("$^", false, false),
+    ("$^+", false, false),
+    (r"a$\b", false, false),
+    (r"x$\B", false, false),
 ];
 
 /// (pattern, file, line number) that ripgrep 13 reports and burrow does not, on purpose.
