@@ -117,7 +117,10 @@ pub async fn run<R: Read>(
             }
             // Go on only with a whole line that is already here: never wait
             // for input while answers are held back.
-            if group.len() >= MAX_GROUP || held >= MAX_HELD || !input.buffer().contains(&b'\n') {
+            if group.len() >= MAX_GROUP
+                || held >= MAX_HELD
+                || memchr::memchr(b'\n', input.buffer()).is_none()
+            {
                 break;
             }
         }
@@ -166,7 +169,7 @@ fn read_line<R: Read>(
             return Ok(seen.then_some(!skipping));
         }
         seen = true;
-        let newline = available.iter().position(|b| *b == b'\n');
+        let newline = memchr::memchr(b'\n', available);
         let take = newline.map_or(available.len(), |i| i + 1);
         if !skipping && raw.len().saturating_add(take) > max.saturating_add(2) {
             skipping = true;
