@@ -225,59 +225,12 @@ fn take_string(rest: &mut &[u8]) -> Option<String> {
 
 /// CRC-32 (IEEE 802.3, as zlib computes it).
 pub fn crc32(bytes: &[u8]) -> u32 {
-    // Slicing by 8: eight bytes a step through eight tables (a file's
-    // bytes are checksummed on every append and every replay).
-    let mut crc = !0u32;
-    let mut chunks = bytes.chunks_exact(8);
-    for chunk in &mut chunks {
-        let lo = crc ^ u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
-        let hi = u32::from_le_bytes([chunk[4], chunk[5], chunk[6], chunk[7]]);
-        crc = CRC_TABLES[7][(lo & 0xff) as usize]
-            ^ CRC_TABLES[6][((lo >> 8) & 0xff) as usize]
-            ^ CRC_TABLES[5][((lo >> 16) & 0xff) as usize]
-            ^ CRC_TABLES[4][(lo >> 24) as usize]
-            ^ CRC_TABLES[3][(hi & 0xff) as usize]
-            ^ CRC_TABLES[2][((hi >> 8) & 0xff) as usize]
-            ^ CRC_TABLES[1][((hi >> 16) & 0xff) as usize]
-            ^ CRC_TABLES[0][(hi >> 24) as usize];
-    }
-    for &b in chunks.remainder() {
-        crc = CRC_TABLES[0][((crc ^ u32::from(b)) & 0xff) as usize] ^ (crc >> 8);
-    }
-    !crc
+    // Each record's bytes are checksummed on every append and every replay:
+    // crc32fast folds 64 bytes a step with carry-less multiplication
+    // (PCLMULQDQ) where the CPU has it, about 20 times fewer instructions
+    // than slicing by 8 tables.
+    crc32fast::hash(bytes)
 }
-
-/// `CRC_TABLES[0]` is the bytewise table; `CRC_TABLES[k][i]` is the CRC of
-/// byte `i` followed by `k` zero bytes.
-const CRC_TABLES: [[u32; 256]; 8] = {
-    let mut tables = [[0u32; 256]; 8];
-    let mut i = 0;
-    while i < 256 {
-        let mut c = i as u32;
-        let mut k = 0;
-        while k < 8 {
-            c = if c & 1 != 0 {
-                0xedb8_8320 ^ (c >> 1)
-            } else {
-                c >> 1
-            };
-            k += 1;
-        }
-        tables[0][i] = c;
-        i += 1;
-    }
-    let mut t = 1;
-    while t < 8 {
-        let mut i = 0;
-        while i < 256 {
-            let prev = tables[t - 1][i];
-            tables[t][i] = tables[0][(prev & 0xff) as usize] ^ (prev >> 8);
-            i += 1;
-        }
-        t += 1;
-    }
-    tables
-};
 
 #[cfg(test)]
 mod tests {
@@ -292,19 +245,30 @@ mod tests {
         }
     }
 
+    /// The bytewise CRC-32 of zlib, the reference.
+    fn crc32_bytewise(bytes: &[u8]) -> u32 {
+        let mut crc = !0u32;
+        for &b in bytes {
+            crc ^= u32::from(b);
+            for _ in 0..8 {
+                crc = if crc & 1 != 0 {
+                    0xedb8_8320 ^ (crc >> 1)
+                } else {
+                    crc >> 1
+                };
+            }
+        }
+        !crc
+    }
+
     #[test]
     fn crc32_is_zlibs() {
         assert_eq!(crc32(b"123456789"), 0xcbf4_3926);
         assert_eq!(crc32(b""), 0);
-        // Past one 8-byte step, with a remainder, against the bytewise form.
-        let long: Vec<u8> = (0..1000u32).map(|i| (i * 31 % 251) as u8).collect();
-        for len in [7, 8, 9, 16, 17, 1000] {
-            let mut bytewise = !0u32;
-            for &b in &long[..len] {
-                bytewise =
-                    CRC_TABLES[0][((bytewise ^ u32::from(b)) & 0xff) as usize] ^ (bytewise >> 8);
-            }
-            assert_eq!(crc32(&long[..len]), !bytewise, "{len} bytes");
+        // Across the folding steps' sizes, with remainders, against the bytewise form.
+        let long: Vec<u8> = (0..5000u32).map(|i| (i * 31 % 251) as u8).collect();
+        for len in [1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 127, 128, 129, 1000, 4999, 5000] {
+            assert_eq!(crc32(&long[..len]), crc32_bytewise(&long[..len]), "{len} bytes");
         }
         assert_eq!(
             crc32(b"The quick brown fox jumps over the lazy dog"),
