@@ -1,5 +1,6 @@
 //! `Output`: what an operation returned, printed as burrow-types JSON or for people, plus notes and exit codes.
 
+use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
@@ -45,7 +46,8 @@ impl Output {
                 entries: &listing.entries,
                 truncated: listing.truncated,
             }),
-            Output::Window(window) => serde_json::to_string(window),
+            // The largest answers of a batch: written by hand (see `push_json_str`).
+            Output::Window(window) => return window_json(window),
             Output::Bytes(bytes) => {
                 serde_json::to_string(&json!({ "content_b64": BASE64.encode(bytes) }))
             }
@@ -159,6 +161,86 @@ impl Output {
     }
 }
 
+/// `read --json`: exactly what `serde_json::to_string(window)` writes
+/// (fields in `LineWindow`'s declaration order), with the lines escaped
+/// by [`push_json_str`] instead of serde_json's byte-at-a-time scan.
+fn window_json(window: &LineWindow) -> String {
+    let text: usize = window.lines.iter().map(|l| l.len() + 3).sum();
+    let mut out = String::with_capacity(text + 64);
+    out.push_str("{\"lines\":[");
+    for (i, line) in window.lines.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        push_json_str(&mut out, line);
+    }
+    // Writing to a String cannot fail.
+    let _ = write!(
+        out,
+        "],\"offset\":{},\"total_lines\":{},\"truncated\":{}}}",
+        window.offset, window.total_lines, window.truncated
+    );
+    out
+}
+
+/// Pushes `text` as a JSON string, byte for byte as serde_json writes it:
+/// `"` and `\\` escaped, `\b \f \n \r \t` for those controls, `\u00xx`
+/// (lowercase) for the other bytes below 0x20, everything else as it is.
+///
+/// Sixteen bytes are tested at a time for one that needs escaping (a test
+/// the compiler turns into a few vector compares; most text has none), so
+/// clean runs are copied whole. Every byte that needs escaping is ASCII, so
+/// each one found is a char boundary.
+fn push_json_str(out: &mut String, text: &str) {
+    const STEP: usize = 16;
+    let clean = |chunk: &[u8; STEP]| {
+        chunk
+            .iter()
+            .fold(true, |ok, &b| ok & (b >= 0x20) & (b != b'"') & (b != b'\\'))
+    };
+    let bytes = text.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push('"');
+    let mut start = 0;
+    let mut at = 0;
+    while at < bytes.len() {
+        if let Some(chunk) = bytes
+            .get(at..at + STEP)
+            .and_then(|c| <&[u8; STEP]>::try_from(c).ok())
+            && clean(chunk)
+        {
+            at += STEP;
+            continue;
+        }
+        // A byte that may need escaping lies in the next sixteen, or the
+        // text ends within them: go byte by byte.
+        let end = (at + STEP).min(bytes.len());
+        for (i, &byte) in bytes.iter().enumerate().take(end).skip(at) {
+            let escape = match byte {
+                b'"' => "\\\"",
+                b'\\' => "\\\\",
+                b'\n' => "\\n",
+                b'\r' => "\\r",
+                b'\t' => "\\t",
+                0x08 => "\\b",
+                0x0c => "\\f",
+                0x00..=0x1f => "",
+                _ => continue,
+            };
+            out.push_str(text.get(start..i).unwrap_or_default());
+            start = i + 1;
+            if escape.is_empty() {
+                let _ = write!(out, "\\u{:04x}", byte);
+            } else {
+                out.push_str(escape);
+            }
+        }
+        at = end;
+    }
+    out.push_str(text.get(start..).unwrap_or_default());
+    out.push('"');
+}
+
 /// `ls --json`: the entries and whether more exist.
 #[derive(Serialize)]
 struct Entries<'a> {
@@ -267,6 +349,53 @@ impl Exit {
             Exit::Refused => ExitCode::from(1),
             Exit::Paused => ExitCode::from(3),
             Exit::Failed => ExitCode::from(2),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_strings_are_serde_jsons_byte_for_byte() {
+        let mut cases: Vec<String> = vec![
+            String::new(),
+            "plain text of more than eight bytes".to_owned(),
+            "\"quoted\" and \\ back\\slashed".to_owned(),
+            "tab\there, cr\r, nl\n, bell\u{7}, del\u{7f}, nul\u{0}".to_owned(),
+            "é, 漢字, 🦀 and \u{2028} stay as they are".to_owned(),
+        ];
+        // Every byte below 0x80 at every offset of a 17-byte string.
+        for byte in 0u8..0x80 {
+            for at in 0..17 {
+                let mut text = "abcdefghijklmnopq".to_owned().into_bytes();
+                text[at] = byte;
+                cases.push(String::from_utf8(text).unwrap());
+            }
+        }
+        for text in &cases {
+            let mut ours = String::new();
+            push_json_str(&mut ours, text);
+            assert_eq!(ours, serde_json::to_string(text).unwrap(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn a_window_is_what_serde_json_writes() {
+        for window in [
+            LineWindow::default(),
+            LineWindow {
+                lines: vec!["one".into(), "\"two\"".into(), String::new(), "\u{1}".into()],
+                offset: 3,
+                total_lines: 12,
+                truncated: true,
+            },
+        ] {
+            assert_eq!(
+                Output::Window(window.clone()).to_json(),
+                serde_json::to_string(&window).unwrap()
+            );
         }
     }
 }
