@@ -61,6 +61,8 @@ use crate::op::Op;
 use crate::output::{Exit, error_json, error_text};
 
 fn main() -> ExitCode {
+    // Only `run --skills` adds to the command line.
+    #[cfg_attr(not(feature = "run"), allow(unused_mut))]
     let mut cli = cli::parse();
     log::install();
     #[cfg(feature = "run")]
@@ -72,12 +74,17 @@ fn main() -> ExitCode {
     }
     let json = cli.json;
     // Two workers: a run, its claim renewal and its printer never share one
-    // thread's time with a blocked write (docs/adr/0262).
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    // thread's time with a blocked write (docs/adr/0262). A file operation
+    // or batch on in-memory and state-file backends runs on this thread
+    // alone (docs/adr/0240): no worker to start, wake or join.
+    let mut builder = if one_thread_suffices(&cli) {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut builder = tokio::runtime::Builder::new_multi_thread();
+        builder.worker_threads(2);
+        builder
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => return fail(&Error::failure("cannot start the async runtime", e), json),
     };
@@ -94,6 +101,43 @@ fn main() -> ExitCode {
             Exit::Failed.code()
         }
     }
+}
+
+/// True when the command needs no thread but this one: a file operation,
+/// a batch or `state compact` (not `run`, `thread`, `mcp` or `docker gc`)
+/// on `memory:` and `state:` backends only, which never spawn a task, wait
+/// on another thread or block in place (docs/adr/0240).
+fn one_thread_suffices(cli: &Cli) -> bool {
+    use cli::Command as C;
+    let file_operation = matches!(
+        cli.command,
+        C::Ls { .. }
+            | C::Read { .. }
+            | C::Cat { .. }
+            | C::Write { .. }
+            | C::Edit { .. }
+            | C::Rm { .. }
+            | C::Mkdir { .. }
+            | C::Glob { .. }
+            | C::Grep { .. }
+            | C::Exec { .. }
+            | C::Batch
+    );
+    #[cfg(feature = "state")]
+    let state_compact = matches!(cli.command, C::State(_));
+    #[cfg(not(feature = "state"))]
+    let state_compact = false;
+    (file_operation || state_compact) && cli.backends.iter().all(|b| in_process(&b.spec))
+}
+
+/// A backend that lives in this process and the host's files only.
+fn in_process(spec: &spec::Spec) -> bool {
+    #[cfg(feature = "state")]
+    if matches!(spec, spec::Spec::Memory | spec::Spec::State(_)) {
+        return true;
+    }
+    let _ = spec;
+    false
 }
 
 /// Runs the command; an `Err` only when stdout or stderr cannot be written.
