@@ -40,9 +40,10 @@ pub const MAX_GROUP: usize = 10_000;
 /// A group ends once its answers, held until its save, pass this many bytes.
 pub const MAX_HELD: usize = 4 << 20;
 
-/// One answered line of a group, waiting for the group's save.
+/// One answered line of a group, waiting for the group's save: its text
+/// (with its newline) ends at `end` in the group's text.
 struct Answer {
-    json: String,
+    end: usize,
     /// A successful mutation: not durable until the group is saved.
     mutation: bool,
 }
@@ -57,8 +58,10 @@ pub async fn run<R: Read>(
     err: &mut dyn Write,
 ) -> std::io::Result<Exit> {
     let mut worst = Exit::Success;
-    // Written out once a group, not once a line.
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
+    // The group's answers, one line each, written out once a group; kept
+    // (cleared) from group to group, so its pages are touched once.
+    let mut text = String::new();
+    let mut group: Vec<Answer> = Vec::new();
     let mut raw = Vec::new();
     let mut number = 0usize;
     let mut at_end = false;
@@ -68,8 +71,8 @@ pub async fn run<R: Read>(
         usize::try_from(opened.backend.capabilities().limits.max_file_size).unwrap_or(usize::MAX);
     let max_line = max_file.saturating_mul(6).saturating_add(1 << 20);
     while !at_end {
-        let mut group: Vec<Answer> = Vec::new();
-        let mut held = 0usize;
+        text.clear();
+        group.clear();
         opened.begin();
         loop {
             let too_long = match read_line(input, &mut raw, max_line) {
@@ -99,26 +102,27 @@ pub async fn run<R: Read>(
                     Ok(op) => op.run(opened.backend.as_ref(), ctx).await,
                     Err(e) => Err(e),
                 };
-                let answer = match result {
-                    Ok(output) => Answer {
-                        json: output.to_json(),
-                        mutation: output.is_mutation(),
-                    },
+                let mutation = match result {
+                    Ok(output) => {
+                        output.push_json(&mut text);
+                        output.is_mutation()
+                    }
                     Err(e) => {
                         worst = worst.max(Exit::of(&e));
-                        Answer {
-                            json: error_json(&e),
-                            mutation: false,
-                        }
+                        text.push_str(&error_json(&e));
+                        false
                     }
                 };
-                held = held.saturating_add(answer.json.len());
-                group.push(answer);
+                text.push('\n');
+                group.push(Answer {
+                    end: text.len(),
+                    mutation,
+                });
             }
             // Go on only with a whole line that is already here: never wait
             // for input while answers are held back.
             if group.len() >= MAX_GROUP
-                || held >= MAX_HELD
+                || text.len() >= MAX_HELD
                 || memchr::memchr(b'\n', input.buffer()).is_none()
             {
                 break;
@@ -128,12 +132,17 @@ pub async fn run<R: Read>(
             writeln!(err, "{}", error_text(&e))?;
             worst = worst.max(Exit::Failed);
             let failed = error_json(&e);
-            for answer in group.iter_mut().filter(|a| a.mutation) {
-                answer.json.clone_from(&failed);
+            let mut start = 0;
+            for answer in &group {
+                if answer.mutation {
+                    writeln!(out, "{failed}")?;
+                } else {
+                    out.write_all(text.as_bytes().get(start..answer.end).unwrap_or_default())?;
+                }
+                start = answer.end;
             }
-        }
-        for answer in &group {
-            writeln!(out, "{}", answer.json)?;
+        } else {
+            out.write_all(text.as_bytes())?;
         }
         out.flush()?;
     }

@@ -46,8 +46,12 @@ impl Output {
                 entries: &listing.entries,
                 truncated: listing.truncated,
             }),
-            // The largest answers of a batch: written by hand (see `push_json_str`).
-            Output::Window(window) => return window_json(window),
+            Output::Window(window) => {
+                let text: usize = window.lines.iter().map(|l| l.len() + 3).sum();
+                let mut out = String::with_capacity(text + 64);
+                push_window_json(&mut out, window);
+                return out;
+            }
             Output::Bytes(bytes) => {
                 serde_json::to_string(&json!({ "content_b64": BASE64.encode(bytes) }))
             }
@@ -70,6 +74,15 @@ impl Output {
         text.unwrap_or_else(|e| {
             json!({ "error": { "kind": "failure", "message": e.to_string() } }).to_string()
         })
+    }
+
+    /// Appends the `--json` form ([`Output::to_json`]) to `out`; a read's
+    /// window, the largest answer of a batch, straight into it.
+    pub fn push_json(&self, out: &mut String) {
+        match self {
+            Output::Window(window) => push_window_json(out, window),
+            other => out.push_str(&other.to_json()),
+        }
     }
 
     /// What stderr should say beside the result, in human mode only (the
@@ -161,18 +174,16 @@ impl Output {
     }
 }
 
-/// `read --json`: exactly what `serde_json::to_string(window)` writes
-/// (fields in `LineWindow`'s declaration order), with the lines escaped
-/// by [`push_json_str`] instead of serde_json's byte-at-a-time scan.
-fn window_json(window: &LineWindow) -> String {
-    let text: usize = window.lines.iter().map(|l| l.len() + 3).sum();
-    let mut out = String::with_capacity(text + 64);
+/// Appends `read --json`: exactly what `serde_json::to_string(window)`
+/// writes (fields in `LineWindow`'s declaration order), with the lines
+/// escaped by [`push_json_str`] instead of serde_json's byte-at-a-time scan.
+fn push_window_json(out: &mut String, window: &LineWindow) {
     out.push_str("{\"lines\":[");
     for (i, line) in window.lines.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
-        push_json_str(&mut out, line);
+        push_json_str(out, line);
     }
     // Writing to a String cannot fail.
     let _ = write!(
@@ -180,7 +191,6 @@ fn window_json(window: &LineWindow) -> String {
         "],\"offset\":{},\"total_lines\":{},\"truncated\":{}}}",
         window.offset, window.total_lines, window.truncated
     );
-    out
 }
 
 /// Pushes `text` as a JSON string, byte for byte as serde_json writes it:
@@ -392,10 +402,12 @@ mod tests {
                 truncated: true,
             },
         ] {
-            assert_eq!(
-                Output::Window(window.clone()).to_json(),
-                serde_json::to_string(&window).unwrap()
-            );
+            let expected = serde_json::to_string(&window).unwrap();
+            let output = Output::Window(window);
+            assert_eq!(output.to_json(), expected);
+            let mut pushed = "before ".to_owned();
+            output.push_json(&mut pushed);
+            assert_eq!(pushed, format!("before {expected}"));
         }
     }
 }

@@ -445,7 +445,8 @@ impl StateFile {
         if inner.pending.is_empty() {
             return Ok(());
         }
-        let records = std::mem::take(&mut inner.pending);
+        // Cleared, not taken, once appended: the buffer's pages serve every group.
+        let records = &inner.pending;
         let count = std::mem::take(&mut inner.pending_records);
         let appended = match inner.seen.journal {
             Some(position) => {
@@ -463,6 +464,7 @@ impl StateFile {
                 }
             }),
         };
+        inner.pending.clear();
         match appended {
             Ok(position) => {
                 inner.seen.journal = Some(position);
