@@ -404,30 +404,53 @@ fn write_json_lines(out: &mut String, text: &str) {
 /// `text` escaped as the inside of a JSON string (see [`write_json_string`]);
 /// with `lines`, each `"\n"` ends one string and starts the next.
 ///
-/// The scan goes byte by byte: every byte that needs escaping is ASCII, so
-/// each one found is a char boundary and the runs between are copied whole.
+/// Sixteen bytes are tested at a time for one that needs escaping (a fold
+/// the compiler turns into a few vector compares), and only a block that
+/// holds one is gone through byte by byte: every byte that needs escaping
+/// is ASCII, so each one found is a char boundary and the runs between are
+/// copied whole.
 fn write_escaped(out: &mut String, text: &str, lines: bool) {
+    const STEP: usize = 16;
+    let clean = |block: &[u8; STEP]| {
+        block
+            .iter()
+            .fold(true, |ok, &b| ok & (b >= b' ') & (b != b'"') & (b != b'\\'))
+    };
+    let bytes = text.as_bytes();
     let mut start = 0;
-    for (index, &byte) in text.as_bytes().iter().enumerate() {
-        if byte >= b' ' && byte != b'"' && byte != b'\\' {
+    let mut at = 0;
+    while at < bytes.len() {
+        if let Some(block) = bytes
+            .get(at..at + STEP)
+            .and_then(|b| <&[u8; STEP]>::try_from(b).ok())
+            && clean(block)
+        {
+            at += STEP;
             continue;
         }
-        out.push_str(text.get(start..index).unwrap_or_default());
-        start = index + 1;
-        match byte {
-            b'"' => out.push_str("\\\""),
-            b'\\' => out.push_str("\\\\"),
-            b'\n' if lines => out.push_str("\",\""),
-            b'\n' => out.push_str("\\n"),
-            b'\r' => out.push_str("\\r"),
-            b'\t' => out.push_str("\\t"),
-            0x08 => out.push_str("\\b"),
-            0x0c => out.push_str("\\f"),
-            0 => out.push('\u{fffd}'),
-            other => {
-                let _ = write!(out, "\\u{:04x}", u32::from(other));
+        let end = (at + STEP).min(bytes.len());
+        for (index, &byte) in bytes.iter().enumerate().take(end).skip(at) {
+            if byte >= b' ' && byte != b'"' && byte != b'\\' {
+                continue;
+            }
+            out.push_str(text.get(start..index).unwrap_or_default());
+            start = index + 1;
+            match byte {
+                b'"' => out.push_str("\\\""),
+                b'\\' => out.push_str("\\\\"),
+                b'\n' if lines => out.push_str("\",\""),
+                b'\n' => out.push_str("\\n"),
+                b'\r' => out.push_str("\\r"),
+                b'\t' => out.push_str("\\t"),
+                0x08 => out.push_str("\\b"),
+                0x0c => out.push_str("\\f"),
+                0 => out.push('\u{fffd}'),
+                other => {
+                    let _ = write!(out, "\\u{:04x}", u32::from(other));
+                }
             }
         }
+        at = end;
     }
     out.push_str(text.get(start..).unwrap_or_default());
 }
@@ -504,7 +527,37 @@ impl DocumentWriter {
 mod tests {
     use super::{
         DocumentWriter, FileData, FilesDocument, files_document_to_json, parse_files_document,
+        write_json_lines, write_json_string,
     };
+
+    #[test]
+    fn escaping_matches_serde_json_at_every_offset_of_a_block() {
+        // Every byte below 0x80 but NUL (written as U+FFFD, see
+        // `write_json_string`) at every offset across two 16-byte blocks.
+        let mut cases = vec![String::new(), "é 漢字 🦀 \u{7f} \u{2028}".to_owned()];
+        for byte in 1u8..0x80 {
+            for at in 0..33 {
+                let mut text = b"abcdefghijklmnopqrstuvwxyz0123456".to_vec();
+                text[at] = byte;
+                cases.push(String::from_utf8(text).unwrap());
+            }
+        }
+        for text in &cases {
+            let mut ours = String::new();
+            write_json_string(&mut ours, text);
+            assert_eq!(ours, serde_json::to_string(text).unwrap(), "{text:?}");
+            let mut lines = String::new();
+            write_json_lines(&mut lines, text);
+            let expected: Vec<String> = text
+                .split('\n')
+                .map(|l| serde_json::to_string(l).unwrap())
+                .collect();
+            assert_eq!(lines, expected.join(","), "{text:?}");
+        }
+        let mut nul = String::new();
+        write_json_string(&mut nul, "a\u{0}b");
+        assert_eq!(nul, "\"a\u{fffd}b\"");
+    }
 
     #[test]
     fn document_writer_writes_what_the_document_would() {
