@@ -396,7 +396,12 @@ mod tests {
         for window in [
             LineWindow::default(),
             LineWindow {
-                lines: vec!["one".into(), "\"two\"".into(), String::new(), "\u{1}".into()],
+                lines: vec![
+                    "one".into(),
+                    "\"two\"".into(),
+                    String::new(),
+                    "\u{1}".into(),
+                ],
                 offset: 3,
                 total_lines: 12,
                 truncated: true,

@@ -267,8 +267,14 @@ mod tests {
         assert_eq!(crc32(b""), 0);
         // Across the folding steps' sizes, with remainders, against the bytewise form.
         let long: Vec<u8> = (0..5000u32).map(|i| (i * 31 % 251) as u8).collect();
-        for len in [1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 127, 128, 129, 1000, 4999, 5000] {
-            assert_eq!(crc32(&long[..len]), crc32_bytewise(&long[..len]), "{len} bytes");
+        for len in [
+            1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 127, 128, 129, 1000, 4999, 5000,
+        ] {
+            assert_eq!(
+                crc32(&long[..len]),
+                crc32_bytewise(&long[..len]),
+                "{len} bytes"
+            );
         }
         assert_eq!(
             crc32(b"The quick brown fox jumps over the lazy dog"),
