@@ -450,13 +450,13 @@ impl StateFile {
         let count = std::mem::take(&mut inner.pending_records);
         let appended = match inner.seen.journal {
             Some(position) => {
-                disk::append(&self.journal_path, position.file_len(), &records).map(|()| Position {
+                disk::append(&self.journal_path, position.file_len(), records).map(|()| Position {
                     end: position.end + records.len() as u64,
                     records: position.records + count,
                     ..position
                 })
             }
-            None => disk::replace_journal(&self.journal_path, &self.path, 1, &records).map(|()| {
+            None => disk::replace_journal(&self.journal_path, &self.path, 1, records).map(|()| {
                 Position {
                     generation: 1,
                     end: records.len() as u64,
