@@ -1,0 +1,37 @@
+//! The artifact workspace: typed, versioned JSON documents that agents and people change together.
+//!
+//! # Key design decision: one pure write path under every store's lock
+//!
+//! An artifact is a JSON document of a kind (a JSON Schema, from a Rust type
+//! deriving `JsonSchema` or from a `KIND.schema.json` value). Every change
+//! (create, RFC 6902 JSON Patch, anchored text edit, archive, revert) names
+//! the version it was made against, and is decided by one pure function,
+//! [`change::apply`], called by one write path, [`store::engine`], inside
+//! the store's own transaction: the head is read, the base version checked,
+//! the result validated, and only then are the revision, the head and the
+//! workspace's event written, together. A store (memory, SQLite) only
+//! supplies rows and a transaction ([`store::engine::Tx`],
+//! [`store::engine::Transact`]); so every store refuses, versions and logs
+//! alike, and the conformance suite ([`conformance`]) proves it on each.
+//!
+//! Proposals are changes recorded with a rationale that change nothing until
+//! a person applies (re-checked against the head then) or rejects them.
+//!
+//! The agent tools ([`tools::ArtifactWorkspace`]) sit on burrow-runtime's
+//! `Tool` trait: their definitions are built once and never change between
+//! requests, and every outcome is said in words ([`tools::describe_outcome`]).
+
+pub mod change;
+// pub mod conformance;
+mod error;
+mod kind;
+pub mod store;
+// pub mod tools;
+
+pub use change::Change;
+pub use error::{ArtifactError, ArtifactErrorKind, ChangeSince, Result};
+pub use kind::{Artifact, DEFAULT_MAX_SNAPSHOT_BYTES, Kind, Kinds};
+pub use store::{
+    Actor, ArtifactStore, Committed, Event, EventKind, MemoryArtifactStore, Proposal,
+    ProposalStatus, Revision, SqliteArtifactStore, Versioned,
+};

@@ -1,0 +1,7 @@
+//! The one integration-test binary of burrow-artifacts: modules only, in `tests/all/`.
+
+#[cfg(test)]
+mod all {
+    mod kinds;
+    mod support;
+}
