@@ -22,7 +22,7 @@
 //! requests, and every outcome is said in words ([`tools::describe_outcome`]).
 
 pub mod change;
-// pub mod conformance;
+pub mod conformance;
 mod error;
 mod kind;
 pub mod store;

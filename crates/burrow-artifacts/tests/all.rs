@@ -3,5 +3,6 @@
 #[cfg(test)]
 mod all {
     mod kinds;
+    mod stores;
     mod support;
 }
