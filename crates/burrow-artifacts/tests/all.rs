@@ -3,6 +3,7 @@
 #[cfg(test)]
 mod all {
     mod kinds;
+    mod replay;
     mod stores;
     mod support;
 }
