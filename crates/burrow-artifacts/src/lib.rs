@@ -26,7 +26,7 @@ pub mod conformance;
 mod error;
 mod kind;
 pub mod store;
-// pub mod tools;
+pub mod tools;
 
 pub use change::Change;
 pub use error::{ArtifactError, ArtifactErrorKind, ChangeSince, Result};

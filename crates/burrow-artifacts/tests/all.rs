@@ -6,4 +6,5 @@ mod all {
     mod replay;
     mod stores;
     mod support;
+    mod tools;
 }
