@@ -263,8 +263,7 @@ fn bad_pointer(field: &str, e: impl std::fmt::Display) -> ArtifactError {
 
 /// The string at `field` with the one occurrence of `old` replaced by `new`.
 fn edit_field(head: Head<'_>, field: &str, old: &str, new: &str) -> Result<String> {
-    let pointer =
-        json_patch::jsonptr::Pointer::parse(field).map_err(|e| bad_pointer(field, e))?;
+    let pointer = json_patch::jsonptr::Pointer::parse(field).map_err(|e| bad_pointer(field, e))?;
     let Some(Value::String(text)) = pointer.resolve(head.snapshot).ok() else {
         return Err(ArtifactError::invalid_state(format!(
             "the field {} of {} is not a string, so it takes no text edit; use a JSON Patch.",

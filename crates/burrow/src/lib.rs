@@ -99,6 +99,12 @@
 //!   **aws-lc-rs compiled from C**), httpdate, tokio (`time`).
 //! - `anthropic`: the Anthropic messages adapter in [`models`]. Implies
 //!   `runtime`. Costs: the same HTTP client as `openai`.
+//! - `artifacts`: the artifact workspace as [`artifacts`]: typed, versioned
+//!   JSON documents that agents and people change together (JSON Schema
+//!   kinds, JSON Patch and anchored text edits, optimistic versions,
+//!   proposals, a gap-free event log), in memory or one SQLite file, with the
+//!   agent tools over the runtime's `Tool` trait. Implies `runtime`. Costs:
+//!   jsonschema, json-patch (jsonptr).
 //! - `full`: every feature above.
 
 // ---------------------------------------------------------------------------
@@ -152,6 +158,10 @@ pub use burrow_object_store::ObjectStoreBackend;
 /// The agent runtime (`burrow-runtime`): the file tools an agent calls, rendered for a model.
 #[cfg(feature = "runtime")]
 pub use burrow_runtime as runtime;
+
+/// The artifact workspace (`burrow-artifacts`): kinds, changes, stores and agent tools.
+#[cfg(feature = "artifacts")]
+pub use burrow_artifacts as artifacts;
 
 /// The model adapters (`burrow-models`): OpenAI and Anthropic over reqwest.
 #[cfg(any(feature = "openai", feature = "anthropic"))]

@@ -82,15 +82,21 @@ async fn unchanged(
     events: usize,
 ) -> Outcome {
     let head = fx.store().get(&fx.scope(), id).await?;
-    ensure(head.version == version && head.snapshot == *snapshot, || {
-        format!(
-            "a refused change moved {id} to v{} {}",
-            head.version, head.snapshot
-        )
-    })?;
+    ensure(
+        head.version == version && head.snapshot == *snapshot,
+        || {
+            format!(
+                "a refused change moved {id} to v{} {}",
+                head.version, head.snapshot
+            )
+        },
+    )?;
     let history = fx.store().history(&fx.scope(), id).await?;
     ensure(history.len() as u64 == version, || {
-        format!("a refused change wrote a revision: {} revisions", history.len())
+        format!(
+            "a refused change wrote a revision: {} revisions",
+            history.len()
+        )
     })?;
     let log = fx.store().events(&fx.scope(), 0, 1000).await?;
     ensure(log.len() == events, || {
@@ -117,9 +123,10 @@ async fn patch_op(fx: &Fixture, ops: Value, want: Value) -> Outcome {
 pub(super) async fn create_and_read(fx: &Fixture) -> Outcome {
     let c = create(fx, "note", note("hello")).await?;
     let a = &c.artifact;
-    ensure(a.id == "note-1" && a.version == 1 && a.kind == "note", || {
-        format!("the create made {} v{} of {}", a.id, a.version, a.kind)
-    })?;
+    ensure(
+        a.id == "note-1" && a.version == 1 && a.kind == "note",
+        || format!("the create made {} v{} of {}", a.id, a.version, a.kind),
+    )?;
     ensure(
         a.created_by == alice() && a.updated_by == alice() && !a.archived,
         || format!("the create's attribution is {:?}", a),
@@ -162,9 +169,11 @@ pub(super) async fn create_refuses_unknown_kinds_and_invalid_snapshots(fx: &Fixt
             },
         )
         .await;
-    let e = refused(invalid, "an invalid create", |k| {
-        matches!(k, ArtifactErrorKind::Validation { paths } if paths == &["/text".to_owned()])
-    })?;
+    let e = refused(
+        invalid,
+        "an invalid create",
+        |k| matches!(k, ArtifactErrorKind::Validation { paths } if paths == &["/text".to_owned()]),
+    )?;
     ensure(e.message().contains("/text"), || {
         format!("the refusal does not name the path: {}", e.message())
     })?;
@@ -249,7 +258,10 @@ pub(super) async fn patch_test_passes_and_fails(fx: &Fixture) -> Outcome {
     )
     .await??;
     ensure(passed.artifact.snapshot["text"] == "bye", || {
-        format!("a passing test did not let the patch apply: {}", passed.artifact.snapshot)
+        format!(
+            "a passing test did not let the patch apply: {}",
+            passed.artifact.snapshot
+        )
     })?;
     let failed = apply_patch(
         fx,
@@ -291,9 +303,11 @@ pub(super) async fn a_patched_snapshot_is_validated(fx: &Fixture) -> Outcome {
         json!([{"op": "add", "path": "/tags/0", "value": 7}]),
     )
     .await?;
-    refused(r, "a patch breaking the schema", |k| {
-        matches!(k, ArtifactErrorKind::Validation { paths } if paths == &["/tags/0".to_owned()])
-    })?;
+    refused(
+        r,
+        "a patch breaking the schema",
+        |k| matches!(k, ArtifactErrorKind::Validation { paths } if paths == &["/tags/0".to_owned()]),
+    )?;
     unchanged(fx, &c.artifact.id, 1, &note("hello"), 1).await
 }
 
@@ -301,7 +315,11 @@ pub(super) async fn text_edit_replaces_the_one_occurrence(fx: &Fixture) -> Outco
     let c = create(fx, "note", note("one two three")).await?;
     let done = fx
         .store()
-        .submit(&fx.scope(), &agent(), edit(&c.artifact.id, 1, "/text", "two", "2"))
+        .submit(
+            &fx.scope(),
+            &agent(),
+            edit(&c.artifact.id, 1, "/text", "two", "2"),
+        )
         .await?;
     ensure(done.artifact.snapshot["text"] == "one 2 three", || {
         format!("the edit made {}", done.artifact.snapshot)
@@ -320,7 +338,11 @@ pub(super) async fn text_edit_not_found(fx: &Fixture) -> Outcome {
     let c = create(fx, "note", note("one two three")).await?;
     let r = fx
         .store()
-        .submit(&fx.scope(), &alice(), edit(&c.artifact.id, 1, "/text", "four", "4"))
+        .submit(
+            &fx.scope(),
+            &alice(),
+            edit(&c.artifact.id, 1, "/text", "four", "4"),
+        )
         .await;
     let e = refused(r, "an edit whose anchor is absent", |k| {
         *k == ArtifactErrorKind::Edit { occurrences: 0 }
@@ -333,7 +355,11 @@ pub(super) async fn text_edit_ambiguous(fx: &Fixture) -> Outcome {
     let c = create(fx, "note", note("la la la")).await?;
     let r = fx
         .store()
-        .submit(&fx.scope(), &alice(), edit(&c.artifact.id, 1, "/text", "la", "lo"))
+        .submit(
+            &fx.scope(),
+            &alice(),
+            edit(&c.artifact.id, 1, "/text", "la", "lo"),
+        )
         .await;
     let e = refused(r, "an edit whose anchor repeats", |k| {
         *k == ArtifactErrorKind::Edit { occurrences: 3 }
@@ -348,15 +374,24 @@ pub(super) async fn text_edit_keeps_crlf(fx: &Fixture) -> Outcome {
     let c = create(fx, "note", note("a\r\nb\r\nc\r\n")).await?;
     let done = fx
         .store()
-        .submit(&fx.scope(), &alice(), edit(&c.artifact.id, 1, "/text", "a\nb", "x\ny\nz"))
+        .submit(
+            &fx.scope(),
+            &alice(),
+            edit(&c.artifact.id, 1, "/text", "a\nb", "x\ny\nz"),
+        )
         .await?;
-    ensure(done.artifact.snapshot["text"] == "x\r\ny\r\nz\r\nc\r\n", || {
-        format!("the CRLF edit made {:?}", done.artifact.snapshot["text"])
-    })?;
+    ensure(
+        done.artifact.snapshot["text"] == "x\r\ny\r\nz\r\nc\r\n",
+        || format!("the CRLF edit made {:?}", done.artifact.snapshot["text"]),
+    )?;
     let lf = create(fx, "note", note("a\nb\n")).await?;
     let done = fx
         .store()
-        .submit(&fx.scope(), &alice(), edit(&lf.artifact.id, 1, "/text", "a\r\nb", "p\r\nq"))
+        .submit(
+            &fx.scope(),
+            &alice(),
+            edit(&lf.artifact.id, 1, "/text", "a\r\nb", "p\r\nq"),
+        )
         .await?;
     ensure(done.artifact.snapshot["text"] == "p\nq\n", || {
         format!("the LF edit made {:?}", done.artifact.snapshot["text"])
@@ -367,14 +402,22 @@ pub(super) async fn text_edit_on_a_non_string_is_refused(fx: &Fixture) -> Outcom
     let c = create(fx, "note", note("x")).await?;
     let r = fx
         .store()
-        .submit(&fx.scope(), &alice(), edit(&c.artifact.id, 1, "/tags", "a", "b"))
+        .submit(
+            &fx.scope(),
+            &alice(),
+            edit(&c.artifact.id, 1, "/tags", "a", "b"),
+        )
         .await;
     refused(r, "a text edit of an array", |k| {
         *k == ArtifactErrorKind::InvalidState
     })?;
     let r = fx
         .store()
-        .submit(&fx.scope(), &alice(), edit(&c.artifact.id, 1, "text", "x", "y"))
+        .submit(
+            &fx.scope(),
+            &alice(),
+            edit(&c.artifact.id, 1, "text", "x", "y"),
+        )
         .await;
     refused(r, "a text edit with a bad pointer", |k| {
         *k == ArtifactErrorKind::InvalidArgument
@@ -441,9 +484,10 @@ pub(super) async fn revert_is_a_new_revision(fx: &Fixture) -> Outcome {
     )?;
     let history = fx.store().history(&fx.scope(), &id).await?;
     let versions: Vec<u64> = history.iter().map(|r| r.version).collect();
-    ensure(versions == [1, 2, 3, 4] && history[3].op == "revert", || {
-        format!("the history after a revert is {versions:?}")
-    })?;
+    ensure(
+        versions == [1, 2, 3, 4] && history[3].op == "revert",
+        || format!("the history after a revert is {versions:?}"),
+    )?;
     let r = fx
         .store()
         .submit(
@@ -487,7 +531,11 @@ pub(super) async fn a_base_ahead_of_the_head_is_refused(fx: &Fixture) -> Outcome
     let c = create(fx, "note", note("one")).await?;
     let r = fx
         .store()
-        .submit(&fx.scope(), &alice(), edit(&c.artifact.id, 5, "/text", "one", "two"))
+        .submit(
+            &fx.scope(),
+            &alice(),
+            edit(&c.artifact.id, 5, "/text", "one", "two"),
+        )
         .await;
     refused(r, "an edit from a future base", |k| {
         *k == ArtifactErrorKind::InvalidArgument
@@ -500,7 +548,12 @@ pub(super) async fn a_proposal_changes_nothing_until_applied(fx: &Fixture) -> Ou
     let id = c.artifact.id.clone();
     let p = fx
         .store()
-        .propose(&fx.scope(), &agent(), edit(&id, 1, "/text", "draft", "final"), "it is done")
+        .propose(
+            &fx.scope(),
+            &agent(),
+            edit(&id, 1, "/text", "draft", "final"),
+            "it is done",
+        )
         .await?;
     ensure(
         p.id == 1 && p.status == ProposalStatus::Pending && p.rationale == "it is done",
@@ -508,7 +561,9 @@ pub(super) async fn a_proposal_changes_nothing_until_applied(fx: &Fixture) -> Ou
     )?;
     unchanged(fx, &id, 1, &note("draft"), 2).await?;
     let pending = fx.store().proposals(&fx.scope(), true).await?;
-    ensure(pending.len() == 1, || format!("{} pending proposals", pending.len()))?;
+    ensure(pending.len() == 1, || {
+        format!("{} pending proposals", pending.len())
+    })?;
     let done = fx.store().apply_proposal(&fx.scope(), &alice(), 1).await?;
     ensure(
         done.artifact.version == 2
@@ -551,16 +606,22 @@ pub(super) async fn a_proposal_changes_nothing_until_applied(fx: &Fixture) -> Ou
         .store()
         .apply_proposal(&fx.scope(), &alice(), created.id)
         .await?;
-    ensure(made.artifact.version == 1 && made.artifact.created_by == agent(), || {
-        format!("the applied create made {:?}", made.artifact)
-    })
+    ensure(
+        made.artifact.version == 1 && made.artifact.created_by == agent(),
+        || format!("the applied create made {:?}", made.artifact),
+    )
 }
 
 pub(super) async fn a_proposal_is_rejected(fx: &Fixture) -> Outcome {
     let c = create(fx, "note", note("draft")).await?;
     let p = fx
         .store()
-        .propose(&fx.scope(), &agent(), edit(&c.artifact.id, 1, "/text", "draft", "x"), "why not")
+        .propose(
+            &fx.scope(),
+            &agent(),
+            edit(&c.artifact.id, 1, "/text", "draft", "x"),
+            "why not",
+        )
         .await?;
     let r = fx
         .store()
@@ -596,7 +657,12 @@ pub(super) async fn a_proposal_against_a_moved_head_conflicts(fx: &Fixture) -> O
     let id = c.artifact.id.clone();
     let p = fx
         .store()
-        .propose(&fx.scope(), &agent(), edit(&id, 1, "/text", "one", "1"), "digits")
+        .propose(
+            &fx.scope(),
+            &agent(),
+            edit(&id, 1, "/text", "one", "1"),
+            "digits",
+        )
         .await?;
     let moved = fx
         .store()
@@ -617,13 +683,20 @@ pub(super) async fn an_invalid_proposal_is_refused(fx: &Fixture) -> Outcome {
     let c = create(fx, "note", note("one")).await?;
     let r = fx
         .store()
-        .propose(&fx.scope(), &agent(), edit(&c.artifact.id, 1, "/text", "zzz", "y"), "r")
+        .propose(
+            &fx.scope(),
+            &agent(),
+            edit(&c.artifact.id, 1, "/text", "zzz", "y"),
+            "r",
+        )
         .await;
     refused(r, "a proposal that cannot apply", |k| {
         matches!(k, ArtifactErrorKind::Edit { .. })
     })?;
     let all = fx.store().proposals(&fx.scope(), false).await?;
-    ensure(all.is_empty(), || "a refused proposal was recorded".to_owned())?;
+    ensure(all.is_empty(), || {
+        "a refused proposal was recorded".to_owned()
+    })?;
     unchanged(fx, &c.artifact.id, 1, &note("one"), 1).await
 }
 
@@ -631,7 +704,8 @@ pub(super) async fn the_event_log_is_gap_free(fx: &Fixture) -> Outcome {
     let c = create(fx, "note", note("a b c")).await?;
     let id = c.artifact.id.clone();
     let s = fx.store();
-    s.submit(&fx.scope(), &alice(), edit(&id, 1, "/text", "a", "A")).await?;
+    s.submit(&fx.scope(), &alice(), edit(&id, 1, "/text", "a", "A"))
+        .await?;
     let _ = s
         .submit(&fx.scope(), &alice(), edit(&id, 1, "/text", "b", "B"))
         .await;
@@ -639,7 +713,12 @@ pub(super) async fn the_event_log_is_gap_free(fx: &Fixture) -> Outcome {
         .submit(&fx.scope(), &alice(), edit(&id, 2, "/text", "zzz", "B"))
         .await;
     let p = s
-        .propose(&fx.scope(), &agent(), edit(&id, 2, "/text", "b", "B"), "caps")
+        .propose(
+            &fx.scope(),
+            &agent(),
+            edit(&id, 2, "/text", "b", "B"),
+            "caps",
+        )
         .await?;
     s.apply_proposal(&fx.scope(), &alice(), p.id).await?;
     s.submit(
@@ -653,7 +732,9 @@ pub(super) async fn the_event_log_is_gap_free(fx: &Fixture) -> Outcome {
     .await?;
     let log = s.events(&fx.scope(), 0, 100).await?;
     let seqs: Vec<u64> = log.iter().map(|e| e.seq).collect();
-    ensure(seqs == [1, 2, 3, 4, 5], || format!("the log's seqs are {seqs:?}"))?;
+    ensure(seqs == [1, 2, 3, 4, 5], || {
+        format!("the log's seqs are {seqs:?}")
+    })?;
     let versions: Vec<Option<u64>> = log
         .iter()
         .map(|e| match &e.kind {
@@ -667,7 +748,9 @@ pub(super) async fn the_event_log_is_gap_free(fx: &Fixture) -> Outcome {
     )?;
     let page = s.events(&fx.scope(), 2, 2).await?;
     let seqs: Vec<u64> = page.iter().map(|e| e.seq).collect();
-    ensure(seqs == [3, 4], || format!("a page after 2 of 2 is {seqs:?}"))
+    ensure(seqs == [3, 4], || {
+        format!("a page after 2 of 2 is {seqs:?}")
+    })
 }
 
 /// How many times two edits race.
@@ -687,7 +770,11 @@ pub(super) async fn concurrent_edits_from_one_base_apply_once(fx: &Fixture) -> O
                 // Both edits start together, each on its own worker thread.
                 barrier.wait().await;
                 store
-                    .submit(&scope, &Actor::person(format!("p{i}")), edit(&id, 1, "/text", "start", &format!("by {i}")))
+                    .submit(
+                        &scope,
+                        &Actor::person(format!("p{i}")),
+                        edit(&id, 1, "/text", "start", &format!("by {i}")),
+                    )
                     .await
             }));
         }
@@ -709,13 +796,19 @@ pub(super) async fn concurrent_edits_from_one_base_apply_once(fx: &Fixture) -> O
         let head = fx.sibling().get(&scope, &id).await?;
         let history = fx.store().history(&scope, &id).await?;
         ensure(head.version == 2 && history.len() == 2, || {
-            format!("round {round}: head v{}, {} revisions", head.version, history.len())
+            format!(
+                "round {round}: head v{}, {} revisions",
+                head.version,
+                history.len()
+            )
         })?;
     }
     let log = fx.store().events(&fx.scope(), 0, 100).await?;
     let seqs: Vec<u64> = log.iter().map(|e| e.seq).collect();
     let want: Vec<u64> = (1..=2 * ROUNDS).collect();
-    ensure(seqs == want, || format!("the log after the rounds is {seqs:?}"))
+    ensure(seqs == want, || {
+        format!("the log after the rounds is {seqs:?}")
+    })
 }
 
 pub(super) async fn list_filters_by_kind_and_archived(fx: &Fixture) -> Outcome {
@@ -738,7 +831,9 @@ pub(super) async fn list_filters_by_kind_and_archived(fx: &Fixture) -> Outcome {
     let live = ids(s.list(&fx.scope(), None, false).await?);
     let notes = ids(s.list(&fx.scope(), Some("note"), false).await?);
     let none = ids(s.list(&fx.scope(), Some("memo"), true).await?);
-    ensure(all == ["list-2", "note-1", "note-3"], || format!("all: {all:?}"))?;
+    ensure(all == ["list-2", "note-1", "note-3"], || {
+        format!("all: {all:?}")
+    })?;
     ensure(live == ["list-2", "note-3"], || format!("live: {live:?}"))?;
     ensure(notes == ["note-3"], || format!("notes: {notes:?}"))?;
     ensure(none.is_empty(), || format!("memo: {none:?}"))
@@ -747,8 +842,16 @@ pub(super) async fn list_filters_by_kind_and_archived(fx: &Fixture) -> Outcome {
 pub(super) async fn missing_things_are_not_found(fx: &Fixture) -> Outcome {
     let s = fx.store();
     let nf = |k: &ArtifactErrorKind| *k == ArtifactErrorKind::NotFound;
-    refused(s.get(&fx.scope(), "note-9").await, "get of a missing artifact", nf)?;
-    refused(s.history(&fx.scope(), "note-9").await, "history of a missing artifact", nf)?;
+    refused(
+        s.get(&fx.scope(), "note-9").await,
+        "get of a missing artifact",
+        nf,
+    )?;
+    refused(
+        s.history(&fx.scope(), "note-9").await,
+        "history of a missing artifact",
+        nf,
+    )?;
     refused(s.proposal(&fx.scope(), 4).await, "a missing proposal", nf)?;
     refused(
         s.apply_proposal(&fx.scope(), &alice(), 4).await,
@@ -761,7 +864,8 @@ pub(super) async fn missing_things_are_not_found(fx: &Fixture) -> Outcome {
         nf,
     )?;
     refused(
-        s.submit(&fx.scope(), &alice(), edit("note-9", 1, "/text", "a", "b")).await,
+        s.submit(&fx.scope(), &alice(), edit("note-9", 1, "/text", "a", "b"))
+            .await,
         "an edit of a missing artifact",
         nf,
     )?;
@@ -794,12 +898,20 @@ pub(super) async fn workspaces_are_separate(fx: &Fixture) -> Outcome {
         )
         .await?;
     ensure(c.artifact.id == "note-1" && c.seq == 1, || {
-        format!("another workspace's first create is {} at seq {}", c.artifact.id, c.seq)
+        format!(
+            "another workspace's first create is {} at seq {}",
+            c.artifact.id, c.seq
+        )
     })
 }
 
 pub(super) async fn history_replays_to_the_head(fx: &Fixture) -> Outcome {
-    let c = create(fx, "record", json!({"a": 1, "list": [1, 2, 3], "text": "x\ny"})).await?;
+    let c = create(
+        fx,
+        "record",
+        json!({"a": 1, "list": [1, 2, 3], "text": "x\ny"}),
+    )
+    .await?;
     let id = c.artifact.id.clone();
     let s = fx.store();
     let steps = [
@@ -810,7 +922,8 @@ pub(super) async fn history_replays_to_the_head(fx: &Fixture) -> Outcome {
     for (i, ops) in steps.into_iter().enumerate() {
         apply_patch(fx, &id, i as u64 + 1, ops).await??;
     }
-    s.submit(&fx.scope(), &alice(), edit(&id, 4, "/text", "y", "z")).await?;
+    s.submit(&fx.scope(), &alice(), edit(&id, 4, "/text", "y", "z"))
+        .await?;
     s.submit(
         &fx.scope(),
         &alice(),
@@ -829,13 +942,22 @@ pub(super) async fn history_replays_to_the_head(fx: &Fixture) -> Outcome {
     let mut doc = first.snapshot.clone();
     for r in &history[1..] {
         json_patch::patch(&mut doc, &r.patch).map_err(|e| {
-            ScenarioError::new(format!("revision {}'s patch does not replay: {e}", r.version))
+            ScenarioError::new(format!(
+                "revision {}'s patch does not replay: {e}",
+                r.version
+            ))
         })?;
         ensure(doc == r.snapshot, || {
-            format!("replaying to v{} gives {doc}, not {}", r.version, r.snapshot)
+            format!(
+                "replaying to v{} gives {doc}, not {}",
+                r.version, r.snapshot
+            )
         })?;
     }
     ensure(doc == head.snapshot && head.version == 6, || {
-        format!("the replay ends at {doc}, the head is v{} {}", head.version, head.snapshot)
+        format!(
+            "the replay ends at {doc}, the head is v{} {}",
+            head.version, head.snapshot
+        )
     })
 }

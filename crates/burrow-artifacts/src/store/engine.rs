@@ -238,7 +238,9 @@ pub fn propose(
 
 fn pending(tx: &mut dyn Tx, id: u64) -> Result<Proposal> {
     let Some(proposal) = tx.proposal(id)? else {
-        return Err(ArtifactError::not_found(format!("there is no proposal {id}.")));
+        return Err(ArtifactError::not_found(format!(
+            "there is no proposal {id}."
+        )));
     };
     if proposal.status != ProposalStatus::Pending {
         return Err(ArtifactError::invalid_state(format!(
@@ -255,12 +257,7 @@ fn pending(tx: &mut dyn Tx, id: u64) -> Result<Proposal> {
 /// Applies the pending proposal `id` as `actor`: its change is committed
 /// (attributed to its proposer, naming the proposal) and the proposal
 /// marked applied, in one transaction. A moved head is a Conflict.
-pub fn apply_proposal(
-    tx: &mut dyn Tx,
-    kinds: &Kinds,
-    actor: &Actor,
-    id: u64,
-) -> Result<Committed> {
+pub fn apply_proposal(tx: &mut dyn Tx, kinds: &Kinds, actor: &Actor, id: u64) -> Result<Committed> {
     let mut proposal = pending(tx, id)?;
     let committed = submit(tx, kinds, &proposal.actor, &proposal.change, Some(id))?;
     proposal.status = ProposalStatus::Applied {

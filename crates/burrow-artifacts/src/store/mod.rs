@@ -201,10 +201,8 @@ where
 
     async fn get(&self, scope: &Scope, id: &str) -> Result<Versioned> {
         let id = id.to_owned();
-        self.transact(scope, move |tx| {
-            tx.head(&id)?.ok_or_else(|| missing(&id))
-        })
-        .await
+        self.transact(scope, move |tx| tx.head(&id)?.ok_or_else(|| missing(&id)))
+            .await
     }
 
     async fn revision(&self, scope: &Scope, id: &str, version: u64) -> Result<Revision> {

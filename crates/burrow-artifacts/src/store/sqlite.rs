@@ -92,7 +92,9 @@ fn to_json<T: Serialize>(value: &T) -> Result<String> {
 
 fn from_json<T: DeserializeOwned>(text: &str) -> Result<T> {
     serde_json::from_str(text).map_err(|e| {
-        ArtifactError::corrupt(format!("a stored artifact record could not be decoded: {e}"))
+        ArtifactError::corrupt(format!(
+            "a stored artifact record could not be decoded: {e}"
+        ))
     })
 }
 
@@ -253,10 +255,7 @@ impl SqlTx<'_> {
         args: &[&dyn rusqlite::ToSql],
     ) -> Result<Option<T>> {
         let mut stmt = self.tx.prepare_cached(query).map_err(sql)?;
-        let text: Option<String> = stmt
-            .query_row(args, |r| r.get(0))
-            .optional()
-            .map_err(sql)?;
+        let text: Option<String> = stmt.query_row(args, |r| r.get(0)).optional().map_err(sql)?;
         text.map(|t| from_json(&t)).transpose()
     }
 
@@ -352,7 +351,14 @@ impl Tx for SqlTx<'_> {
         self.exec(
             "INSERT OR REPLACE INTO artifact_heads (tenant, workspace, id, kind, archived, doc) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![s.tenant, s.workspace, head.id, head.kind, head.archived, doc],
+            params![
+                s.tenant,
+                s.workspace,
+                head.id,
+                head.kind,
+                head.archived,
+                doc
+            ],
         )
     }
 

@@ -25,7 +25,10 @@ fn a_validation_failure_names_the_failing_path() {
     };
     assert_eq!(paths, &["/steps/1/done".to_owned()]);
     assert!(err.message().contains("/steps/1/done"), "{}", err.message());
-    assert!(err.message().starts_with("the snapshot is not a valid plan"));
+    assert!(
+        err.message()
+            .starts_with("the snapshot is not a valid plan")
+    );
 }
 
 #[test]
@@ -74,7 +77,10 @@ fn the_size_limit_is_settable() {
     ));
     kinds()
         .with_max_snapshot_bytes(20 * 1024 * 1024)
-        .validate("doc", &json!({"title": "t", "text": "z".repeat(10 * 1024 * 1024)}))
+        .validate(
+            "doc",
+            &json!({"title": "t", "text": "z".repeat(10 * 1024 * 1024)}),
+        )
         .unwrap();
 }
 
@@ -84,9 +90,7 @@ fn a_schema_that_is_not_one_and_a_bad_kind_name_are_refused() {
         .with_schema("doc", json!({"type": 12}))
         .unwrap_err();
     assert_eq!(err.kind(), &ArtifactErrorKind::InvalidArgument);
-    let err = Kinds::new()
-        .with_schema("Bad Name", json!({}))
-        .unwrap_err();
+    let err = Kinds::new().with_schema("Bad Name", json!({})).unwrap_err();
     assert_eq!(err.kind(), &ArtifactErrorKind::InvalidArgument);
 }
 

@@ -3,9 +3,7 @@
 use std::sync::Arc;
 
 use burrow_artifacts::conformance::kinds;
-use burrow_artifacts::{
-    Actor, ArtifactStore, Change, MemoryArtifactStore, SqliteArtifactStore,
-};
+use burrow_artifacts::{Actor, ArtifactStore, Change, MemoryArtifactStore, SqliteArtifactStore};
 use burrow_runtime::session::Scope;
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -23,14 +21,17 @@ fn key() -> impl Strategy<Value = String> {
 
 fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
-        (key(), any::<i16>()).prop_map(|(p, v)| Step::Op(json!({"op": "add", "path": p, "value": v}))),
+        (key(), any::<i16>())
+            .prop_map(|(p, v)| Step::Op(json!({"op": "add", "path": p, "value": v}))),
         key().prop_map(|p| Step::Op(json!({"op": "remove", "path": p}))),
-        (key(), "[a-z]{0,3}").prop_map(|(p, v)| Step::Op(json!({"op": "replace", "path": p, "value": v}))),
+        (key(), "[a-z]{0,3}")
+            .prop_map(|(p, v)| Step::Op(json!({"op": "replace", "path": p, "value": v}))),
         (key(), key()).prop_map(|(f, p)| Step::Op(json!({"op": "move", "from": f, "path": p}))),
         (key(), key()).prop_map(|(f, p)| Step::Op(json!({"op": "copy", "from": f, "path": p}))),
         any::<i16>().prop_map(|v| Step::Op(json!({"op": "add", "path": "/list/-", "value": v}))),
         (0..3u8).prop_map(|i| Step::Op(json!({"op": "remove", "path": format!("/list/{i}")}))),
-        (key(), any::<i16>()).prop_map(|(p, v)| Step::Op(json!({"op": "test", "path": p, "value": v}))),
+        (key(), any::<i16>())
+            .prop_map(|(p, v)| Step::Op(json!({"op": "test", "path": p, "value": v}))),
         (1..6u64).prop_map(Step::Revert),
     ]
 }

@@ -28,7 +28,11 @@ impl Artifact for Plan {
     fn render_for_agent(&self) -> String {
         let mut out = format!("# {}\n", self.goal);
         for s in &self.steps {
-            out.push_str(&format!("- [{}] {}\n", if s.done { "x" } else { " " }, s.title));
+            out.push_str(&format!(
+                "- [{}] {}\n",
+                if s.done { "x" } else { " " },
+                s.title
+            ));
         }
         out
     }

@@ -35,7 +35,10 @@ fn workspace(store: Arc<dyn ArtifactStore>) -> (Arc<ArtifactWorkspace>, ToolRegi
 }
 
 async fn call(tools: &ToolRegistry, name: &str, args: Value) -> (bool, String) {
-    let out = tools.call(&cx(name), name, args).await.expect("no store failure");
+    let out = tools
+        .call(&cx(name), name, args)
+        .await
+        .expect("no store failure");
     (out.is_error, out.text)
 }
 
@@ -45,13 +48,30 @@ async fn the_tools_create_read_edit_list_and_archive() {
     let (ws, tools) = workspace(store.clone());
     assert_eq!(
         tools.names().collect::<Vec<_>>(),
-        ["list_artifacts", "read_artifact", "create_artifact", "edit_artifact", "archive_artifact"]
+        [
+            "list_artifacts",
+            "read_artifact",
+            "create_artifact",
+            "edit_artifact",
+            "archive_artifact"
+        ]
     );
-    assert_eq!(call(&tools, "list_artifacts", json!({})).await, (false, "There are no artifacts.".into()));
+    assert_eq!(
+        call(&tools, "list_artifacts", json!({})).await,
+        (false, "There are no artifacts.".into())
+    );
 
-    let (err, text) = call(&tools, "create_artifact", json!({"kind": "plan", "snapshot": plan()})).await;
+    let (err, text) = call(
+        &tools,
+        "create_artifact",
+        json!({"kind": "plan", "snapshot": plan()}),
+    )
+    .await;
     assert!(!err, "{text}");
-    assert_eq!(text, "Created plan-1 (plan): it is now at version 1; use base_version 1 for its next change.");
+    assert_eq!(
+        text,
+        "Created plan-1 (plan): it is now at version 1; use base_version 1 for its next change."
+    );
     let made = store.get(&scope(), "plan-1").await.unwrap();
     assert_eq!(made.created_by, Actor::agent("assistant", "run-1"));
 
@@ -70,7 +90,10 @@ async fn the_tools_create_read_edit_list_and_archive() {
     )
     .await;
     assert!(!err, "{text}");
-    assert_eq!(text, "Changed plan-1 (plan): it is now at version 2; use base_version 2 for its next change.");
+    assert_eq!(
+        text,
+        "Changed plan-1 (plan): it is now at version 2; use base_version 2 for its next change."
+    );
     let (err, text) = call(
         &tools,
         "edit_artifact",
@@ -82,15 +105,34 @@ async fn the_tools_create_read_edit_list_and_archive() {
     assert_eq!(head.snapshot["goal"], "Launch v1");
     assert_eq!(head.snapshot["steps"][0]["done"], true);
 
-    let (_, text) = call(&tools, "read_artifact", json!({"id": "plan-1", "version": 1})).await;
-    assert!(text.starts_with("<artifact id=\"plan-1\" kind=\"plan\" version=\"1\">\n# Ship v1"), "{text}");
+    let (_, text) = call(
+        &tools,
+        "read_artifact",
+        json!({"id": "plan-1", "version": 1}),
+    )
+    .await;
+    assert!(
+        text.starts_with("<artifact id=\"plan-1\" kind=\"plan\" version=\"1\">\n# Ship v1"),
+        "{text}"
+    );
 
     let (_, text) = call(&tools, "list_artifacts", json!({"kind": "plan"})).await;
     assert_eq!(text, "- plan-1 (plan, v3): Launch v1 (2 steps)\n");
-    let (err, text) = call(&tools, "archive_artifact", json!({"id": "plan-1", "base_version": 3})).await;
+    let (err, text) = call(
+        &tools,
+        "archive_artifact",
+        json!({"id": "plan-1", "base_version": 3}),
+    )
+    .await;
     assert!(!err);
-    assert_eq!(text, "Archived plan-1 (plan): it is now at version 4; use base_version 4 for its next change.");
-    assert_eq!(call(&tools, "list_artifacts", json!({})).await.1, "There are no artifacts.");
+    assert_eq!(
+        text,
+        "Archived plan-1 (plan): it is now at version 4; use base_version 4 for its next change."
+    );
+    assert_eq!(
+        call(&tools, "list_artifacts", json!({})).await.1,
+        "There are no artifacts."
+    );
     let (_, text) = call(&tools, "list_artifacts", json!({"include_archived": true})).await;
     assert_eq!(text, "- plan-1 (plan, v4, archived): Launch v1 (2 steps)\n");
 }
@@ -99,7 +141,12 @@ async fn the_tools_create_read_edit_list_and_archive() {
 async fn refusals_are_results_that_say_what_to_do() {
     let store: Arc<dyn ArtifactStore> = Arc::new(MemoryArtifactStore::new(kinds()));
     let (_, tools) = workspace(store.clone());
-    call(&tools, "create_artifact", json!({"kind": "plan", "snapshot": plan()})).await;
+    call(
+        &tools,
+        "create_artifact",
+        json!({"kind": "plan", "snapshot": plan()}),
+    )
+    .await;
     // A person edits first: the agent's edit from v1 is stale.
     store
         .submit(
@@ -135,21 +182,53 @@ async fn refusals_are_results_that_say_what_to_do() {
     )
     .await;
     assert!(err);
-    assert!(text.starts_with("Refused, nothing changed: The snapshot is not a valid plan: at /steps/1/done:"), "{text}");
-    assert!(text.ends_with("Fix the fields at /steps/1/done and try again."), "{text}");
+    assert!(
+        text.starts_with(
+            "Refused, nothing changed: The snapshot is not a valid plan: at /steps/1/done:"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("Fix the fields at /steps/1/done and try again."),
+        "{text}"
+    );
 
-    let (err, text) = call(&tools, "edit_artifact", json!({"id": "plan-1", "base_version": 2, "old": "t", "new": "T", "field": "/goal"})).await;
+    let (err, text) = call(
+        &tools,
+        "edit_artifact",
+        json!({"id": "plan-1", "base_version": 2, "old": "t", "new": "T", "field": "/goal"}),
+    )
+    .await;
     assert!(err);
-    assert_eq!(text, "Refused, nothing changed: The text to replace in /goal of plan-1 v2 was not found; read the artifact and copy the exact text.");
+    assert_eq!(
+        text,
+        "Refused, nothing changed: The text to replace in /goal of plan-1 v2 was not found; read the artifact and copy the exact text."
+    );
     let (err, text) = call(&tools, "edit_artifact", json!({"id": "plan-1", "base_version": 2, "old": "t", "new": "T", "field": "/steps/1/title"})).await;
     assert!(err);
     assert!(text.contains("is ambiguous: it occurs 2 times"), "{text}");
-    let (err, text) = call(&tools, "edit_artifact", json!({"id": "plan-1", "base_version": 2})).await;
+    let (err, text) = call(
+        &tools,
+        "edit_artifact",
+        json!({"id": "plan-1", "base_version": 2}),
+    )
+    .await;
     assert!(err);
-    assert!(text.contains("Give either `patch`, or both `old` and `new`"), "{text}");
-    let (err, text) = call(&tools, "create_artifact", json!({"kind": "memo", "snapshot": {}})).await;
+    assert!(
+        text.contains("Give either `patch`, or both `old` and `new`"),
+        "{text}"
+    );
+    let (err, text) = call(
+        &tools,
+        "create_artifact",
+        json!({"kind": "memo", "snapshot": {}}),
+    )
+    .await;
     assert!(err);
-    assert_eq!(text, "Refused, nothing changed: There is no artifact kind \"memo\"; the kinds are: doc, plan.");
+    assert_eq!(
+        text,
+        "Refused, nothing changed: There is no artifact kind \"memo\"; the kinds are: doc, plan."
+    );
     let (err, text) = call(&tools, "read_artifact", json!({"id": "plan-9"})).await;
     assert!(err);
     assert_eq!(text, "Refused: There is no artifact plan-9.");
@@ -162,13 +241,22 @@ async fn refusals_are_results_that_say_what_to_do() {
 async fn a_proposal_changes_nothing_and_says_so() {
     let store: Arc<dyn ArtifactStore> = Arc::new(MemoryArtifactStore::new(kinds()));
     let ws = Arc::new(
-        ArtifactWorkspace::new(store.clone(), scope(), "assistant").with_policy(WritePolicy::Propose),
+        ArtifactWorkspace::new(store.clone(), scope(), "assistant")
+            .with_policy(WritePolicy::Propose),
     );
     let mut tools = ToolRegistry::new();
     ws.add_to(&mut tools);
-    let (err, text) = call(&tools, "create_artifact", json!({"kind": "plan", "snapshot": plan()})).await;
+    let (err, text) = call(
+        &tools,
+        "create_artifact",
+        json!({"kind": "plan", "snapshot": plan()}),
+    )
+    .await;
     assert!(err);
-    assert_eq!(text, "Refused, nothing changed: A proposal needs a rationale: say why, in `rationale`.");
+    assert_eq!(
+        text,
+        "Refused, nothing changed: A proposal needs a rationale: say why, in `rationale`."
+    );
     let (err, text) = call(
         &tools,
         "create_artifact",
@@ -196,9 +284,17 @@ async fn renderings_and_summaries_are_clipped() {
     );
     let mut tools = ToolRegistry::new();
     ws.add_to(&mut tools);
-    call(&tools, "create_artifact", json!({"kind": "plan", "snapshot": plan()})).await;
+    call(
+        &tools,
+        "create_artifact",
+        json!({"kind": "plan", "snapshot": plan()}),
+    )
+    .await;
     let (_, text) = call(&tools, "read_artifact", json!({"id": "plan-1"})).await;
-    assert_eq!(text, "<artifact id=\"plan-1\" kind=\"plan\" version=\"1\">\n# Ship v1…\n</artifact>");
+    assert_eq!(
+        text,
+        "<artifact id=\"plan-1\" kind=\"plan\" version=\"1\">\n# Ship v1…\n</artifact>"
+    );
     let (_, text) = call(&tools, "list_artifacts", json!({})).await;
     assert_eq!(text, "- plan-1 (plan, v1): Ship…\n");
 }
@@ -208,16 +304,35 @@ async fn the_definitions_never_change_between_requests() {
     let store: Arc<dyn ArtifactStore> = Arc::new(MemoryArtifactStore::new(kinds()));
     let (_, tools) = workspace(store.clone());
     let before = tools.definitions().to_vec();
-    call(&tools, "create_artifact", json!({"kind": "plan", "snapshot": plan()})).await;
+    call(
+        &tools,
+        "create_artifact",
+        json!({"kind": "plan", "snapshot": plan()}),
+    )
+    .await;
     call(&tools, "read_artifact", json!({"id": "plan-1"})).await;
     assert_eq!(tools.definitions(), before.as_slice());
     let (_, again) = workspace(store);
     assert_eq!(again.definitions(), before.as_slice());
     // The kinds' schemas are described once, in create_artifact's description.
     let create = &before[2];
-    assert!(create.description.contains("\n- doc: {"), "{}", create.description);
-    assert!(create.description.contains("\n- plan: {"), "{}", create.description);
-    assert_eq!(before.iter().filter(|d| d.description.contains("\"$schema\"")).count(), 1);
+    assert!(
+        create.description.contains("\n- doc: {"),
+        "{}",
+        create.description
+    );
+    assert!(
+        create.description.contains("\n- plan: {"),
+        "{}",
+        create.description
+    );
+    assert_eq!(
+        before
+            .iter()
+            .filter(|d| d.description.contains("\"$schema\""))
+            .count(),
+        1
+    );
 }
 
 /// A store whose every transaction fails: a fault a real store cannot be made to show on demand.
@@ -243,11 +358,21 @@ async fn a_store_failure_is_a_failure_not_a_refusal() {
     for (name, args) in [
         ("list_artifacts", json!({})),
         ("read_artifact", json!({"id": "plan-1"})),
-        ("create_artifact", json!({"kind": "plan", "snapshot": plan()})),
-        ("archive_artifact", json!({"id": "plan-1", "base_version": 1})),
+        (
+            "create_artifact",
+            json!({"kind": "plan", "snapshot": plan()}),
+        ),
+        (
+            "archive_artifact",
+            json!({"id": "plan-1", "base_version": 1}),
+        ),
     ] {
         let err = tools.call(&cx(name), name, args).await.unwrap_err();
-        assert_eq!(err.message(), "the artifact store failed: the disk is gone.", "{name}");
+        assert_eq!(
+            err.message(),
+            "the artifact store failed: the disk is gone.",
+            "{name}"
+        );
     }
 }
 
@@ -292,7 +417,13 @@ async fn an_agent_run_creates_and_edits_a_plan_in_sqlite() {
     assert_eq!(results[0].0, "create_artifact");
     assert!(!results[0].1);
     assert!(results[1].1, "{}", results[1].2);
-    assert!(results[1].2.contains("Conflict: plan-1 is at version 1, not 0"), "{}", results[1].2);
+    assert!(
+        results[1]
+            .2
+            .contains("Conflict: plan-1 is at version 1, not 0"),
+        "{}",
+        results[1].2
+    );
     assert!(!results[2].1, "{}", results[2].2);
     assert!(results[3].2.contains("- [ ] draft\n"), "{}", results[3].2);
     let head = store.get(&scope(), "plan-1").await.unwrap();
