@@ -9,10 +9,16 @@
 //! [`change::apply`], called by one write path, [`store::engine`], inside
 //! the store's own transaction: the head is read, the base version checked,
 //! the result validated, and only then are the revision, the head and the
-//! workspace's event written, together. A store (memory, SQLite) only
+//! workspace's event written, together. A store (memory, SQLite, PostgreSQL) only
 //! supplies rows and a transaction ([`store::engine::Tx`],
 //! [`store::engine::Transact`]); so every store refuses, versions and logs
 //! alike, and the conformance suite ([`conformance`]) proves it on each.
+//!
+//! # Features
+//!
+//! - `postgres`: [`store::PostgresArtifactStore`], the store in PostgreSQL
+//!   (each call one transaction holding the workspace's advisory lock).
+//!   Costs: tokio-postgres (and its protocol crates), tokio's `net`.
 //!
 //! Proposals are changes recorded with a rationale that change nothing until
 //! a person applies (re-checked against the head then) or rejects them.

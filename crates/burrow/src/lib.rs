@@ -103,7 +103,8 @@
 //!   JSON documents that agents and people change together (JSON Schema
 //!   kinds, JSON Patch and anchored text edits, optimistic versions,
 //!   proposals, a gap-free event log), in memory or one SQLite file, with the
-//!   agent tools over the runtime's `Tool` trait. Implies `runtime`. Costs:
+//!   agent tools over the runtime's `Tool` trait; with `postgres`, the
+//!   PostgreSQL store too. Implies `runtime`. Costs:
 //!   jsonschema, json-patch (jsonptr).
 //! - `full`: every feature above.
 

@@ -16,7 +16,7 @@
 //! same file), on which the concurrency scenario edits.
 //!
 //! ```ignore
-//! fn make() -> Fixture {
+//! async fn make() -> Fixture {
 //!     Fixture::new(Arc::new(MyStore::new(burrow_artifacts::conformance::kinds())))
 //! }
 //! burrow_artifacts::artifact_conformance_suite!(make);
@@ -281,8 +281,11 @@ pub fn check_table(generated: &[&str]) -> Outcome {
     Ok(())
 }
 
+/// Makes a fixture (an async function of the store's tests).
+pub type MakeFn = fn() -> BoxFuture<'static, Fixture>;
+
 /// Runs the scenario `name` on a fixture from `make`, on a multi-threaded runtime.
-pub fn run_scenario(name: &str, make: fn() -> Fixture) -> Outcome {
+pub fn run_scenario(name: &str, make: MakeFn) -> Outcome {
     let Some(scenario) = find(name) else {
         return Err(ScenarioError::new(format!("there is no scenario {name}")));
     };
@@ -292,13 +295,13 @@ pub fn run_scenario(name: &str, make: fn() -> Fixture) -> Outcome {
         .build()
         .map_err(|e| ScenarioError::new(format!("no tokio runtime: {e}")))?;
     runtime.block_on(async move {
-        let fixture = make();
+        let fixture = make().await;
         (scenario.run)(&fixture).await
     })
 }
 
 /// Generates one `#[test]` per scenario, run on fixtures from `make`
-/// (`fn() -> Fixture`), and `artifact_table_complete`.
+/// (`async fn() -> Fixture`), and `artifact_table_complete`.
 #[macro_export]
 macro_rules! artifact_conformance_suite {
     ($make:path $(,)?) => {
@@ -315,7 +318,7 @@ macro_rules! __artifact_suite {
                 $d(
                     #[test]
                     fn $d name() -> ::core::result::Result<(), $crate::conformance::ScenarioError> {
-                        $crate::conformance::run_scenario(::core::stringify!($d name), $make)
+                        $crate::conformance::run_scenario(::core::stringify!($d name), || ::std::boxed::Box::pin($make()))
                     }
                 )*
 

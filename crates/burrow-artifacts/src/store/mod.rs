@@ -2,6 +2,8 @@
 
 pub mod engine;
 mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod sqlite;
 mod types;
 
@@ -11,6 +13,8 @@ use async_trait::async_trait;
 use burrow_runtime::session::Scope;
 
 pub use memory::MemoryArtifactStore;
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresArtifactStore;
 pub use sqlite::{SqliteArtifactOptions, SqliteArtifactStore};
 pub use types::{
     Actor, Committed, Event, EventKind, Proposal, ProposalStatus, Revision, Versioned,
