@@ -92,3 +92,140 @@ mod postgres {
 
     burrow_artifacts::artifact_conformance_suite!(make);
 }
+
+mod two_processes {
+    //! Two real processes (this test binary run again as children) edit the same
+    //! artifacts of one SQLite file from one base version: each artifact gets
+    //! exactly one edit, the other is a conflict.
+    use std::process::{Command, Stdio};
+    use std::sync::Arc;
+
+    use burrow_artifacts::conformance::kinds;
+    use burrow_artifacts::{Actor, ArtifactErrorKind, ArtifactStore, Change, SqliteArtifactStore};
+    use burrow_runtime::session::Scope;
+    use serde_json::json;
+
+    const CHILD: &str = "BURROW_ARTIFACTS_CHILD_DB";
+    const ARTIFACTS: u64 = 30;
+    const TEST: &str = "all::stores::two_processes::two_processes_editing_from_one_base_apply_once";
+
+    fn edit(id: &str, who: &str) -> Change {
+        Change::EditText {
+            id: id.to_owned(),
+            base_version: 1,
+            field: "/text".into(),
+            old: "start".into(),
+            new: format!("by {who}"),
+            summary: None,
+        }
+    }
+
+    /// The child's part: edit every artifact from v1, printing each outcome.
+    fn child(db: &str, who: &str) {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let store = SqliteArtifactStore::open(db, kinds()).unwrap();
+            let scope = Scope::new("t", "w");
+            // Say ready, then wait for the parent's go, so both children edit at once.
+            let dir = std::path::Path::new(db).parent().unwrap();
+            std::fs::write(dir.join(format!("ready-{who}")), b"").unwrap();
+            while !dir.join("go").exists() {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            for n in 1..=ARTIFACTS {
+                let id = format!("note-{n}");
+                let outcome = match store
+                    .submit(&scope, &Actor::person(who), edit(&id, who))
+                    .await
+                {
+                    Ok(_) => "applied".to_owned(),
+                    Err(e) if matches!(e.kind(), ArtifactErrorKind::Conflict { head: 2, .. }) => {
+                        "conflict".to_owned()
+                    }
+                    Err(e) => format!("error {e}"),
+                };
+                println!("RESULT {id} {outcome}");
+            }
+        });
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn two_processes_editing_from_one_base_apply_once() {
+        if let Ok(db) = std::env::var(CHILD) {
+            let who = std::env::var("BURROW_ARTIFACTS_CHILD_NAME").unwrap();
+            tokio::task::block_in_place(|| child(&db, &who));
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("two.db");
+        let store = Arc::new(SqliteArtifactStore::open(&db, kinds()).unwrap());
+        let scope = Scope::new("t", "w");
+        for _ in 1..=ARTIFACTS {
+            store
+                .submit(
+                    &scope,
+                    &Actor::person("setup"),
+                    Change::Create {
+                        kind: "note".into(),
+                        snapshot: json!({"title": "t", "text": "start"}),
+                    },
+                )
+                .await
+                .unwrap();
+        }
+        let exe = std::env::current_exe().unwrap();
+        let children: Vec<_> = ["p1", "p2"]
+            .iter()
+            .map(|who| {
+                Command::new(&exe)
+                    .args([TEST, "--exact", "--nocapture", "--test-threads", "1"])
+                    .env(CHILD, &db)
+                    .env("BURROW_ARTIFACTS_CHILD_NAME", who)
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::inherit())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        while !["p1", "p2"]
+            .iter()
+            .all(|who| dir.path().join(format!("ready-{who}")).exists())
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        std::fs::write(dir.path().join("go"), b"").unwrap();
+        let mut results: Vec<String> = Vec::new();
+        for c in children {
+            let out = c.wait_with_output().unwrap();
+            assert!(out.status.success(), "a child failed");
+            let text = String::from_utf8(out.stdout).unwrap();
+            let lines: Vec<String> = text
+                .lines()
+                // libtest may print its "test ... " prefix on the first line.
+                .filter_map(|l| l.find("RESULT ").map(|i| l[i + 7..].to_owned()))
+                .collect();
+            assert_eq!(lines.len() as u64, ARTIFACTS, "a child's output: {text}");
+            results.extend(lines);
+        }
+        for n in 1..=ARTIFACTS {
+            let id = format!("note-{n}");
+            let mine: Vec<&str> = results
+                .iter()
+                .filter_map(|r| r.strip_prefix(&format!("{id} ")))
+                .collect();
+            let mut sorted = mine.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, ["applied", "conflict"], "{id}: {mine:?}");
+            let head = store.get(&scope, &id).await.unwrap();
+            assert_eq!(head.version, 2);
+            assert_eq!(store.history(&scope, &id).await.unwrap().len(), 2);
+        }
+        let log = store.events(&scope, 0, 1000).await.unwrap();
+        let seqs: Vec<u64> = log.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, (1..=2 * ARTIFACTS).collect::<Vec<_>>());
+    }
+}
