@@ -211,6 +211,7 @@ macro_rules! __for_each_artifact_scenario {
             missing_things_are_not_found,
             workspaces_are_separate,
             history_replays_to_the_head,
+            nul_in_names_is_refused,
         }
     };
 }

@@ -961,3 +961,49 @@ pub(super) async fn history_replays_to_the_head(fx: &Fixture) -> Outcome {
         )
     })
 }
+
+pub(super) async fn nul_in_names_is_refused(fx: &Fixture) -> Outcome {
+    let s = fx.store();
+    let bad = |k: &ArtifactErrorKind| *k == ArtifactErrorKind::InvalidArgument;
+    let nul_scope = burrow_runtime::session::Scope::new("t", "w\0x");
+    let create = Change::Create {
+        kind: "note".into(),
+        snapshot: note("a"),
+    };
+    refused(
+        s.submit(&nul_scope, &alice(), create.clone()).await,
+        "a create in a workspace named with NUL",
+        bad,
+    )?;
+    refused(
+        s.get(&fx.scope(), "note\01").await,
+        "a get of an id with NUL",
+        bad,
+    )?;
+    refused(
+        s.submit(&fx.scope(), &alice(), edit("note\01", 1, "/text", "a", "b"))
+            .await,
+        "an edit of an id with NUL",
+        bad,
+    )?;
+    refused(
+        s.events(&nul_scope, 0, 10).await,
+        "events of a workspace named with NUL",
+        bad,
+    )?;
+    // A NUL inside a snapshot's text is only data (JSON escapes it).
+    let c = s
+        .submit(
+            &fx.scope(),
+            &alice(),
+            Change::Create {
+                kind: "note".into(),
+                snapshot: note("a\0b"),
+            },
+        )
+        .await?;
+    let read = s.get(&fx.scope(), &c.artifact.id).await?;
+    ensure(read.snapshot == note("a\0b"), || {
+        format!("a NUL in the text reads back as {}", read.snapshot)
+    })
+}

@@ -33,6 +33,10 @@ pub const MAX_EVENTS_PAGE: usize = 1000;
 /// Every change is optimistic: it names the `base_version` it was made
 /// against, and the store checks it against the head under the same lock
 /// that writes. Each workspace ([`Scope`]) is independent.
+///
+/// # Behavior
+/// - Every method refuses a tenant, workspace or id holding a NUL character
+///   with InvalidArgument, writing nothing.
 #[async_trait]
 pub trait ArtifactStore: Send + Sync {
     /// The kinds this store accepts.
@@ -159,6 +163,7 @@ where
     }
 
     async fn submit(&self, scope: &Scope, actor: &Actor, change: Change) -> Result<Committed> {
+        check_names(scope, &[change.id().unwrap_or_default()])?;
         let (kinds, actor) = (Arc::clone(Transact::kinds(self)), actor.clone());
         self.transact(scope, move |tx| {
             engine::submit(tx, &kinds, &actor, &change, None)
@@ -173,6 +178,7 @@ where
         change: Change,
         rationale: &str,
     ) -> Result<Proposal> {
+        check_names(scope, &[change.id().unwrap_or_default()])?;
         let (kinds, actor) = (Arc::clone(Transact::kinds(self)), actor.clone());
         let rationale = rationale.to_owned();
         self.transact(scope, move |tx| {
@@ -182,6 +188,7 @@ where
     }
 
     async fn apply_proposal(&self, scope: &Scope, actor: &Actor, id: u64) -> Result<Committed> {
+        check_names(scope, &[])?;
         let (kinds, actor) = (Arc::clone(Transact::kinds(self)), actor.clone());
         self.transact(scope, move |tx| {
             engine::apply_proposal(tx, &kinds, &actor, id)
@@ -196,6 +203,7 @@ where
         id: u64,
         reason: Option<&str>,
     ) -> Result<Proposal> {
+        check_names(scope, &[])?;
         let (actor, reason) = (actor.clone(), reason.map(str::to_owned));
         self.transact(scope, move |tx| {
             engine::reject_proposal(tx, &actor, id, reason.as_deref())
@@ -204,12 +212,14 @@ where
     }
 
     async fn get(&self, scope: &Scope, id: &str) -> Result<Versioned> {
+        check_names(scope, &[id])?;
         let id = id.to_owned();
         self.transact(scope, move |tx| tx.head(&id)?.ok_or_else(|| missing(&id)))
             .await
     }
 
     async fn revision(&self, scope: &Scope, id: &str, version: u64) -> Result<Revision> {
+        check_names(scope, &[id])?;
         let id = id.to_owned();
         self.transact(scope, move |tx| {
             if tx.head(&id)?.is_none() {
@@ -223,6 +233,7 @@ where
     }
 
     async fn history(&self, scope: &Scope, id: &str) -> Result<Vec<Revision>> {
+        check_names(scope, &[id])?;
         let id = id.to_owned();
         self.transact(scope, move |tx| {
             if tx.head(&id)?.is_none() {
@@ -239,6 +250,7 @@ where
         kind: Option<&str>,
         include_archived: bool,
     ) -> Result<Vec<Versioned>> {
+        check_names(scope, &[kind.unwrap_or_default()])?;
         let kind = kind.map(str::to_owned);
         self.transact(scope, move |tx| {
             Ok(tx
@@ -252,6 +264,7 @@ where
     }
 
     async fn proposal(&self, scope: &Scope, id: u64) -> Result<Proposal> {
+        check_names(scope, &[])?;
         self.transact(scope, move |tx| {
             tx.proposal(id)?
                 .ok_or_else(|| ArtifactError::not_found(format!("there is no proposal {id}.")))
@@ -260,6 +273,7 @@ where
     }
 
     async fn proposals(&self, scope: &Scope, pending_only: bool) -> Result<Vec<Proposal>> {
+        check_names(scope, &[])?;
         self.transact(scope, move |tx| {
             Ok(tx
                 .proposals()?
@@ -271,10 +285,26 @@ where
     }
 
     async fn events(&self, scope: &Scope, after: u64, limit: usize) -> Result<Vec<Event>> {
+        check_names(scope, &[])?;
         let limit = limit.min(MAX_EVENTS_PAGE);
         self.transact(scope, move |tx| tx.events_after(after, limit))
             .await
     }
+}
+
+/// InvalidArgument when the workspace's names or `ids` hold a NUL character
+/// (PostgreSQL text cannot hold one, so no store takes one).
+fn check_names(scope: &Scope, ids: &[&str]) -> Result<()> {
+    let nul = [scope.tenant.as_str(), scope.workspace.as_str()]
+        .iter()
+        .chain(ids)
+        .any(|s| s.contains('\0'));
+    if nul {
+        return Err(ArtifactError::invalid_argument(
+            "a tenant, workspace or artifact id holds a NUL character, which no store takes.",
+        ));
+    }
+    Ok(())
 }
 
 fn missing(id: &str) -> ArtifactError {
