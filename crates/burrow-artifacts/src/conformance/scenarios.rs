@@ -976,13 +976,17 @@ pub(super) async fn nul_in_names_is_refused(fx: &Fixture) -> Outcome {
         bad,
     )?;
     refused(
-        s.get(&fx.scope(), "note\01").await,
+        s.get(&fx.scope(), "note\0-1").await,
         "a get of an id with NUL",
         bad,
     )?;
     refused(
-        s.submit(&fx.scope(), &alice(), edit("note\01", 1, "/text", "a", "b"))
-            .await,
+        s.submit(
+            &fx.scope(),
+            &alice(),
+            edit("note\0-1", 1, "/text", "a", "b"),
+        )
+        .await,
         "an edit of an id with NUL",
         bad,
     )?;
