@@ -1,0 +1,9 @@
+//! The one integration-test binary of burrow-permissions: it only declares the modules under `tests/all/`.
+
+// Helpers outside `#[test]` functions unwrap too: a failed step is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "all/rules.rs"]
+mod rules;
+#[path = "all/settings.rs"]
+mod settings;
