@@ -3,7 +3,11 @@
 // Helpers outside `#[test]` functions unwrap too: a failed step is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "all/conformance.rs"]
+mod conformance;
 #[path = "all/rules.rs"]
 mod rules;
+#[path = "all/scenarios.rs"]
+mod scenarios;
 #[path = "all/settings.rs"]
 mod settings;
