@@ -5,6 +5,8 @@
 
 #[path = "all/conformance.rs"]
 mod conformance;
+#[path = "all/property.rs"]
+mod property;
 #[path = "all/rules.rs"]
 mod rules;
 #[path = "all/scenarios.rs"]
