@@ -45,6 +45,11 @@
 //!   mounted by path prefix and seen as one tree (longest prefix wins, a
 //!   mount shadows what lies beneath it), plus the per-tenant
 //!   `ResolvingBackend` in [`composite`]. Costs: futures, tokio (`sync`).
+//! - `permissions`: Claude Code's `permissions` settings as typed rules
+//!   and decisions ([`permissions`]), and [`PermissionBackend`], which
+//!   enforces the `Read(...)`/`Edit(...)` deny rules over any backend: a
+//!   denied path is refused to every operation and never listed or matched.
+//!   Costs: nothing beyond the contract (serde_json, globset, thiserror).
 //! - `sqlite`: [`SqliteStore`] (namespaced key/value long-term memory) and
 //!   [`StoreBackend`] (files) in one SQLite file: WAL, one transaction per
 //!   mutation, tenants, effect keys, quotas, safe with several processes.
@@ -146,6 +151,13 @@ pub use burrow_composite as composite;
 #[cfg(feature = "composite")]
 #[doc(inline)]
 pub use burrow_composite::CompositeBackend;
+
+/// The `permissions` crate (`burrow-permissions`): rules, settings, modes and decisions.
+#[cfg(feature = "permissions")]
+pub use burrow_permissions as permissions;
+#[cfg(feature = "permissions")]
+#[doc(inline)]
+pub use burrow_permissions::PermissionBackend;
 
 /// The `object-store` backend crate (`burrow-object-store`): options, keys,
 /// replay, and the `object_store` crate itself (`object_store::object_store`)

@@ -19,6 +19,7 @@ struct Row {
     rule: &'static str,
 }
 
+#[allow(clippy::too_many_arguments)] // one argument per column of the table
 const fn row(
     deny: &'static [&'static str],
     ask: &'static [&'static str],
