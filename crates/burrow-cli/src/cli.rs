@@ -147,7 +147,8 @@ usage). A usage count the model did not report is left out (unknown is not zero)
 --settings FILE: hooks in Claude Code's settings form; command hooks run on this machine with
 sh -c, in the current directory. A failing PreToolUse hook denies the call unless it says
 \"on_error\": \"allow\". A state:FILE.json workspace is saved after every change, before the
-tool result reaches the model.
+tool result reaches the model. Its permissions' Read(...) and Edit(...) deny rules are enforced
+below every tool: a denied path is refused (permission_denied) and never listed or matched.
 
 --todos: the agent gets write_todos ({\"todos\": [{\"content\", \"status\", \"activeForm\"}]}, status
 pending, in_progress or completed), which replaces its todo list; a second call in one answer is
@@ -311,7 +312,12 @@ pub enum Command {
     /// Serve the agent file tools to an MCP client over stdin/stdout, until it disconnects.
     #[cfg(feature = "mcp")]
     #[command(long_about = MCP_HELP)]
-    Mcp,
+    Mcp {
+        /// A Claude Code settings file whose permissions' Read(...)/Edit(...) deny rules hold
+        /// for every client (repeatable: merged in order).
+        #[arg(long = "settings", value_name = "FILE")]
+        settings: Vec<PathBuf>,
+    },
     /// State documents (state:FILE.json) by hand; opens no backend, so --backend and --tenant do nothing here.
     #[cfg(feature = "state")]
     #[command(subcommand)]
@@ -330,7 +336,8 @@ pub enum Command {
         /// (OPENAI_API_KEY, OPENAI_BASE_URL) or anthropic:NAME (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL).
         #[arg(long, value_name = "MODEL")]
         model: String,
-        /// Hooks in Claude Code's settings form ({"hooks": {"PreToolUse": [...]}}).
+        /// Hooks and permissions in Claude Code's settings form ({"hooks": {"PreToolUse": [...]},
+        /// "permissions": {"deny": ["Read(/secrets/**)"]}}).
         #[arg(long, value_name = "FILE")]
         settings: Option<PathBuf>,
         /// Most model requests in the run.

@@ -40,6 +40,8 @@ mod mcp;
 mod mounts;
 mod op;
 mod output;
+#[cfg(any(feature = "run", feature = "mcp"))]
+mod permissions;
 #[cfg(feature = "run")]
 mod pipe;
 #[cfg(feature = "run")]
@@ -176,10 +178,34 @@ async fn run(cli: Cli) -> io::Result<Exit> {
         Ok(None) => None,
         Err(exit) => return Ok(exit),
     };
-    let opened = match spec::open(&cli.backends).await {
+    // The permission rules of `run`'s (or a resumed run's) and `mcp`'s settings, read
+    // before any backend is opened: a bad rule runs nothing.
+    #[cfg(any(feature = "run", feature = "mcp"))]
+    let path_rules = {
+        let mut files: Vec<std::path::PathBuf> = Vec::new();
+        #[cfg(feature = "run")]
+        if let Some((_, setup)) = &run_config {
+            files.extend(setup.settings.clone());
+        }
+        #[cfg(feature = "mcp")]
+        if let cli::Command::Mcp { settings } = &cli.command {
+            files.extend(settings.iter().cloned());
+        }
+        match permissions::path_rules(&files) {
+            Ok(rules) => rules,
+            Err(message) => {
+                writeln!(io::stderr(), "burrow: {message}")?;
+                return Ok(Exit::Failed);
+            }
+        }
+    };
+    #[cfg_attr(not(any(feature = "run", feature = "mcp")), allow(unused_mut))]
+    let mut opened = match spec::open(&cli.backends).await {
         Ok(opened) => opened,
         Err(e) => return report(&e, json),
     };
+    #[cfg(any(feature = "run", feature = "mcp"))]
+    permissions::guard(&mut opened, path_rules);
     let closer = opened.closer();
     #[cfg(feature = "run")]
     if let Some((config, setup)) = run_config {
@@ -611,7 +637,7 @@ async fn run_on(cli: Cli, opened: spec::Opened) -> io::Result<Exit> {
     let ctx = FileContext::for_tenant(cli.tenant);
     let json = cli.json;
     #[cfg(feature = "mcp")]
-    if let cli::Command::Mcp = cli.command {
+    if let cli::Command::Mcp { .. } = cli.command {
         return mcp::run(opened, ctx).await;
     }
     let max_input = opened.backend.capabilities().limits.max_file_size;

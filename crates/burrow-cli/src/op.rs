@@ -141,7 +141,7 @@ impl Op {
             Command::Batch => return Ok(None),
             // `burrow mcp` is served by main before any operation is built.
             #[cfg(feature = "mcp")]
-            Command::Mcp => {
+            Command::Mcp { .. } => {
                 return Err(Error::invalid_argument(
                     "mcp is a server, not a file operation.",
                 ));

@@ -31,6 +31,8 @@ mod all {
     mod run_hooks;
     #[cfg(feature = "run")]
     mod run_output;
+    #[cfg(feature = "run")]
+    mod run_permissions;
     #[cfg(all(any(feature = "openai", feature = "anthropic"), feature = "fs"))]
     mod run_providers;
     #[cfg(all(feature = "run", feature = "fs", feature = "composite"))]

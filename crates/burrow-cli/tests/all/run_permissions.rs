@@ -1,0 +1,164 @@
+//! `burrow run --settings` and `burrow mcp --settings` with permission rules through the binary: a denied folder is unreadable by read_file and absent from ls, glob and grep, over its parent and over "/", on each backend.
+
+use serde_json::{Value, json};
+
+use super::support::{burrow_in, json_lines, script};
+
+/// The backends of the test: (label, the `--backend` arguments) over files in `dir`.
+fn backends(dir: &std::path::Path) -> Vec<(&'static str, Vec<String>)> {
+    let mut out = vec![(
+        "state",
+        vec![format!("state:{}", dir.join("ws.json").display())],
+    )];
+    #[cfg(feature = "fs")]
+    {
+        std::fs::create_dir_all(dir.join("ws")).unwrap();
+        out.push(("fs", vec![format!("fs:{}", dir.join("ws").display())]));
+    }
+    #[cfg(feature = "sqlite")]
+    out.push((
+        "sqlite",
+        vec![format!("sqlite:{}", dir.join("ws.db").display())],
+    ));
+    #[cfg(all(feature = "composite", feature = "sqlite"))]
+    out.push((
+        "composite",
+        vec![
+            format!("state:{}", dir.join("default.json").display()),
+            format!(
+                "/other={}",
+                format!("sqlite:{}", dir.join("other.db").display())
+            ),
+        ],
+    ));
+    out
+}
+
+fn backend_args(specs: &[String]) -> Vec<&str> {
+    specs
+        .iter()
+        .flat_map(|s| ["--backend", s.as_str()])
+        .collect()
+}
+
+/// Puts `text` at `path` with `burrow write`.
+fn put(dir: &std::path::Path, specs: &[String], path: &str, text: &str) {
+    let mut args = backend_args(specs);
+    args.extend(["write", path, "-"]);
+    burrow_in(dir, &args, text.as_bytes()).assert_code(0);
+}
+
+fn call(id: &str, name: &str, arguments: Value) -> Value {
+    json!({"id": id, "name": name, "arguments": arguments})
+}
+
+#[test]
+fn a_denied_folder_is_unreadable_and_unlisted_by_every_tool_on_every_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = dir.path().join("settings.json");
+    std::fs::write(
+        &settings,
+        json!({"permissions": {"deny": ["Read(/secrets)", "Read(*.env)"]}}).to_string(),
+    )
+    .unwrap();
+    for (label, specs) in backends(dir.path()) {
+        put(dir.path(), &specs, "/secrets/key.txt", "needle secret\n");
+        put(dir.path(), &specs, "/app/.env", "needle env\n");
+        put(dir.path(), &specs, "/app/main.rs", "needle main\n");
+        let model = script(
+            dir.path(),
+            &format!("{label}.jsonl"),
+            &[
+                json!({"tool_calls": [
+                    call("r", "read_file", json!({"file_path": "/secrets/key.txt"})),
+                    call("e", "read_file", json!({"file_path": "/app/.env"})),
+                    call("ls", "ls", json!({"path": "/"})),
+                    call("ls2", "ls", json!({"path": "/app"})),
+                    call("g", "glob", json!({"pattern": "**"})),
+                    call("g2", "glob", json!({"pattern": "*", "path": "/secrets"})),
+                    call("s", "grep", json!({"pattern": "needle", "output_mode": "content"})),
+                    call("w", "write_file", json!({"file_path": "/secrets/new.txt", "content": "x"})),
+                ]}),
+                json!({"text": "done"}),
+            ],
+        );
+        let mut args = backend_args(&specs);
+        args.extend([
+            "--json",
+            "run",
+            "go",
+            "--model",
+            &model,
+            "--settings",
+            settings.to_str().unwrap(),
+        ]);
+        let run = burrow_in(dir.path(), &args, b"");
+        run.assert_code(0);
+        let events = json_lines(&run);
+        let result = |id: &str| {
+            events
+                .iter()
+                .find(|e| e["type"] == "tool_result" && e["id"] == id)
+                .unwrap_or_else(|| panic!("{label}: no result of {id}: {events:?}"))
+                .clone()
+        };
+        for id in ["r", "e", "g2", "w"] {
+            let r = result(id);
+            assert_eq!(r["is_error"], true, "{label} {id}: {r}");
+            let content = r["content"].as_str().unwrap();
+            assert!(
+                content.contains("permission rule Read("),
+                "{label} {id}: {content}"
+            );
+            assert!(!content.contains("needle"), "{label} {id}: {content}");
+        }
+        for id in ["ls", "ls2", "g", "s"] {
+            let r = result(id);
+            assert_eq!(r["is_error"], false, "{label} {id}: {r}");
+            let content = r["content"].as_str().unwrap();
+            assert!(!content.contains("secret"), "{label} {id}: {content}");
+            assert!(!content.contains(".env"), "{label} {id}: {content}");
+        }
+        assert!(result("ls").to_string().contains("app"), "{label}");
+        assert!(result("s").to_string().contains("needle main"), "{label}");
+        // Outside the run the file is still there and was never changed.
+        let mut cat = backend_args(&specs);
+        cat.extend(["cat", "/secrets/key.txt"]);
+        let out = burrow_in(dir.path(), &cat, b"");
+        out.assert_code(0);
+        assert_eq!(out.out(), "needle secret\n", "{label}");
+        let mut missing = backend_args(&specs);
+        missing.extend(["--json", "read", "/secrets/new.txt"]);
+        burrow_in(dir.path(), &missing, b"").assert_json_error(1, "not_found");
+    }
+}
+
+#[test]
+fn a_bad_permission_rule_runs_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = dir.path().join("settings.json");
+    std::fs::write(
+        &settings,
+        json!({"permissions": {"deny": ["Read(~/.ssh)"]}}).to_string(),
+    )
+    .unwrap();
+    let model = script(dir.path(), "s.jsonl", &[json!({"text": "done"})]);
+    let state = format!("state:{}", dir.path().join("ws.json").display());
+    let run = burrow_in(
+        dir.path(),
+        &[
+            "--backend",
+            &state,
+            "run",
+            "go",
+            "--model",
+            &model,
+            "--settings",
+            settings.to_str().unwrap(),
+        ],
+        b"",
+    );
+    run.assert_code(2);
+    assert!(run.stderr.contains("\"Read(~/.ssh)\""), "{}", run.stderr);
+    assert!(!dir.path().join("ws.json").exists(), "nothing was opened");
+}
