@@ -79,10 +79,19 @@ impl Config {
         request_timeout: Duration,
     ) -> Result<Config, String> {
         let model = open_model(model, request_timeout)?;
-        let (hooks, notes) = match settings {
+        let (mut hooks, notes) = match settings {
             Some(path) => load_hooks(path)?,
             None => (Hooks::new(), Vec::new()),
         };
+        // The settings' permission rules decide each call before it runs (ADR 0310).
+        if let Some((hook, mode)) = settings
+            .map(crate::permissions::hook)
+            .transpose()?
+            .flatten()
+        {
+            hooks.add(hook);
+            hooks = hooks.with_permission_mode(mode.as_str());
+        }
         let subagent_note = hooks
             .has_event(HookEvent::SubagentStop)
             .then(|| "the settings name SubagentStop hooks, which run only for subagents (--agents DIR); they do not run".to_owned());

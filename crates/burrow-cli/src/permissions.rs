@@ -37,3 +37,69 @@ pub fn guard(opened: &mut Opened, rules: PathRules) {
         opened.backend = Arc::new(PermissionBackend::new(opened.backend.clone(), rules));
     }
 }
+
+/// The tools that change nothing, besides the reading file tools, for plan mode.
+#[cfg(feature = "run")]
+const READ_ONLY_TOOLS: &[&str] = &["skill", "write_todos", "ask_user"];
+
+/// A `PreToolUse` handler hook that decides each call by the permissions of
+/// `file` (ask pauses the call as an `ask` hook does, deny refuses it with
+/// the rule's sentence), and the mode it decides in; `None` when the file
+/// sets no rules and no mode.
+#[cfg(feature = "run")]
+pub fn hook(
+    file: &Path,
+) -> Result<
+    Option<(
+        burrow_runtime::hooks::Hook,
+        burrow::permissions::PermissionMode,
+    )>,
+    String,
+> {
+    use burrow::permissions::{Decision, ToolUse};
+    use burrow_runtime::hooks::{Hook, HookEvent, HookInput, HookOutput};
+    let settings = read(file)?;
+    if settings.allow.is_empty()
+        && settings.ask.is_empty()
+        && settings.deny.is_empty()
+        && settings.default_mode.is_none()
+    {
+        return Ok(None);
+    }
+    let permissions = Arc::new(
+        settings
+            .compile()
+            .map_err(|e| format!("the settings' permissions cannot be used: {e}"))?,
+    );
+    let mode = permissions.mode();
+    let decide = move |input: HookInput| {
+        let name = input.tool_name.unwrap_or_default();
+        let args = input.tool_input.unwrap_or_default();
+        let text = |key: &str| args.get(key).and_then(|v| v.as_str()).map(str::to_owned);
+        let path = text("file_path")
+            .or_else(|| text("path"))
+            .and_then(|p| burrow::VPath::parse(&p).ok());
+        let command = text("command");
+        let mut call = ToolUse::new(&name);
+        if READ_ONLY_TOOLS.contains(&name.as_str()) {
+            call = call.read_only(true);
+        }
+        if let Some(path) = &path {
+            call = call.with_path(path);
+        }
+        if let Some(command) = &command {
+            call = call.with_command(command);
+        }
+        let verdict = permissions.decide(&call);
+        let output = match verdict.decision {
+            // Neutral: the other hooks (and the default) decide an allowed call.
+            Decision::Allow => HookOutput::default(),
+            Decision::Ask => HookOutput::ask(verdict.reason()),
+            Decision::Deny => HookOutput::deny(verdict.reason()),
+        };
+        std::future::ready(Ok(output))
+    };
+    let hook = Hook::handler(HookEvent::PreToolUse, None, decide)
+        .map_err(|e| format!("the permission hook cannot be made: {}", e.0))?;
+    Ok(Some((hook, mode)))
+}

@@ -162,3 +162,139 @@ fn a_bad_permission_rule_runs_nothing() {
     assert!(run.stderr.contains("\"Read(~/.ssh)\""), "{}", run.stderr);
     assert!(!dir.path().join("ws.json").exists(), "nothing was opened");
 }
+
+/// Runs `burrow --json run go` on a fresh state workspace with `permissions` and one model turn of `calls`.
+fn run_with(
+    permissions: Value,
+    calls: Vec<Value>,
+) -> (super::support::Run, Vec<Value>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = dir.path().join("settings.json");
+    std::fs::write(&settings, json!({ "permissions": permissions }).to_string()).unwrap();
+    let state = format!("state:{}", dir.path().join("ws.json").display());
+    put(
+        dir.path(),
+        std::slice::from_ref(&state),
+        "/docs/a.md",
+        "alpha\n",
+    );
+    let model = script(
+        dir.path(),
+        "s.jsonl",
+        &[json!({ "tool_calls": calls }), json!({"text": "done"})],
+    );
+    let run = burrow_in(
+        dir.path(),
+        &[
+            "--backend",
+            &state,
+            "--json",
+            "run",
+            "go",
+            "--model",
+            &model,
+            "--settings",
+            settings.to_str().unwrap(),
+        ],
+        b"",
+    );
+    let events = json_lines(&run);
+    (run, events, dir)
+}
+
+fn result_of<'a>(events: &'a [Value], id: &str) -> &'a Value {
+    events
+        .iter()
+        .find(|e| e["type"] == "tool_result" && e["id"] == id)
+        .unwrap_or_else(|| panic!("no result of {id}: {events:?}"))
+}
+
+#[test]
+fn tool_rules_deny_naming_the_rule_and_ask_pauses_the_run() {
+    let (run, events, _dir) = run_with(
+        json!({"deny": ["write_file"]}),
+        vec![call(
+            "w",
+            "write_file",
+            json!({"file_path": "/b.md", "content": "x"}),
+        )],
+    );
+    run.assert_code(0);
+    let r = result_of(&events, "w");
+    assert_eq!(r["is_error"], true, "{r}");
+    assert!(r["content"].as_str().unwrap().contains("write_file"), "{r}");
+
+    let (run, events, _dir) = run_with(
+        json!({"ask": ["Edit(/docs/**)"]}),
+        vec![call(
+            "e",
+            "edit_file",
+            json!({"file_path": "/docs/a.md", "old_string": "alpha", "new_string": "beta"}),
+        )],
+    );
+    run.assert_code(3);
+    let end = events.iter().find(|e| e["type"] == "run_ended").unwrap();
+    assert_eq!(end["outcome"], "paused", "{end}");
+}
+
+#[test]
+fn modes_from_default_mode() {
+    // acceptEdits: an ask rule on an edit runs without approval.
+    let (run, events, _dir) = run_with(
+        json!({"ask": ["Edit"], "defaultMode": "acceptEdits"}),
+        vec![call(
+            "w",
+            "write_file",
+            json!({"file_path": "/b.md", "content": "x"}),
+        )],
+    );
+    run.assert_code(0);
+    assert_eq!(result_of(&events, "w")["is_error"], false);
+    // dontAsk: what is not allowed is refused; what is allowed runs.
+    let (run, events, _dir) = run_with(
+        json!({"allow": ["Read(/docs/**)"], "defaultMode": "dontAsk"}),
+        vec![
+            call("r", "read_file", json!({"file_path": "/docs/a.md"})),
+            call(
+                "w",
+                "write_file",
+                json!({"file_path": "/b.md", "content": "x"}),
+            ),
+        ],
+    );
+    run.assert_code(0);
+    assert_eq!(result_of(&events, "r")["is_error"], false);
+    assert_eq!(result_of(&events, "w")["is_error"], true);
+    // plan: nothing that changes anything runs, reads do.
+    let (run, events, _dir) = run_with(
+        json!({"defaultMode": "plan"}),
+        vec![
+            call("r", "read_file", json!({"file_path": "/docs/a.md"})),
+            call(
+                "w",
+                "write_file",
+                json!({"file_path": "/b.md", "content": "x"}),
+            ),
+        ],
+    );
+    run.assert_code(0);
+    assert_eq!(result_of(&events, "r")["is_error"], false);
+    let w = result_of(&events, "w");
+    assert_eq!(w["is_error"], true);
+    assert!(w["content"].as_str().unwrap().contains("plan mode"), "{w}");
+    // bypassPermissions: ask rules allow, deny still holds.
+    let (run, events, _dir) = run_with(
+        json!({"ask": ["Edit"], "deny": ["Read(/docs/**)"], "defaultMode": "bypassPermissions"}),
+        vec![
+            call(
+                "w",
+                "write_file",
+                json!({"file_path": "/b.md", "content": "x"}),
+            ),
+            call("r", "read_file", json!({"file_path": "/docs/a.md"})),
+        ],
+    );
+    run.assert_code(0);
+    assert_eq!(result_of(&events, "w")["is_error"], false);
+    assert_eq!(result_of(&events, "r")["is_error"], true);
+}
