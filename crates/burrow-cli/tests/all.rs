@@ -25,6 +25,8 @@ mod all {
     mod json;
     #[cfg(feature = "mcp")]
     mod mcp;
+    #[cfg(feature = "mcp")]
+    mod mcp_permissions;
     #[cfg(feature = "run")]
     mod run;
     #[cfg(all(feature = "run", feature = "fs"))]
