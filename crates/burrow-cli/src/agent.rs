@@ -79,19 +79,10 @@ impl Config {
         request_timeout: Duration,
     ) -> Result<Config, String> {
         let model = open_model(model, request_timeout)?;
-        let (mut hooks, notes) = match settings {
+        let (hooks, notes) = match settings {
             Some(path) => load_hooks(path)?,
             None => (Hooks::new(), Vec::new()),
         };
-        // The settings' permission rules decide each call before it runs (ADR 0310).
-        if let Some((hook, mode)) = settings
-            .map(crate::permissions::hook)
-            .transpose()?
-            .flatten()
-        {
-            hooks.add(hook);
-            hooks = hooks.with_permission_mode(mode.as_str());
-        }
         let subagent_note = hooks
             .has_event(HookEvent::SubagentStop)
             .then(|| "the settings name SubagentStop hooks, which run only for subagents (--agents DIR); they do not run".to_owned());
@@ -110,6 +101,21 @@ impl Config {
             subagent_note,
             notes,
         })
+    }
+
+    /// The same configuration with the permissions of `settings` deciding each
+    /// call before it runs (ADR 0310), in `mode` (`--permission-mode`) when
+    /// given, else the settings' `defaultMode`; `Err` is one sentence.
+    pub fn with_permissions(
+        mut self,
+        settings: Option<&Path>,
+        mode: Option<&str>,
+    ) -> Result<Self, String> {
+        if let Some((hook, mode)) = crate::permissions::hook(settings, mode)? {
+            self.hooks.add(hook);
+            self.hooks = std::mem::take(&mut self.hooks).with_permission_mode(mode.as_str());
+        }
+        Ok(self)
     }
 
     /// The same configuration with the subagents of `dir` (`--agents`), each

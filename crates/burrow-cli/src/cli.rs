@@ -149,6 +149,8 @@ sh -c, in the current directory. A failing PreToolUse hook denies the call unles
 \"on_error\": \"allow\". A state:FILE.json workspace is saved after every change, before the
 tool result reaches the model. Its permissions' Read(...) and Edit(...) deny rules are enforced
 below every tool: a denied path is refused (permission_denied) and never listed or matched.
+Its other rules and defaultMode (or --permission-mode MODE) decide each call before the
+PreToolUse hooks' decision is combined: deny refuses, ask pauses the run (exit 3).
 
 --todos: the agent gets write_todos ({\"todos\": [{\"content\", \"status\", \"activeForm\"}]}, status
 pending, in_progress or completed), which replaces its todo list; a second call in one answer is
@@ -353,6 +355,10 @@ pub enum Command {
         /// --session); with --json each list it sets is a `todos` event.
         #[arg(long)]
         todos: bool,
+        /// The permission mode, over the settings' defaultMode: default, acceptEdits, plan,
+        /// bypassPermissions or dontAsk (deny rules hold in every mode).
+        #[arg(long, value_name = "MODE")]
+        permission_mode: Option<String>,
         /// Give the agent Anthropic's memory tool (memory_20250818) over /memories of the
         /// workspace, scoped by --tenant; mount a durable backend there to keep it
         /// (--backend /memories=sqlite:mem.db).

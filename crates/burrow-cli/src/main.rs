@@ -168,7 +168,9 @@ async fn run(cli: Cli) -> io::Result<Exit> {
     // a bad one runs nothing (no container is started, no file created).
     #[cfg(feature = "run")]
     let run_config = match run_setup(&cli).await? {
-        Ok(Some(setup)) => match setup.load(request_timeout(&cli)) {
+        Ok(Some(setup)) => match setup.load(request_timeout(&cli)).and_then(|config| {
+            config.with_permissions(setup.settings.as_deref(), permission_mode(&cli))
+        }) {
             Ok(config) => Some((config, setup)),
             Err(message) => {
                 writeln!(io::stderr(), "burrow: {message}")?;
@@ -384,6 +386,17 @@ async fn discover_skills(
     Ok(Ok(Some(std::sync::Arc::new(
         found.with_max_listing_chars(*skill_listing_chars),
     ))))
+}
+
+/// The `--permission-mode` of `burrow run` (a resumed run decides in its settings' mode).
+#[cfg(feature = "run")]
+fn permission_mode(cli: &Cli) -> Option<&str> {
+    match &cli.command {
+        cli::Command::Run {
+            permission_mode, ..
+        } => permission_mode.as_deref(),
+        _ => None,
+    }
 }
 
 /// The `--request-timeout` of `burrow run` or `burrow thread answer`.

@@ -44,11 +44,12 @@ const READ_ONLY_TOOLS: &[&str] = &["skill", "write_todos", "ask_user"];
 
 /// A `PreToolUse` handler hook that decides each call by the permissions of
 /// `file` (ask pauses the call as an `ask` hook does, deny refuses it with
-/// the rule's sentence), and the mode it decides in; `None` when the file
-/// sets no rules and no mode.
+/// the rule's sentence) in `mode` (else the file's `defaultMode`), and that
+/// mode; `None` when there are no rules and no mode.
 #[cfg(feature = "run")]
 pub fn hook(
-    file: &Path,
+    file: Option<&Path>,
+    mode: Option<&str>,
 ) -> Result<
     Option<(
         burrow_runtime::hooks::Hook,
@@ -58,7 +59,13 @@ pub fn hook(
 > {
     use burrow::permissions::{Decision, ToolUse};
     use burrow_runtime::hooks::{Hook, HookEvent, HookInput, HookOutput};
-    let settings = read(file)?;
+    let mut settings = match file {
+        Some(file) => read(file)?,
+        None => PermissionSettings::default(),
+    };
+    if let Some(mode) = mode {
+        settings.default_mode = Some(mode.to_owned());
+    }
     if settings.allow.is_empty()
         && settings.ask.is_empty()
         && settings.deny.is_empty()
@@ -69,7 +76,7 @@ pub fn hook(
     let permissions = Arc::new(
         settings
             .compile()
-            .map_err(|e| format!("the settings' permissions cannot be used: {e}"))?,
+            .map_err(|e| format!("the permissions cannot be used: {e}"))?,
     );
     let mode = permissions.mode();
     let decide = move |input: HookInput| {

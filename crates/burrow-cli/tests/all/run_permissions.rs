@@ -298,3 +298,157 @@ fn modes_from_default_mode() {
     assert_eq!(result_of(&events, "w")["is_error"], false);
     assert_eq!(result_of(&events, "r")["is_error"], true);
 }
+
+#[test]
+fn permission_mode_overrides_default_mode_and_deny_still_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = dir.path().join("settings.json");
+    std::fs::write(
+        &settings,
+        json!({"permissions": {"ask": ["Edit"], "deny": ["Read(/docs/**)"], "defaultMode": "dontAsk"}})
+            .to_string(),
+    )
+    .unwrap();
+    let state = format!("state:{}", dir.path().join("ws.json").display());
+    put(
+        dir.path(),
+        std::slice::from_ref(&state),
+        "/docs/a.md",
+        "alpha\n",
+    );
+    let model = script(
+        dir.path(),
+        "s.jsonl",
+        &[
+            json!({"tool_calls": [
+                call("w", "write_file", json!({"file_path": "/b.md", "content": "x"})),
+                call("r", "read_file", json!({"file_path": "/docs/a.md"})),
+            ]}),
+            json!({"text": "done"}),
+        ],
+    );
+    let args = |mode: &str| -> Vec<String> {
+        [
+            "--backend",
+            &state,
+            "--json",
+            "run",
+            "go",
+            "--model",
+            &model,
+            "--settings",
+            settings.to_str().unwrap(),
+            "--permission-mode",
+            mode,
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let run = burrow_in(
+        dir.path(),
+        &args("bypassPermissions")
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+        b"",
+    );
+    run.assert_code(0);
+    let events = json_lines(&run);
+    assert_eq!(
+        result_of(&events, "w")["is_error"],
+        false,
+        "bypass allows the ask rule"
+    );
+    assert_eq!(
+        result_of(&events, "r")["is_error"],
+        true,
+        "deny holds in bypass"
+    );
+    // An unknown mode is a configuration error: nothing runs.
+    let run = burrow_in(
+        dir.path(),
+        &args("auto").iter().map(String::as_str).collect::<Vec<_>>(),
+        b"",
+    );
+    run.assert_code(2);
+    assert!(run.stderr.contains("\"auto\""), "{}", run.stderr);
+}
+
+/// An ask rule pauses the run; approving resumes it in another process and
+/// the call runs once, without being asked again.
+#[cfg(feature = "sqlite")]
+#[test]
+fn an_approved_ask_resumes_and_runs_the_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = dir.path().join("settings.json");
+    std::fs::write(
+        &settings,
+        json!({"permissions": {"ask": ["Edit(/docs/**)"]}}).to_string(),
+    )
+    .unwrap();
+    let state = format!("state:{}", dir.path().join("ws.json").display());
+    let session = super::support::session_spec(dir.path());
+    let model = script(
+        dir.path(),
+        "s.jsonl",
+        &[
+            json!({"tool_calls": [call("w", "write_file", json!({"file_path": "/docs/b.md", "content": "approved\n"}))]}),
+            json!({"text": "done"}),
+        ],
+    );
+    let paused = burrow_in(
+        dir.path(),
+        &[
+            "--backend",
+            &state,
+            "--json",
+            "run",
+            "go",
+            "--model",
+            &model,
+            "--settings",
+            settings.to_str().unwrap(),
+            "--session",
+            &session,
+            "--thread",
+            "t",
+        ],
+        b"",
+    );
+    paused.assert_code(3);
+    let events = json_lines(&paused);
+    let request = events
+        .iter()
+        .find(|e| e["type"] == "request")
+        .unwrap_or_else(|| panic!("{events:?}"));
+    let request_id = request["request_id"].as_str().unwrap();
+    // The resumed segment's model answers from here on (a scripted model starts its file anew).
+    script(dir.path(), "s.jsonl", &[json!({"text": "done"})]);
+    let answered = burrow_in(
+        dir.path(),
+        &[
+            "--backend",
+            &state,
+            "--json",
+            "thread",
+            "answer",
+            "t",
+            "--request",
+            request_id,
+            "yes",
+            "--approve",
+            "--session",
+            &session,
+        ],
+        b"",
+    );
+    answered.assert_code(0);
+    let events = json_lines(&answered);
+    assert!(
+        events.iter().all(|e| e["type"] != "request"),
+        "approved once, not asked again: {events:?}"
+    );
+    let cat = burrow_in(dir.path(), &["--backend", &state, "cat", "/docs/b.md"], b"");
+    cat.assert_code(0);
+    assert_eq!(cat.out(), "approved\n");
+}
