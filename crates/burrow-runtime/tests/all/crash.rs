@@ -19,6 +19,60 @@ use serde_json::json;
 use super::agent::assert_valid_history;
 use super::runner::{Fixture, memory, sqlite};
 
+/// A store a crash scenario runs on; each crash point gets a fresh one.
+#[derive(Debug, Clone, Copy)]
+enum Store {
+    Memory,
+    /// A real SQLite file in a temporary folder.
+    Sqlite,
+    /// A fresh schema of the test server (`BURROW_POSTGRES_URL`).
+    #[cfg(feature = "postgres")]
+    Postgres,
+}
+
+impl Store {
+    async fn fresh(self) -> Fixture {
+        match self {
+            Store::Memory => memory(),
+            Store::Sqlite => sqlite(),
+            #[cfg(feature = "postgres")]
+            Store::Postgres => super::runner::postgres().await,
+        }
+    }
+}
+
+/// The crash scenarios, one table: each runs on memory, SQLite and PostgreSQL
+/// (PostgreSQL's in a module of that name, so a missing server is skipped
+/// or, under CI, fails).
+macro_rules! on_every_store {
+    ($($name:ident),* $(,)?) => {
+        $(mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn memory() {
+                super::$name(super::Store::Memory).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                super::$name(super::Store::Sqlite).await;
+            }
+        })*
+        #[cfg(feature = "postgres")]
+        mod postgres {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                super::$name(super::Store::Postgres).await;
+            })*
+        }
+    };
+}
+
+on_every_store!(
+    a_run_crashed_at_any_step_of_a_call_is_recovered_with_every_invariant,
+    a_batch_the_tool_call_limit_refused_before_a_crash_is_refused_again_on_repair,
+    an_unanswered_question_of_a_crashed_run_says_it_went_unanswered,
+    a_denied_call_costs_its_batch_no_extra_commit,
+);
+
 /// What the hooks decided and the tools did, across both runners.
 #[derive(Debug, Default)]
 struct Book {
@@ -128,9 +182,9 @@ impl Failpoint for Points {
 /// A claim long enough that the crashed runner never renews it during a test.
 const DEAD_TTL: Duration = Duration::from_secs(300);
 
-/// Every crash point of the scenario's run, from a run that never crashes.
-async fn every_point() -> Vec<CrashPoint> {
-    let fx = memory();
+/// Every crash point of the scenario's run on `store`, from a run that never crashes.
+async fn every_point(store: Store) -> Vec<CrashPoint> {
+    let fx = store.fresh().await;
     let book = Shared::default();
     let points = Arc::new(Points::default());
     let runner = Runner::with_config(
@@ -217,42 +271,14 @@ async fn crash_and_recover(fx: Fixture, at: CrashPoint) {
     drop(dying);
 }
 
-async fn a_run_crashed_at_any_step_of_a_call_is_recovered_with_every_invariant<F, Fut>(fixture: F)
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = Fixture>,
-{
-    let points = every_point().await;
+async fn a_run_crashed_at_any_step_of_a_call_is_recovered_with_every_invariant(store: Store) {
+    let points = every_point(store).await;
     assert!(
         points.len() >= 20,
         "every step of the three calls and of each commit is a point: {points:?}"
     );
     for at in points {
-        crash_and_recover(fixture().await, at).await;
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_run_crashed_at_any_step_of_a_call_is_recovered_on_memory() {
-    a_run_crashed_at_any_step_of_a_call_is_recovered_with_every_invariant(|| async { memory() })
-        .await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_run_crashed_at_any_step_of_a_call_is_recovered_on_sqlite() {
-    a_run_crashed_at_any_step_of_a_call_is_recovered_with_every_invariant(|| async { sqlite() })
-        .await;
-}
-
-/// On PostgreSQL (a module of that name, so a missing server is skipped or, under CI, fails).
-#[cfg(feature = "postgres")]
-mod postgres {
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_run_crashed_at_any_step_of_a_call_is_recovered_on_postgres() {
-        super::a_run_crashed_at_any_step_of_a_call_is_recovered_with_every_invariant(
-            super::super::runner::postgres,
-        )
-        .await;
+        crash_and_recover(store.fresh().await, at).await;
     }
 }
 
@@ -296,9 +322,8 @@ fn limited_or_asking_agent(book: &Shared, ask: bool) -> Agent {
         .with_max_tool_calls(2)
 }
 
-/// Runs "go" to its crash at `at` (every point seen without a crash when
-/// `at` is `None`), lets another runner take the thread over with "next?",
-/// and returns the results of the crashed run's calls.
+/// Runs "go" to its crash at `at`, lets another runner take the thread over
+/// with "next?", and returns the results of the crashed run's calls.
 async fn crash_then_take_over(
     fx: &Fixture,
     book: &Shared,
@@ -344,9 +369,9 @@ async fn crash_then_take_over(
         .collect()
 }
 
-/// The points of the crashed run's commits, from a run that never crashes.
-async fn commit_points(ask: bool) -> Vec<CrashPoint> {
-    let fx = memory();
+/// Every point of the run of "go" on `store`, from a run that never crashes.
+async fn commit_points(store: Store, ask: bool) -> Vec<CrashPoint> {
+    let fx = store.fresh().await;
     let book = Shared::default();
     let points = Arc::new(Points::default());
     let runner = Runner::with_config(
@@ -364,9 +389,10 @@ async fn commit_points(ask: bool) -> Vec<CrashPoint> {
     seen
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_batch_the_tool_call_limit_refused_before_a_crash_is_refused_again_on_repair() {
-    let points = commit_points(false).await;
+async fn a_batch_the_tool_call_limit_refused_before_a_crash_is_refused_again_on_repair(
+    store: Store,
+) {
+    let points = commit_points(store, false).await;
     assert!(
         points
             .iter()
@@ -375,7 +401,7 @@ async fn a_batch_the_tool_call_limit_refused_before_a_crash_is_refused_again_on_
     );
     for at in points {
         let book = Shared::default();
-        let results = crash_then_take_over(&memory(), &book, false, at.clone()).await;
+        let results = crash_then_take_over(&store.fresh().await, &book, false, at.clone()).await;
         assert!(
             book.lock().unwrap().executed.is_empty(),
             "at {at:?}: a call over the limit never runs"
@@ -393,9 +419,8 @@ async fn a_batch_the_tool_call_limit_refused_before_a_crash_is_refused_again_on_
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_unanswered_question_of_a_crashed_run_says_it_went_unanswered() {
-    let points = commit_points(true).await;
+async fn an_unanswered_question_of_a_crashed_run_says_it_went_unanswered(store: Store) {
+    let points = commit_points(store, true).await;
     let started = CrashPoint::Started {
         call_id: "q1".to_owned(),
     };
@@ -408,7 +433,7 @@ async fn an_unanswered_question_of_a_crashed_run_says_it_went_unanswered() {
     );
     for at in [started, ended] {
         let book = Shared::default();
-        let results = crash_then_take_over(&memory(), &book, true, at.clone()).await;
+        let results = crash_then_take_over(&store.fresh().await, &book, true, at.clone()).await;
         assert_eq!(
             results["q1"],
             burrow_runtime::runner::QUESTION_UNANSWERED,
@@ -417,9 +442,9 @@ async fn an_unanswered_question_of_a_crashed_run_says_it_went_unanswered() {
     }
 }
 
-/// How many commits a run of "go" makes when its answer is `calls` (`charge`
-/// calls by tag; the hook denies tag `deny`), counted by the commit points.
-async fn commits_of(calls: &[(&str, &str)]) -> usize {
+/// How many commits a run of "go" on `store` makes when its answer is `calls`
+/// (`charge` calls by tag; the hook denies tag `deny`), counted by the commit points.
+async fn commits_of(store: Store, calls: &[(&str, &str)]) -> usize {
     let mut tools = ToolRegistry::new();
     tools.add(FnTool::new("charge", "Charges.", |a: Tag, _| async move {
         Ok(ToolOutput::ok(format!("charged {}", a.tag)))
@@ -455,7 +480,7 @@ async fn commits_of(calls: &[(&str, &str)]) -> usize {
     let agent = Agent::new(Arc::new(model))
         .with_tools(tools)
         .with_hooks(hooks);
-    let fx = memory();
+    let fx = store.fresh().await;
     let points = Arc::new(Points::default());
     let runner = Runner::with_config(
         agent,
@@ -472,20 +497,19 @@ async fn commits_of(calls: &[(&str, &str)]) -> usize {
         .count()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_denied_call_costs_its_batch_no_extra_commit() {
+async fn a_denied_call_costs_its_batch_no_extra_commit(store: Store) {
     // Two allowed calls: the run's start, the answer, each start, the first
     // finish, the results (with the last finish), the end.
-    let allowed = commits_of(&[("c2", "a"), ("c3", "b")]).await;
+    let allowed = commits_of(store, &[("c2", "a"), ("c3", "b")]).await;
     assert_eq!(allowed, 7);
     // A denied call among them is never recorded, and the last allowed
     // call's finish still rides in the results' commit.
     assert_eq!(
-        commits_of(&[("c1", "deny"), ("c2", "a"), ("c3", "b")]).await,
+        commits_of(store, &[("c1", "deny"), ("c2", "a"), ("c3", "b")]).await,
         allowed
     );
     assert_eq!(
-        commits_of(&[("c2", "a"), ("c1", "deny"), ("c3", "b")]).await,
+        commits_of(store, &[("c2", "a"), ("c1", "deny"), ("c3", "b")]).await,
         allowed
     );
 }
