@@ -581,3 +581,109 @@ fn anthropic_is_sent_the_native_memory_tool_and_its_calls_land_in_the_mount() {
         "{check:?}"
     );
 }
+
+/// A `--session` run whose provider first answers retryable errors on the
+/// OpenAI wire (429 rate limit, then 503 overload, each asking through
+/// `retry-after-ms` for 50 ms): each retry is a `retry` event with `--json`
+/// and a line on stderr, the run completes, and the thread's history holds
+/// the prompt and one assistant answer.
+#[cfg(all(feature = "openai", feature = "sqlite"))]
+#[test]
+fn a_session_run_retries_a_rate_limit_and_an_overload_and_keeps_one_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ReplayServer::start([
+        Reply::json(
+            429,
+            r#"{"error": {"message": "Rate limit reached.", "type": "requests", "code": "rate_limit_exceeded"}}"#,
+        )
+        .header("retry-after-ms", "50"),
+        Reply::json(
+            503,
+            r#"{"error": {"message": "The engine is currently overloaded.", "type": "server_error"}}"#,
+        )
+        .header("retry-after-ms", "50"),
+        chat(Some("hi"), None),
+    ]);
+    let spec = format!("sqlite:{}", dir.path().join("session.db").display());
+    let out = burrow(
+        dir.path(),
+        &server,
+        Some(KEY),
+        &[
+            "--json",
+            "run",
+            "hello",
+            "--model",
+            "openai:gpt-test",
+            "--session",
+            &spec,
+            "--thread",
+            "t",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(server.request_count(), 3);
+    let events: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let retries: Vec<&Value> = events.iter().filter(|e| e["type"] == "retry").collect();
+    assert_eq!(retries.len(), 2, "{}", out.stdout);
+    assert_eq!(
+        (retries[0]["attempt"].clone(), retries[0]["kind"].clone()),
+        (json!(2), json!("rate_limited"))
+    );
+    assert_eq!(
+        (retries[1]["attempt"].clone(), retries[1]["kind"].clone()),
+        (json!(3), json!("overloaded"))
+    );
+    for retry in &retries {
+        assert_eq!(retry["attempts"], 3);
+        assert_eq!(retry["wait_ms"], 50, "the provider's own wait is kept");
+    }
+    assert_eq!(
+        retries[0]["reason"],
+        "the model provider answered HTTP 429 (Too Many Requests): Rate limit reached."
+    );
+    assert_eq!(
+        retries[1]["reason"],
+        "the model provider answered HTTP 503 (Service Unavailable): The engine is currently overloaded."
+    );
+    assert_eq!(
+        out.stderr.matches("retrying in").count(),
+        2,
+        "{}",
+        out.stderr
+    );
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "run_ended", "{}", out.stdout);
+    assert_eq!(last["outcome"], "completed");
+
+    let show = burrow(
+        dir.path(),
+        &server,
+        Some(KEY),
+        &["--json", "thread", "show", "t", "--session", &spec],
+    );
+    assert_eq!(show.code, 0, "{}", show.stderr);
+    let thread: Value = serde_json::from_str(&show.stdout).unwrap();
+    let history: Vec<&Value> = thread["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| &e["message"])
+        .collect();
+    let roles: Vec<&str> = history
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant"], "{history:?}");
+    assert_eq!(history[0]["text"], "hello");
+    assert_eq!(history[1]["parts"], json!([{"type": "text", "text": "hi"}]));
+    assert_eq!(
+        server.request_count(),
+        3,
+        "showing the thread asks no model"
+    );
+}
