@@ -185,18 +185,10 @@ impl Inner {
                         usage: Usage::UNKNOWN,
                         approvals: Vec::new(),
                     };
-                    let recorded = AssertUnwindSafe(self.record_end(
-                        thread,
-                        &claim.fence(),
-                        run_id,
-                        &result,
-                        Vec::new(),
-                        Vec::new(),
-                        None,
-                        None,
-                    ))
-                    .catch_unwind()
-                    .await;
+                    let recorded =
+                        AssertUnwindSafe(self.record_bare_end(thread, &claim.fence(), &result))
+                            .catch_unwind()
+                            .await;
                     if recorded.is_err() {
                         tracing::error!(run_id, "recording a panicked run's end panicked too");
                     }
@@ -237,17 +229,7 @@ impl Inner {
                 );
                 #[cfg(feature = "otel")]
                 self.agent.count_run(&result.outcome);
-                self.record_end(
-                    thread,
-                    &fence,
-                    run_id,
-                    &result,
-                    Vec::new(),
-                    Vec::new(),
-                    None,
-                    None,
-                )
-                .await;
+                self.record_bare_end(thread, &fence, &result).await;
                 return result;
             }
         };
@@ -424,6 +406,23 @@ impl Inner {
         for r in pairing::close_unanswered(history, &recorded) {
             history.push(Message::ToolResult(r));
         }
+    }
+
+    /// Records the end of a segment that saved nothing of its own (its
+    /// history never loaded, or it panicked): [`Self::record_end`] with no held
+    /// finish, no history, no pause and no segment commits.
+    async fn record_bare_end(&self, thread: &ThreadKey, fence: &Fence, result: &RunResult) {
+        self.record_end(
+            thread,
+            fence,
+            &result.run_id,
+            result,
+            Vec::new(),
+            Vec::new(),
+            None,
+            None,
+        )
+        .await;
     }
 
     /// Records a segment's end: a held call finish, the history left to save,
