@@ -147,7 +147,7 @@ fn check<'a>(tools: &'a ToolRegistry, entry: PipelineCall<'a>) -> Prepared<'a> {
             )));
             return prepared;
         }
-        other => match crate::tools::object_arguments(&call.name, other.clone()) {
+        other => match crate::tool::object_arguments(&call.name, other.clone()) {
             Ok(arguments) => arguments,
             Err(refusal) => {
                 prepared.early = Some(ToolOutput::refused(refusal));

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::{Outcome, RunFailure};
 use crate::message::ToolCall;
-use crate::tools::ToolOutput;
+use crate::tool::ToolOutput;
 
 /// What a capability knows about the run it wraps.
 #[derive(Debug, Clone, PartialEq, Eq)]

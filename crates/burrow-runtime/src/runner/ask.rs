@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::tool::{CallContext, Tool, ToolAnnotations};
-use crate::tools::{ToolOutput, schema_of};
+use crate::tool::{ToolOutput, schema_of};
 
 /// The tool's name.
 pub const ASK_USER: &str = "ask_user";

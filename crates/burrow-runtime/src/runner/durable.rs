@@ -8,8 +8,8 @@ use burrow_backend::{Error, LockKey};
 use serde_json::Value;
 
 use crate::message::{Message, ToolCall, ToolResult};
+use crate::tool::ToolOutput;
 use crate::tool::{CallContext, Tool, ToolAnnotations, ToolRegistry, effect_key};
-use crate::tools::ToolOutput;
 
 /// What the model reads for a call that was running when its run was lost and
 /// that is not safe to run again.

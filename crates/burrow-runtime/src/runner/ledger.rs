@@ -11,7 +11,7 @@ use crate::message::ToolResult;
 use crate::session::{Commit, Committed, Fence, SessionStore, StoreError, ThreadKey, Write};
 
 use super::engine::TAKEN;
-use crate::tools::ToolOutput;
+use crate::tool::ToolOutput;
 
 /// What a segment's commits share (ADR 0185): the calls its answer's commit
 /// recorded started, the held finish of a batch's last call, and the thread's

@@ -11,6 +11,7 @@
 //! (schemars), and arguments that do not fit become a refusal the model can
 //! act on.
 
+mod arguments;
 mod effect;
 
 use std::collections::HashMap;
@@ -25,9 +26,12 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::model::ToolDefinition;
-use crate::tools::{ToolConfig, Toolset, object_arguments, schema_of};
 
-pub use crate::tools::ToolOutput;
+/// The file tools as `Tool`s; defined in [`crate::tools`], named here too
+/// so the path it always had stays. Nothing else of this module uses the
+/// file tools (ADR 0281).
+pub use crate::tools::file_tools;
+pub use arguments::{object_arguments, schema_of};
 pub use effect::effect_key;
 
 /// The lock key that meets every other: a call holding it runs alone, after
@@ -67,6 +71,33 @@ pub struct CallContext {
     pub run_id: Arc<str>,
     /// The model's id for the call.
     pub call_id: String,
+}
+
+/// What a tool call returns to the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    /// The text the model reads.
+    pub text: String,
+    /// True when the call was refused (the text says why and what to do).
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    /// A successful result.
+    pub fn ok(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            is_error: false,
+        }
+    }
+
+    /// A refusal, as one sentence for the model.
+    pub fn refused(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            is_error: true,
+        }
+    }
 }
 
 /// One tool, everything about it in one place.
@@ -297,32 +328,6 @@ impl ToolRegistry {
         self.add(FnTool::new(name, description, f))
     }
 
-    /// Adds the file tools over `backend` ([`file_tools`]), every call made as
-    /// `ctx` with the default [`ToolConfig`].
-    pub fn add_file_tools(
-        &mut self,
-        backend: Arc<dyn burrow_backend::Backend>,
-        ctx: burrow_backend::FileContext,
-    ) -> &mut Self {
-        self.add_toolset(Arc::new(Toolset::new(backend, ctx)))
-    }
-
-    /// Adds the file tools of `toolset` ([`Toolset::tools`]); when its
-    /// backend runs no commands, a call of `execute` is told so.
-    pub fn add_toolset(&mut self, toolset: Arc<Toolset>) -> &mut Self {
-        let sandbox = toolset.backend().as_sandbox().is_some();
-        for tool in toolset.tools() {
-            self.add_arc(tool);
-        }
-        if !sandbox && self.get(crate::tools::EXECUTE_NAME).is_none() {
-            self.note_absent(
-                crate::tools::EXECUTE_NAME,
-                "this workspace cannot run commands",
-            );
-        }
-        self
-    }
-
     /// Records that the tool `name` is not offered here, and `why`: a call
     /// of it is refused with that reason. Adding a tool of that name later
     /// clears the note.
@@ -407,15 +412,4 @@ impl ToolRegistry {
             }
         )
     }
-}
-
-/// The file tools over `backend`, every call made as `ctx` (each mutation
-/// with its run id and effect key), with `config`. `execute` is among them
-/// only when the backend runs commands.
-pub fn file_tools(
-    backend: Arc<dyn burrow_backend::Backend>,
-    ctx: burrow_backend::FileContext,
-    config: ToolConfig,
-) -> Vec<Arc<dyn Tool>> {
-    Arc::new(Toolset::new(backend, ctx).with_config(config)).tools()
 }

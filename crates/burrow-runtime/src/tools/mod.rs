@@ -28,20 +28,17 @@ mod spill;
 
 use std::sync::Arc;
 
+use crate::tool::{CallContext, Tool, ToolRegistry, effect_key};
 use async_trait::async_trait;
 use burrow_backend::{Backend, Error, FileContext, Result, VPath};
-use schemars::JsonSchema;
-use schemars::generate::SchemaSettings;
-use serde_json::Value;
-
-use crate::tool::{CallContext, Tool, ToolRegistry, effect_key};
 
 pub use args::{
     DEFAULT_READ_LIMIT, DeletePathArgs, EditFileArgs, ExecuteArgs, GlobArgs, GrepArgs, LsArgs,
     MAX_TIMEOUT_SECS, OutputMode, ReadFileArgs, WriteFileArgs,
 };
-pub(crate) use op::EXECUTE_NAME;
 pub use session::{Fingerprint, LedgerCheck, ReadLedger, ToolSession};
+// The tool contract's own types, at the paths they have always had here too.
+pub use crate::tool::{ToolOutput, object_arguments, schema_of};
 
 /// Where results too large to return are saved.
 pub const LARGE_RESULTS_DIR: &str = "/.burrow/large_results";
@@ -86,33 +83,6 @@ impl Default for ToolConfig {
             count_limit: 10_000,
             large_results_dir: VPath::parse(LARGE_RESULTS_DIR).unwrap_or_else(|_| VPath::root()),
             max_large_results: 20,
-        }
-    }
-}
-
-/// What a tool call returns to the model.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolOutput {
-    /// The text the model reads.
-    pub text: String,
-    /// True when the call was refused (the text says why and what to do).
-    pub is_error: bool,
-}
-
-impl ToolOutput {
-    /// A successful result.
-    pub fn ok(text: impl Into<String>) -> Self {
-        Self {
-            text: text.into(),
-            is_error: false,
-        }
-    }
-
-    /// A refusal, as one sentence for the model.
-    pub fn refused(text: impl Into<String>) -> Self {
-        Self {
-            text: text.into(),
-            is_error: true,
         }
     }
 }
@@ -259,6 +229,40 @@ impl Toolset {
     }
 }
 
+/// The file tools join a [`ToolRegistry`] here, so the tool contract
+/// (`tool`) needs nothing of them.
+impl ToolRegistry {
+    /// Adds the file tools over `backend` ([`file_tools`]), every call made as
+    /// `ctx` with the default [`ToolConfig`].
+    pub fn add_file_tools(&mut self, backend: Arc<dyn Backend>, ctx: FileContext) -> &mut Self {
+        self.add_toolset(Arc::new(Toolset::new(backend, ctx)))
+    }
+
+    /// Adds the file tools of `toolset` ([`Toolset::tools`]); when its
+    /// backend runs no commands, a call of `execute` is told so.
+    pub fn add_toolset(&mut self, toolset: Arc<Toolset>) -> &mut Self {
+        let sandbox = toolset.backend().as_sandbox().is_some();
+        for tool in toolset.tools() {
+            self.add_arc(tool);
+        }
+        if !sandbox && self.get(op::EXECUTE_NAME).is_none() {
+            self.note_absent(op::EXECUTE_NAME, "this workspace cannot run commands");
+        }
+        self
+    }
+}
+
+/// The file tools over `backend`, every call made as `ctx` (each mutation
+/// with its run id and effect key), with `config`. `execute` is among them
+/// only when the backend runs commands.
+pub fn file_tools(
+    backend: Arc<dyn Backend>,
+    ctx: FileContext,
+    config: ToolConfig,
+) -> Vec<Arc<dyn Tool>> {
+    Arc::new(Toolset::new(backend, ctx).with_config(config)).tools()
+}
+
 /// One call of a file tool: the context reads run under, and who is
 /// calling, from which each mutation's effect key is made.
 pub(crate) struct Call<'a> {
@@ -290,39 +294,6 @@ impl<'a> Call<'a> {
         ));
         ctx
     }
-}
-
-/// The refusal a call whose arguments are not a JSON object gets, or the
-/// arguments (`null` counts as `{}`).
-pub fn object_arguments(tool: &str, args: Value) -> std::result::Result<Value, String> {
-    match args {
-        Value::Null => Ok(Value::Object(serde_json::Map::new())),
-        Value::Object(_) => Ok(args),
-        other => Err(format!(
-            "The arguments for {tool} must be a JSON object of named arguments, not {}; check the tool's input schema and call it again.",
-            json_kind(&other)
-        )),
-    }
-}
-
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-/// The JSON Schema of `T`'s arguments (draft 2020-12, deserialize contract).
-pub fn schema_of<T: JsonSchema>() -> Value {
-    SchemaSettings::draft2020_12()
-        .for_deserialize()
-        .into_generator()
-        .into_root_schema_for::<T>()
-        .to_value()
 }
 
 pub(crate) const LS: &str = "List the entries directly inside a directory of the workspace. \
