@@ -15,8 +15,8 @@ use std::time::Duration;
 use burrow_runtime::agent::{Agent, AgentEvent, Outcome};
 use burrow_runtime::message::{AssistantPart, Message};
 use burrow_runtime::runner::{
-    Carried, Command, FanoutChannel, LiveChannel, LiveEvent, LiveFrame, RunHandle, Runner,
-    RunnerConfig, StopRequest, Taken,
+    Carried, Command, CommandResult, FanoutChannel, LiveChannel, LiveEvent, LiveFrame, RunHandle,
+    Runner, RunnerConfig, RunnerErrorKind, StopRequest, Taken,
 };
 use burrow_runtime::session::{
     Answer, CommandKey, MemoryStore, RequestKind, RunRecord, RunStatus, Scope, SessionStore,
@@ -398,7 +398,7 @@ async fn post_and_follow(
                 sender: AUTHOR.to_owned(),
                 command_id: id.to_owned(),
             };
-            if let Some(remembered) = store.command_result(&command_key).await? {
+            if let Some(remembered) = runner.remembered(&command_key).await? {
                 return carry_on(runner, thread, id, &remembered, json).await;
             }
             let command = Command::Send {
@@ -411,18 +411,19 @@ async fn post_and_follow(
             if let Some(handle) = runner.running(thread) {
                 return stream(runner, handle, json).await;
             }
-            if result["type"] == "rejected" {
-                let message = result["message"]
-                    .as_str()
-                    .unwrap_or("the command was refused");
-                let kind = match result["kind"].as_str() {
-                    Some("invalid_argument") => "invalid_argument",
-                    Some("not_found") => "not_found",
-                    _ => "invalid_state",
-                };
-                return Err(Refused::not_allowed(kind, message.to_owned()));
-            }
-            let message_id = result["message_id"].as_str().unwrap_or_default();
+            let message_id = match &result {
+                CommandResult::Posted { message_id, .. } => message_id,
+                CommandResult::Rejected { kind, message } => {
+                    let kind = match kind {
+                        RunnerErrorKind::InvalidArgument => "invalid_argument",
+                        RunnerErrorKind::NotFound => "not_found",
+                        _ => "invalid_state",
+                    };
+                    return Err(Refused::not_allowed(kind, message.clone()));
+                }
+                // The id was used by a command of another kind: say what it did.
+                _ => return remembered_result(id, &result, json),
+            };
             match store.message(&thread.scope, message_id).await? {
                 Some(message) => message.seq,
                 None => return remembered_result(id, &result, json),
@@ -440,10 +441,10 @@ async fn carry_on(
     runner: &Runner,
     thread: &ThreadKey,
     id: &str,
-    remembered: &Value,
+    remembered: &CommandResult,
     json: bool,
 ) -> Result<Exit, Refused> {
-    let Some(message_id) = remembered["message_id"].as_str() else {
+    let CommandResult::Posted { message_id, .. } = remembered else {
         return remembered_result(id, remembered, json);
     };
     match runner.wait_carried(thread, message_id, POLL).await? {
@@ -467,15 +468,21 @@ async fn carry_on(
 }
 
 /// Prints what a repeated command id did the first time; does nothing else.
-fn remembered_result(id: &str, result: &Value, json: bool) -> Result<Exit, Refused> {
+fn remembered_result(id: &str, result: &CommandResult, json: bool) -> Result<Exit, Refused> {
     if json {
         print_json(&json!({"type": "remembered", "command_id": id, "result": result}))?;
     } else {
-        let line = format!(
-            "burrow: command {id} was carried out already (message {} posted to thread {}); nothing is done",
-            result["message_id"].as_str().unwrap_or("?"),
-            result["thread"].as_str().unwrap_or("?"),
-        );
+        let did = match result {
+            CommandResult::Posted { thread, message_id } => {
+                format!("message {message_id} posted to thread {thread}")
+            }
+            CommandResult::Answered {
+                run_id, request_id, ..
+            } => format!("request {request_id} of run {run_id} answered"),
+            CommandResult::Stopped { run_id, .. } => format!("run {run_id} asked to stop"),
+            _ => "another command".to_owned(),
+        };
+        let line = format!("burrow: command {id} was carried out already ({did}); nothing is done");
         writeln!(io::stderr(), "{}", display::sentence(&line))?;
     }
     Ok(Exit::Success)

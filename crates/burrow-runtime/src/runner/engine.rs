@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use serde_json::{Value, json};
 use tokio::sync::{Notify, watch};
 
+use super::command::{Command, CommandResult};
 use super::error::{RunnerError, RunnerErrorKind, RunnerResult};
 use super::live::{LiveEvent, LiveFrame};
 
@@ -112,46 +112,6 @@ pub enum Resumed {
     },
     /// Another runner holds the thread (or resumed the run first): nothing was done here.
     Busy,
-}
-
-/// A command from a surface, carried out once per command id by [`Runner::execute`].
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum Command {
-    /// Post a message (it starts, steers or answers a run).
-    Send {
-        /// The thread.
-        thread: String,
-        /// The text.
-        text: String,
-        /// The message's id (one is made when `None`).
-        message_id: Option<String>,
-    },
-    /// Post a notice: for people, never a prompt or a reply.
-    Notice {
-        /// The thread.
-        thread: String,
-        /// The text.
-        text: String,
-    },
-    /// Answer a request of a paused run.
-    Answer {
-        /// The thread.
-        thread: String,
-        /// The paused run.
-        run_id: String,
-        /// The request.
-        request_id: String,
-        /// For an approval: approved or not.
-        approved: Option<bool>,
-        /// The answer's text (an approval's reason).
-        text: Option<String>,
-    },
-    /// Stop a run of this process.
-    Stop {
-        /// The run.
-        run_id: String,
-    },
 }
 
 /// Runs an agent in session threads.
@@ -482,16 +442,16 @@ impl Runner {
     /// nothing out, whatever command comes with it. The check and the record
     /// are one transaction with the command's own write, so two concurrent
     /// deliveries carry it out once, also across processes. A rejection is the
-    /// result (`{"type": "rejected", ...}`), not an error, and is not remembered.
+    /// result ([`CommandResult::Rejected`]), not an error, and is not remembered.
     pub async fn execute(
         &self,
         scope: &Scope,
         sender: &str,
         command: Command,
         command_id: &str,
-    ) -> RunnerResult<Value> {
+    ) -> RunnerResult<CommandResult> {
         if command_id.is_empty() || command_id.contains('\0') {
-            return Ok(rejected(
+            return Ok(CommandResult::rejected(
                 RunnerErrorKind::InvalidArgument,
                 "a command id must be non-empty and hold no NUL character",
             ));
@@ -501,7 +461,7 @@ impl Runner {
             sender: sender.to_owned(),
             command_id: command_id.to_owned(),
         };
-        if let Some(result) = self.inner.store.command_result(&key).await? {
+        if let Some(result) = self.remembered(&key).await? {
             self.follow_up(scope, &result).await?;
             return Ok(result);
         }
@@ -513,7 +473,10 @@ impl Runner {
             } => {
                 let thread = scope.thread(thread);
                 let id = message_id.unwrap_or_else(|| new_id("msg"));
-                let result = json!({"type": "posted", "thread": thread.thread, "message_id": id});
+                let result = CommandResult::Posted {
+                    thread: thread.thread.clone(),
+                    message_id: id.clone(),
+                };
                 match self
                     .inner
                     .post(
@@ -522,7 +485,7 @@ impl Runner {
                         &text,
                         Some(&id),
                         MessageKind::Message,
-                        Some((key.clone(), result.clone())),
+                        Some((key.clone(), result.to_stored())),
                     )
                     .await
                 {
@@ -536,7 +499,10 @@ impl Runner {
             Command::Notice { thread, text } => {
                 let thread = scope.thread(thread);
                 let id = new_id("msg");
-                let result = json!({"type": "posted", "thread": thread.thread, "message_id": id});
+                let result = CommandResult::Posted {
+                    thread: thread.thread.clone(),
+                    message_id: id.clone(),
+                };
                 self.inner
                     .post(
                         &thread,
@@ -544,7 +510,7 @@ impl Runner {
                         &text,
                         Some(&id),
                         MessageKind::Notice,
-                        Some((key.clone(), result.clone())),
+                        Some((key.clone(), result.to_stored())),
                     )
                     .await
                     .map(|_| result)
@@ -568,63 +534,71 @@ impl Runner {
                     .answer_as(&thread, &run_id, &request_id, answer, Some(key.clone()))
                     .await
                 {
-                    Ok(_) => {
-                        Ok(self
-                            .inner
-                            .store
-                            .command_result(&key)
-                            .await?
-                            .unwrap_or_else(|| {
-                                rejected(
-                                    RunnerErrorKind::NotFound,
-                                    "the thread has no run with that request to answer",
-                                )
-                            }))
-                    }
+                    Ok(_) => Ok(self.remembered(&key).await?.unwrap_or_else(|| {
+                        CommandResult::rejected(
+                            RunnerErrorKind::NotFound,
+                            "the thread has no run with that request to answer",
+                        )
+                    })),
                     Err(e) => Err(e),
                 }
             }
-            Command::Stop { run_id } => {
-                let stopped = self.running_in(scope, &run_id);
-                let result = json!({"type": "stopped", "run_id": run_id, "stopped": stopped});
-                match stopped {
-                    Some(thread) => {
-                        // The stop request and the command, one commit; then the cancel.
-                        let commit = Commit::new()
-                            .cursor_to_head(super::remote::stop_cursor(&run_id))
-                            .command(key.clone(), result.clone());
-                        match self.inner.store.commit(&thread, commit).await {
-                            Ok(_) => {
-                                self.stop(scope, &run_id);
-                                Ok(result)
-                            }
-                            Err(e) => Err(e.into()),
+            Command::Stop { run_id } => match self.running_in(scope, &run_id) {
+                Some(thread) => {
+                    let result = CommandResult::Stopped {
+                        run_id: run_id.clone(),
+                        stopped: true,
+                    };
+                    // The stop request and the command, one commit; then the cancel.
+                    let commit = Commit::new()
+                        .cursor_to_head(super::remote::stop_cursor(&run_id))
+                        .command(key.clone(), result.to_stored());
+                    match self.inner.store.commit(&thread, commit).await {
+                        Ok(_) => {
+                            self.stop(scope, &run_id);
+                            Ok(result)
                         }
-                    }
-                    None => {
-                        let result = json!({"type": "stopped", "run_id": run_id, "stopped": false});
-                        Ok(self
-                            .inner
-                            .store
-                            .record_command(&key, result.clone())
-                            .await?
-                            .unwrap_or(result))
+                        Err(e) => Err(e.into()),
                     }
                 }
-            }
+                None => {
+                    let result = CommandResult::Stopped {
+                        run_id,
+                        stopped: false,
+                    };
+                    match self
+                        .inner
+                        .store
+                        .record_command(&key, result.to_stored())
+                        .await?
+                    {
+                        Some(earlier) => CommandResult::from_stored(earlier),
+                        None => Ok(result),
+                    }
+                }
+            },
         };
         match outcome {
             Ok(result) => Ok(result),
             Err(e) if e.is_duplicate_command() => {
-                let remembered = self.inner.store.command_result(&key).await?;
+                let remembered = self.remembered(&key).await?;
                 if let Some(result) = &remembered {
                     self.follow_up(scope, result).await?;
                 }
-                Ok(remembered
-                    .unwrap_or_else(|| rejected(RunnerErrorKind::InvalidState, e.message())))
+                Ok(remembered.unwrap_or_else(|| {
+                    CommandResult::rejected(RunnerErrorKind::InvalidState, e.message())
+                }))
             }
             Err(e) if e.kind() == RunnerErrorKind::Store => Err(e),
-            Err(e) => Ok(rejected(e.kind(), e.message())),
+            Err(e) => Ok(CommandResult::rejected(e.kind(), e.message())),
+        }
+    }
+
+    /// The result remembered for the command `key`, if it was carried out.
+    pub async fn remembered(&self, key: &CommandKey) -> RunnerResult<Option<CommandResult>> {
+        match self.inner.store.command_result(key).await? {
+            Some(value) => CommandResult::from_stored(value).map(Some),
+            None => Ok(None),
         }
     }
 }
@@ -633,18 +607,16 @@ impl Runner {
     /// After a command found carried out already: a posted message whose run
     /// may have been abandoned (its runner died) gets its thread taken up, now
     /// or once the dead claim lapses, so the work is done (ADR 0252).
-    pub(super) async fn follow_up(&self, scope: &Scope, remembered: &Value) -> RunnerResult<()> {
-        if remembered["type"] == "posted"
-            && let Some(thread) = remembered["thread"].as_str()
-        {
-            self.inner.take(&scope.thread(thread), None).await?;
+    pub(super) async fn follow_up(
+        &self,
+        scope: &Scope,
+        remembered: &CommandResult,
+    ) -> RunnerResult<()> {
+        if let CommandResult::Posted { thread, .. } = remembered {
+            self.inner.take(&scope.thread(thread.clone()), None).await?;
         }
         Ok(())
     }
-}
-
-fn rejected(kind: RunnerErrorKind, message: &str) -> Value {
-    json!({"type": "rejected", "kind": kind.as_str(), "message": message})
 }
 
 impl RunnerError {

@@ -32,6 +32,20 @@ impl RunnerErrorKind {
             RunnerErrorKind::Store => "store",
         }
     }
+
+    /// The kind named `name` ([`as_str`](Self::as_str)'s inverse).
+    pub fn from_name(name: &str) -> Option<Self> {
+        [
+            RunnerErrorKind::IdInUse,
+            RunnerErrorKind::NotFound,
+            RunnerErrorKind::InvalidState,
+            RunnerErrorKind::InvalidArgument,
+            RunnerErrorKind::Closed,
+            RunnerErrorKind::Store,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == name)
+    }
 }
 
 /// An error from a [`Runner`](super::Runner) call.

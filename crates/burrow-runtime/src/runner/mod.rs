@@ -33,6 +33,7 @@ mod approval;
 mod ask;
 mod carry;
 mod claim;
+mod command;
 mod config;
 mod durable;
 mod engine;
@@ -50,9 +51,10 @@ mod turn;
 pub use ask::{ASK_USER, AskArgs, PendingRequest, RequestKind};
 pub use carry::Carried;
 pub use claim::DEFAULT_CLAIM_TTL;
+pub use command::{Command, CommandResult};
 pub use config::RunnerConfig;
 pub use durable::{NOT_RUN, OUTCOME_UNKNOWN, QUESTION_UNANSWERED};
-pub use engine::{ASKED, Command, Resumed, RunHandle, Runner, Sent, TAKEN, last_seen};
+pub use engine::{ASKED, Resumed, RunHandle, Runner, Sent, TAKEN, last_seen};
 pub use error::{RunnerError, RunnerErrorKind, RunnerResult};
 pub use live::{
     DEFAULT_LIVE_BUFFER, FanoutChannel, LiveChannel, LiveEvent, LiveFrame, NullChannel, emit_draft,

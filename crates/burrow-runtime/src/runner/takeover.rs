@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::FutureExt;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::time::Instant;
 
 use super::claim::{RenewError, keep_claim};
@@ -20,11 +20,12 @@ use crate::session::{
     ThreadStatus, ToolCallStatus, Trigger, Write,
 };
 
+use super::command::CommandResult;
 use super::engine::{
     ASKED, BusyGuard, DUPLICATE_WAIT, Explicit, Inner, RunHandle, Segment, TAKEN, new_id,
 };
 use super::ledger::{SegmentCommits, StoreLog};
-use crate::tools::ToolOutput;
+use crate::tool::ToolOutput;
 
 impl Inner {
     /// Posts a message (or notice) and moves `asked` to it in one commit.
@@ -209,13 +210,12 @@ impl Inner {
                         .all(|r| r.answer.is_none() == (r.spec.id == explicit.request_id)),
                     None => false,
                 };
-                let result = json!({
-                    "type": "answered",
-                    "run_id": explicit.run_id,
-                    "request_id": explicit.request_id,
-                    "resumed": resumed,
-                });
-                commit = commit.command(key, result);
+                let result = CommandResult::Answered {
+                    run_id: explicit.run_id.clone(),
+                    request_id: explicit.request_id.clone(),
+                    resumed,
+                };
+                commit = commit.command(key, result.to_stored());
             }
             commit = commit.write(Write::AnswerRequest {
                 run_id: explicit.run_id,

@@ -11,7 +11,8 @@ use burrow_runtime::agent::{Agent, Outcome};
 use burrow_runtime::message::{AssistantPart, Message};
 use burrow_runtime::model::{ScriptedModel, ScriptedResponse};
 use burrow_runtime::runner::{
-    Command, LiveEvent, OUTCOME_UNKNOWN, Runner, RunnerConfig, RunnerErrorKind, last_seen,
+    Command, CommandResult, LiveEvent, OUTCOME_UNKNOWN, Runner, RunnerConfig, RunnerErrorKind,
+    last_seen,
 };
 use burrow_runtime::session::{
     Checkpoint, Claim, ClaimAttempt, CommandKey, Commit, Committed, Event, HistoryEntry,
@@ -893,7 +894,10 @@ async fn a_command_is_carried_out_once_when_two_deliveries_race_and_on_every_ret
     second.release(false);
     let (one, two) = (one.await.unwrap().unwrap(), two.await.unwrap().unwrap());
     assert_eq!(one, two);
-    assert_eq!(one["type"], "posted");
+    assert!(
+        matches!(&one, CommandResult::Posted { thread, .. } if thread == "t1"),
+        "{one:?}"
+    );
     // A retry with another payload gets the first result and does nothing.
     let retry = a
         .execute(&s, "alice", send("DIFFERENT"), "c1")
@@ -918,7 +922,16 @@ async fn a_command_is_carried_out_once_when_two_deliveries_race_and_on_every_ret
     assert!(texts.contains(&"hi".to_owned()));
     // A bad id is a rejection, not remembered.
     let bad = a.execute(&s, "alice", send("x"), "").await.unwrap();
-    assert_eq!(bad["type"], "rejected");
+    assert!(
+        matches!(
+            &bad,
+            CommandResult::Rejected {
+                kind: RunnerErrorKind::InvalidArgument,
+                ..
+            }
+        ),
+        "{bad:?}"
+    );
     // Stopping nothing is remembered too.
     let stop = a
         .execute(
@@ -931,7 +944,13 @@ async fn a_command_is_carried_out_once_when_two_deliveries_race_and_on_every_ret
         )
         .await
         .unwrap();
-    assert_eq!(stop["stopped"], false);
+    assert_eq!(
+        stop,
+        CommandResult::Stopped {
+            run_id: "r9".into(),
+            stopped: false
+        }
+    );
 }
 
 async fn a_duplicate_answer_delivered_at_once_is_carried_out_once(fx: Fixture) {
@@ -984,8 +1003,14 @@ async fn a_duplicate_answer_delivered_at_once_is_carried_out_once(fx: Fixture) {
     second.release(false);
     let (one, two) = (one.await.unwrap().unwrap(), two.await.unwrap().unwrap());
     assert_eq!(one, two, "the duplicate gets the remembered result");
-    assert_eq!(one["type"], "answered");
-    assert_eq!(one["resumed"], true);
+    assert_eq!(
+        one,
+        CommandResult::Answered {
+            run_id: run.run_id().to_owned(),
+            request_id: request.clone(),
+            resumed: true
+        }
+    );
     a.drain().await;
     b.drain().await;
     let done = fx.store.run(&s, run.run_id()).await.unwrap().unwrap();
@@ -1013,7 +1038,14 @@ async fn a_duplicate_answer_delivered_at_once_is_carried_out_once(fx: Fixture) {
         sender: "alice".into(),
         command_id: "a1".into(),
     };
-    assert_eq!(fx.store.command_result(&key).await.unwrap(), Some(one));
+    assert_eq!(a.remembered(&key).await.unwrap(), Some(one.clone()));
+    // The store keeps it in the JSON form it has always had.
+    assert_eq!(
+        fx.store.command_result(&key).await.unwrap(),
+        Some(
+            json!({"type": "answered", "run_id": run.run_id(), "request_id": request, "resumed": true})
+        )
+    );
 }
 
 async fn a_retried_command_whose_run_was_abandoned_takes_the_thread_over_and_does_the_work(
@@ -1061,7 +1093,10 @@ async fn a_retried_command_whose_run_was_abandoned_takes_the_thread_over_and_doe
     fx.clock.advance(Duration::from_secs(1));
     assert_eq!(
         runner.execute(&s, "alice", send, "c1").await.unwrap(),
-        result
+        CommandResult::Posted {
+            thread: "t1".into(),
+            message_id: "m1".into()
+        }
     );
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
