@@ -20,7 +20,7 @@ use burrow_runtime::runner::{
 };
 use burrow_runtime::session::{
     Answer, CommandKey, MemoryStore, RequestKind, RunRecord, RunStatus, Scope, SessionStore,
-    SqliteStore, ThreadKey,
+    ThreadKey,
 };
 use serde_json::{Value, json};
 
@@ -300,9 +300,7 @@ pub async fn open_store(spec: &str) -> Result<Arc<dyn SessionStore>, Refused> {
                 "the session sqlite: names no file; give sqlite:FILE.db",
             ));
         }
-        return SqliteStore::open(path)
-            .map(|s| Arc::new(s) as Arc<dyn SessionStore>)
-            .map_err(|e| Refused::usage(format!("the session store cannot be opened: {e}")));
+        return open_sqlite(path);
     }
     if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
         return open_postgres(spec).await;
@@ -311,6 +309,20 @@ pub async fn open_store(spec: &str) -> Result<Arc<dyn SessionStore>, Refused> {
         "{} is not a session burrow knows: give sqlite:FILE.db, postgres://... or memory:",
         display::name(spec)
     )))
+}
+
+#[cfg(feature = "sqlite")]
+fn open_sqlite(path: &str) -> Result<Arc<dyn SessionStore>, Refused> {
+    burrow_runtime::session::SqliteStore::open(path)
+        .map(|s| Arc::new(s) as Arc<dyn SessionStore>)
+        .map_err(|e| Refused::usage(format!("the session store cannot be opened: {e}")))
+}
+
+#[cfg(not(feature = "sqlite"))]
+fn open_sqlite(_path: &str) -> Result<Arc<dyn SessionStore>, Refused> {
+    Err(Refused::usage(
+        "SQLite sessions are not built into this burrow (rebuild burrow-agent-cli with its `sqlite` feature)",
+    ))
 }
 
 #[cfg(feature = "postgres")]

@@ -37,9 +37,14 @@
 //! - `mcp`: [`mcp::serve_stdio`], an MCP server over stdio (the official
 //!   `rmcp` SDK) that offers a [`tool::ToolRegistry`] to any MCP client. Costs:
 //!   rmcp and tokio's `io-std`.
+//! - `sqlite`: [`session::SqliteStore`], the session store in one SQLite
+//!   file. Costs: rusqlite with SQLite compiled from C (bundled), so a user
+//!   without SQLite does not build it. The memory store needs no feature.
 //! - `postgres`: [`session::PostgresStore`], the session store in PostgreSQL
-//!   (tokio-postgres). Costs: tokio-postgres and tokio's `net`. The memory
-//!   and SQLite session stores need no feature.
+//!   (tokio-postgres). Costs: tokio-postgres and tokio's `net`.
+//! - `conformance`: [`session::conformance`] and
+//!   [`session_conformance_suite!`], the scenarios every session store
+//!   passes, for another crate's store to run in its tests. Costs: nothing.
 //! - `otel`: `otel::layer`, a `tracing_subscriber` layer exporting the
 //!   runtime's spans to an OpenTelemetry tracer provider, each turn its own
 //!   trace; and `otel::metrics` with `agent::Agent::with_metrics`, the

@@ -55,7 +55,8 @@
 //!   mutation, tenants, effect keys, quotas, safe with several processes.
 //!   Builders, options and quotas are in [`sqlite`]. Costs: rusqlite with a
 //!   **bundled SQLite compiled from C** (a C compiler at build time, the
-//!   slowest feature to build), tokio (`rt`), jiff, serde_json.
+//!   slowest feature to build), tokio (`rt`), jiff, serde_json. With
+//!   `runtime`, also the SQLite session store (`runtime::session::SqliteStore`).
 //! - `object-store`: [`ObjectStoreBackend`] over any store of the
 //!   `object_store` crate (in-memory and local-folder stores included):
 //!   directories are key prefixes, every change a conditional put, tenants

@@ -30,21 +30,25 @@
 //!
 //! # Stores
 //! - [`MemoryStore`]: in the process, for tests and short-lived runners.
-//! - [`SqliteStore`]: one file, WAL, one transaction per commit, blocking work
-//!   off the async runtime; the default for anything durable.
+//! - `SqliteStore` (feature `sqlite`): one file, WAL, one transaction per
+//!   commit, blocking work off the async runtime; the default for anything
+//!   durable.
 //! - `PostgresStore` (feature `postgres`): tokio-postgres, for runners on
 //!   several machines; the thread's row is locked (`SELECT ... FOR UPDATE`) for
 //!   each commit and claim change.
 //!
-//! Every store passes the same scenarios, [`conformance`].
+//! Every store passes the same scenarios: `conformance` (feature
+//! `conformance`), which another crate's store runs in its own tests.
 
 mod clock;
+#[cfg(feature = "conformance")]
 pub mod conformance;
 mod error;
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
 pub(crate) mod rules;
+#[cfg(feature = "sqlite")]
 mod sqlite;
 mod types;
 
@@ -58,6 +62,7 @@ pub use error::{StoreError, StoreErrorKind, StoreResult};
 pub use memory::MemoryStore;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresOptions, PostgresStore};
+#[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteOptions, SqliteStore};
 pub use types::{
     Answer, Checkpoint, Claim, ClaimAttempt, CommandKey, CommandRecord, Commit, Committed,
