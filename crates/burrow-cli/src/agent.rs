@@ -68,6 +68,8 @@ pub struct Config {
     subagent_note: Option<String>,
     /// Notes for stderr (settings that name hooks burrow does not run).
     notes: Vec<String>,
+    /// How the agent compacts its history (`--compact-at`, `--compact-keep`).
+    compaction: burrow_runtime::compaction::CompactionConfig,
 }
 
 impl Config {
@@ -100,6 +102,7 @@ impl Config {
             task_claim_ttl: burrow_runtime::runner::DEFAULT_CLAIM_TTL,
             subagent_note,
             notes,
+            compaction: burrow_runtime::compaction::CompactionConfig::default(),
         })
     }
 
@@ -202,6 +205,30 @@ impl Config {
         self.memory = memory;
         self
     }
+
+    /// The same configuration compacting past `at` tokens (`--compact-at`;
+    /// `None`: the model's default) and keeping `keep` messages (`--compact-keep`).
+    pub fn with_compaction(mut self, at: Option<u64>, keep: Option<u32>) -> Self {
+        let mut config = burrow_runtime::compaction::CompactionConfig::default();
+        if let Some(at) = at {
+            config = config.with_threshold(at);
+        }
+        if let Some(keep) = keep {
+            config = config.with_keep_messages(usize::try_from(keep).unwrap_or(usize::MAX));
+        }
+        self.compaction = config;
+        self
+    }
+
+    /// The model, for a compaction by hand.
+    pub fn model(&self) -> Arc<dyn Model> {
+        self.model.clone()
+    }
+
+    /// The hooks of the settings, for a compaction by hand.
+    pub fn hooks(&self) -> &Hooks {
+        &self.hooks
+    }
 }
 
 impl Config {
@@ -251,7 +278,8 @@ impl Config {
         let mut agent = Agent::new(self.model)
             .with_tools(tools)
             .with_hooks(hooks.clone())
-            .with_max_turns(self.max_turns);
+            .with_max_turns(self.max_turns)
+            .with_compaction(self.compaction);
         if self.todos {
             agent = burrow_runtime::todos::with_todos(agent);
         }
@@ -846,6 +874,23 @@ pub(crate) fn agent_event(event: LiveEvent) -> Option<AgentEvent> {
             kind,
             reason,
         },
+        LiveEvent::Compacted {
+            trigger,
+            summarised,
+            kept,
+            tokens_before,
+            summary,
+        } => AgentEvent::Compacted {
+            trigger,
+            summarised,
+            kept,
+            tokens_before,
+            summary,
+        },
+        LiveEvent::CompactionFailed { reason, message } => {
+            AgentEvent::CompactionFailed { reason, message }
+        }
+        LiveEvent::CompactionBlocked { reason } => AgentEvent::CompactionBlocked { reason },
         _ => return None,
     })
 }
@@ -1027,6 +1072,27 @@ impl Printer {
                     "ok".to_owned()
                 };
                 let line = format!("burrow: tool {name} {}: {outcome}", summary(&arguments));
+                pipe::err(format!("{}\n", display::sentence(&line)).into_bytes()).await;
+            }
+            AgentEvent::Compacted {
+                summarised, kept, ..
+            } => {
+                self.end_text_line().await;
+                let line = format!(
+                    "burrow: compacted the history: {} summarised, the last {} kept",
+                    count(summarised, "message"),
+                    count(kept, "message")
+                );
+                pipe::err(format!("{}\n", display::sentence(&line)).into_bytes()).await;
+            }
+            AgentEvent::CompactionFailed { message, .. } => {
+                self.end_text_line().await;
+                let line = format!("burrow: compaction failed, the run goes on uncompacted: {message}");
+                pipe::err(format!("{}\n", display::sentence(&line)).into_bytes()).await;
+            }
+            AgentEvent::CompactionBlocked { reason } => {
+                self.end_text_line().await;
+                let line = format!("burrow: a PreCompact hook blocked the compaction: {reason}");
                 pipe::err(format!("{}\n", display::sentence(&line)).into_bytes()).await;
             }
             // Thinking is not the answer; usage is summed in the closing line.

@@ -379,6 +379,17 @@ pub enum Command {
         /// Most characters of the skill listing in each request's instructions.
         #[arg(long, value_name = "CHARS", default_value_t = 16_000)]
         skill_listing_chars: usize,
+        /// Compact the history when a request's estimated input would pass TOKENS: the older
+        /// part is summarised by the model and replaced, in what it reads, by the summary, the
+        /// todos and the last instruction (the thread keeps every message). Default: 85% of the
+        /// model's context window when burrow knows it, else 170000.
+        #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
+        compact_at: Option<u64>,
+        /// How many of the last messages a compaction keeps verbatim (more when a tool call's
+        /// results would be cut from it).
+        #[arg(long, value_name = "N", default_value_t = 6,
+              value_parser = clap::value_parser!(u32).range(1..=1000))]
+        compact_keep: u32,
         /// Subagents: DIR/*.md in Claude Code's agent form (frontmatter name, description,
         /// optional tools and model; the body is the instructions). The agent gets `task`.
         #[arg(long, value_name = "DIR")]
@@ -466,6 +477,34 @@ pub enum ThreadCommand {
         #[arg(long, value_name = "SECONDS", default_value_t = 30,
               value_parser = clap::value_parser!(u64).range(1..=86400))]
         claim_ttl: u64,
+    },
+    /// Compact the thread's history now: the model summarises the older part and the next
+    /// run reads the summary, the todos, the last instruction and the last messages in its
+    /// place (the history keeps every message). The thread must be idle.
+    Compact {
+        /// The thread.
+        id: String,
+        /// What the summary should keep or stress, added to burrow's summary instructions.
+        #[arg(long, value_name = "TEXT")]
+        instructions: Option<String>,
+        /// The session: sqlite:FILE.db, postgres://... or memory: (per process).
+        #[arg(long, value_name = "SESSION")]
+        session: String,
+        /// The model that writes the summary (as for `burrow run`); by default the one the
+        /// thread's last run was started with.
+        #[arg(long, value_name = "MODEL")]
+        model: Option<String>,
+        /// Hooks (PreCompact) in Claude Code's settings form; by default the last run's own.
+        #[arg(long, value_name = "FILE")]
+        settings: Option<PathBuf>,
+        /// How many of the last messages stay verbatim.
+        #[arg(long, value_name = "N", default_value_t = 6,
+              value_parser = clap::value_parser!(u32).range(1..=1000))]
+        keep: u32,
+        /// How long the summary request waits for the provider to start answering.
+        #[arg(long, value_name = "SECONDS", default_value_t = 600,
+              value_parser = clap::value_parser!(u64).range(1..=86400))]
+        request_timeout: u64,
     },
     /// Stop the thread's run, in whichever process runs it, and wait until it has ended.
     Stop {
