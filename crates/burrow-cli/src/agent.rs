@@ -1087,7 +1087,8 @@ impl Printer {
             }
             AgentEvent::CompactionFailed { message, .. } => {
                 self.end_text_line().await;
-                let line = format!("burrow: compaction failed, the run goes on uncompacted: {message}");
+                let line =
+                    format!("burrow: compaction failed, the run goes on uncompacted: {message}");
                 pipe::err(format!("{}\n", display::sentence(&line)).into_bytes()).await;
             }
             AgentEvent::CompactionBlocked { reason } => {

@@ -174,6 +174,17 @@ description, ...; the body is the instructions) from this machine (mounted at
 the listing); the agent gets skill ({\"name\"}), which returns a skill's instructions and resource
 paths. A bad skill or a second of one name is a warning (a skill_error event with --json).
 
+--compact-at TOKENS / --compact-keep N: before a request whose estimated input (the last
+reported usage plus 4 characters a token for what came since) passes TOKENS (default 85% of the
+model's context window when burrow knows it, else 170000), the model summarises the older history
+in a request of its own and then reads the summary, its todo list and the last instruction
+(verbatim) and the last N messages (6; a tool call is never kept without its results). The
+history keeps every message: `burrow thread show` lists the compaction, a later run of the thread
+reads the compacted view, `burrow thread compact ID` compacts by hand. PreCompact hooks (trigger
+auto or manual, custom_instructions) run first; exit 2 blocks it. --json: compacted (trigger,
+summarised, kept, tokens_before, summary), compaction_blocked (reason), compaction_failed
+(reason, message: the run goes on uncompacted).
+
 --agents DIR: subagents from DIR/*.md, Claude Code's agent files: a frontmatter between --- lines
 with name, description, optional tools (a comma list of file tools; default all) and model (a
 model spec as for --model, a scripted: file relative to DIR; default the parent's), then the

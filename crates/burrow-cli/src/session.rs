@@ -1188,12 +1188,14 @@ pub async fn compact(
                 kind: e.kind.as_str(),
                 message: e.message,
             })?;
-        let commit = Commit::new().fenced(claim.fence()).write(Write::AppendHistory {
-            run_id: None,
-            items: vec![HistoryItem::Message {
-                message: Message::Compaction(entry.clone()),
-            }],
-        });
+        let commit = Commit::new()
+            .fenced(claim.fence())
+            .write(Write::AppendHistory {
+                run_id: None,
+                items: vec![HistoryItem::Message {
+                    message: Message::Compaction(entry.clone()),
+                }],
+            });
         store.commit(&key, commit).await?;
         Ok(entry)
     }

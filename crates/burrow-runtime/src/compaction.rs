@@ -386,7 +386,8 @@ Keep paths, names, numbers, identifiers and error messages exact. Leave out plea
 /// The summary request's closing user message, with `instructions` (the
 /// user's or a hook's) after it when given.
 fn summary_prompt(instructions: Option<&str>) -> String {
-    let mut text = "Write the handover notes for the conversation above, as your instructions say.".to_owned();
+    let mut text =
+        "Write the handover notes for the conversation above, as your instructions say.".to_owned();
     if let Some(extra) = instructions.map(str::trim).filter(|s| !s.is_empty()) {
         text.push_str("\n\nFollow these instructions for the notes too:\n");
         text.push_str(extra);
@@ -655,7 +656,10 @@ mod tests {
         let Message::ToolResult(r) = bounded(&long) else {
             panic!("a result stays a result");
         };
-        assert!(r.content.ends_with("[... 10 more characters, not shown to the summary]"));
+        assert!(
+            r.content
+                .ends_with("[... 10 more characters, not shown to the summary]")
+        );
     }
 
     /// A turn of a generated history.

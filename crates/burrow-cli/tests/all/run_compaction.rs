@@ -116,10 +116,9 @@ fn assert_paired(body: &Value) {
         match *what {
             "call" => open.push(id.clone()),
             _ => {
-                let at = open
-                    .iter()
-                    .position(|c| c == id)
-                    .unwrap_or_else(|| panic!("the result of {id} has no call before it: {body:#}"));
+                let at = open.iter().position(|c| c == id).unwrap_or_else(|| {
+                    panic!("the result of {id} has no call before it: {body:#}")
+                });
                 open.remove(at);
             }
         }
@@ -145,7 +144,10 @@ fn compacts_and_sends_the_summary(model: &str, answer: Answer) {
     let summary = body(&server, 3);
     let text = summary.to_string();
     assert!(text.contains("handover notes"), "{summary:#}");
-    assert!(text.contains("call_w") && !text.contains("call_r"), "{summary:#}");
+    assert!(
+        text.contains("call_w") && !text.contains("call_r"),
+        "{summary:#}"
+    );
     assert!(tool_choice_none(&summary), "{summary:#}");
     assert_paired(&summary);
 
@@ -155,7 +157,10 @@ fn compacts_and_sends_the_summary(model: &str, answer: Answer) {
     assert!(text.contains("SUMMARY-TEXT"), "{next:#}");
     assert!(text.contains("[*] Read the big file"), "{next:#}");
     assert!(text.contains(PROMPT), "{next:#}");
-    assert!(!text.contains("call_t") && !text.contains("call_w"), "{next:#}");
+    assert!(
+        !text.contains("call_t") && !text.contains("call_w"),
+        "{next:#}"
+    );
     assert!(text.contains("call_r"), "{next:#}");
     assert_paired(&next);
     assert!(!tool_choice_none(&next));
@@ -274,7 +279,12 @@ fn a_resumed_session_run_reads_the_compacted_view_and_thread_compact_compacts_by
     let out = run(dir.path(), &server, model, &session);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert_eq!(server.request_count(), 5);
-    assert_eq!(of_type(&events(&out), "compacted").len(), 1, "{}", out.stdout);
+    assert_eq!(
+        of_type(&events(&out), "compacted").len(),
+        1,
+        "{}",
+        out.stdout
+    );
 
     // A second run of the thread, in another process: it reads the compacted view.
     let second = ReplayServer::start(vec![answer(Some("Again.\n"), None)]);
@@ -283,15 +293,28 @@ fn a_resumed_session_run_reads_the_compacted_view_and_thread_compact_compacts_by
         &second,
         Some(KEY),
         &[
-            "run", "and now PROMPT-2", "--model", model, "--todos", "--session", &spec,
-            "--thread", "t1",
+            "run",
+            "and now PROMPT-2",
+            "--model",
+            model,
+            "--todos",
+            "--session",
+            &spec,
+            "--thread",
+            "t1",
         ],
     );
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     let resumed = body(&second, 0);
     let text = resumed["messages"].to_string();
-    assert!(text.contains("SUMMARY-TEXT") && text.contains("PROMPT-2"), "{resumed:#}");
-    assert!(text.contains("call_r") && !text.contains("call_w"), "{resumed:#}");
+    assert!(
+        text.contains("SUMMARY-TEXT") && text.contains("PROMPT-2"),
+        "{resumed:#}"
+    );
+    assert!(
+        text.contains("call_r") && !text.contains("call_w"),
+        "{resumed:#}"
+    );
     assert_paired(&resumed);
 
     // The store kept every message, and shows the compaction.
@@ -302,10 +325,15 @@ fn a_resumed_session_run_reads_the_compacted_view_and_thread_compact_compacts_by
         &["thread", "show", "t1", "--session", &spec],
     );
     assert_eq!(show.code, 0, "{}", show.stderr);
-    assert!(show.stdout.contains("[calls write_file]"), "{}", show.stdout);
     assert!(
+        show.stdout.contains("[calls write_file]"),
+        "{}",
         show.stdout
-            .contains("compaction (auto): 5 messages summarised, the last 2 kept; summary: SUMMARY-TEXT"),
+    );
+    assert!(
+        show.stdout.contains(
+            "compaction (auto): 5 messages summarised, the last 2 kept; summary: SUMMARY-TEXT"
+        ),
         "{}",
         show.stdout
     );
@@ -317,14 +345,25 @@ fn a_resumed_session_run_reads_the_compacted_view_and_thread_compact_compacts_by
         &third,
         Some(KEY),
         &[
-            "--json", "thread", "compact", "t1", "--session", &spec, "--keep", "2",
-            "--instructions", "STRESS-THIS",
+            "--json",
+            "thread",
+            "compact",
+            "t1",
+            "--session",
+            &spec,
+            "--keep",
+            "2",
+            "--instructions",
+            "STRESS-THIS",
         ],
     );
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     let asked = body(&third, 0);
     let text = asked.to_string();
-    assert!(text.contains("STRESS-THIS") && text.contains("SUMMARY-TEXT"), "{asked:#}");
+    assert!(
+        text.contains("STRESS-THIS") && text.contains("SUMMARY-TEXT"),
+        "{asked:#}"
+    );
     assert!(text.contains("handover notes"));
     assert_paired(&asked);
     let said: Value = serde_json::from_str(out.stdout.trim()).unwrap();

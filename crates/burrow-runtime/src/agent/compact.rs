@@ -26,13 +26,7 @@ impl Tracker {
     /// request's reported tokens (its answer included) plus the characters
     /// added since over four; without a reported count, every character of
     /// the request over four.
-    fn estimate(
-        &self,
-        total: &Usage,
-        history: &[Message],
-        system: &str,
-        agent: &Agent,
-    ) -> u64 {
+    fn estimate(&self, total: &Usage, history: &[Message], system: &str, agent: &Agent) -> u64 {
         let previous = Usage {
             input_tokens: since(total.input_tokens, self.seen.input_tokens),
             output_tokens: since(total.output_tokens, self.seen.output_tokens),
