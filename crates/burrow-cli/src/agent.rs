@@ -70,6 +70,8 @@ pub struct Config {
     notes: Vec<String>,
     /// How the agent compacts its history (`--compact-at`, `--compact-keep`).
     compaction: burrow_runtime::compaction::CompactionConfig,
+    /// Tool results past this many characters are spilled (`--large-result-tokens` × 4).
+    large_result_chars: Option<usize>,
 }
 
 impl Config {
@@ -103,6 +105,7 @@ impl Config {
             subagent_note,
             notes,
             compaction: burrow_runtime::compaction::CompactionConfig::default(),
+            large_result_chars: None,
         })
     }
 
@@ -220,6 +223,17 @@ impl Config {
         self
     }
 
+    /// The same configuration spilling tool results estimated past `tokens`
+    /// (`--large-result-tokens`; `None`: the file tools' default).
+    pub fn with_large_result_tokens(mut self, tokens: Option<u32>) -> Self {
+        self.large_result_chars = tokens.map(|t| {
+            usize::try_from(t)
+                .unwrap_or(usize::MAX)
+                .saturating_mul(burrow_runtime::compaction::CHARS_PER_TOKEN as usize)
+        });
+        self
+    }
+
     /// The model, for a compaction by hand.
     pub fn model(&self) -> Arc<dyn Model> {
         self.model.clone()
@@ -257,7 +271,11 @@ impl Config {
     ) -> (Agent, Settle) {
         let mut tools = ToolRegistry::new();
         let memory_ctx = ctx.clone();
-        for tool in file_tools(opened.backend.clone(), ctx, ToolConfig::default()) {
+        let mut tool_config = ToolConfig::default();
+        if let Some(chars) = self.large_result_chars {
+            tool_config.large_result_chars = chars;
+        }
+        for tool in file_tools(opened.backend.clone(), ctx, tool_config) {
             tools.add_arc(tool);
         }
         // Children of `task` get the file tools; the memory is the parent's.

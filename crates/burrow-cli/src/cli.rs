@@ -396,6 +396,11 @@ pub enum Command {
         /// model's context window when burrow knows it, else 170000.
         #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
         compact_at: Option<u64>,
+        /// Tool results estimated past TOKENS (4 characters a token) are saved under
+        /// /.burrow/large_results/ and replaced by a preview and the file's path.
+        #[arg(long, value_name = "TOKENS", default_value_t = 20_000,
+              value_parser = clap::value_parser!(u32).range(100..=10_000_000))]
+        large_result_tokens: u32,
         /// How many of the last messages a compaction keeps verbatim (more when a tool call's
         /// results would be cut from it).
         #[arg(long, value_name = "N", default_value_t = 6,

@@ -431,11 +431,13 @@ async fn run_setup(cli: &Cli) -> io::Result<Result<Option<session::Setup>, Exit>
             task_max_turns,
             compact_at,
             compact_keep,
+            large_result_tokens,
             ..
         } => Ok(Ok(Some(
             session::Setup::given(model, settings.as_deref(), *max_turns, *todos)
                 .with_memory(*memory)
                 .with_compaction(*compact_at, Some(*compact_keep))
+                .with_large_result_tokens(Some(*large_result_tokens))
                 .with_tasks(agents.as_deref(), *max_task_depth, *task_max_turns),
         ))),
         cli::Command::Thread(cli::ThreadCommand::Answer {
@@ -457,6 +459,7 @@ async fn run_setup(cli: &Cli) -> io::Result<Result<Option<session::Setup>, Exit>
                 task_max_turns: None,
                 compact_at: None,
                 compact_keep: None,
+                large_result_tokens: None,
             };
             // Always read the run's record: what no flag can say (`--todos`) comes from it.
             let args = session::SessionArgs {

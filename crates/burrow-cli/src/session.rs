@@ -46,6 +46,7 @@ const TASK_DEPTH_LABEL: &str = "burrow.max_task_depth";
 const TASK_TURNS_LABEL: &str = "burrow.task_max_turns";
 const COMPACT_AT_LABEL: &str = "burrow.compact_at";
 const COMPACT_KEEP_LABEL: &str = "burrow.compact_keep";
+const LARGE_RESULT_LABEL: &str = "burrow.large_result_tokens";
 /// The turn limit of a segment whose run recorded none (`burrow run`'s default).
 const DEFAULT_MAX_TURNS: u32 = 100;
 
@@ -86,6 +87,8 @@ pub struct Setup {
     pub compact_at: Option<u64>,
     /// The messages a compaction keeps (`--compact-keep`).
     pub compact_keep: Option<u32>,
+    /// Tool results past this many estimated tokens are spilled (`--large-result-tokens`).
+    pub large_result_tokens: Option<u32>,
 }
 
 impl Setup {
@@ -107,7 +110,14 @@ impl Setup {
             task_max_turns: None,
             compact_at: None,
             compact_keep: None,
+            large_result_tokens: None,
         }
+    }
+
+    /// The same setup spilling tool results past `tokens` (`--large-result-tokens`).
+    pub fn with_large_result_tokens(mut self, tokens: Option<u32>) -> Self {
+        self.large_result_tokens = tokens;
+        self
     }
 
     /// The same setup compacting past `at` tokens and keeping `keep` messages.
@@ -154,6 +164,7 @@ impl Setup {
                 .with_todos(self.todos)
                 .with_memory(self.memory)
                 .with_compaction(self.compact_at, self.compact_keep)
+                .with_large_result_tokens(self.large_result_tokens)
         })?
         .with_agents(
             self.agents.as_deref(),
@@ -178,6 +189,7 @@ impl Setup {
             task_max_turns: self.task_max_turns.or(recorded.task_max_turns),
             compact_at: self.compact_at.or(recorded.compact_at),
             compact_keep: self.compact_keep.or(recorded.compact_keep),
+            large_result_tokens: self.large_result_tokens.or(recorded.large_result_tokens),
         }
     }
 
@@ -204,6 +216,9 @@ impl Setup {
         if let Some(n) = self.compact_keep {
             labels.insert(COMPACT_KEEP_LABEL.to_owned(), n.to_string());
         }
+        if let Some(n) = self.large_result_tokens {
+            labels.insert(LARGE_RESULT_LABEL.to_owned(), n.to_string());
+        }
         if let Some(agents) = &self.agents {
             labels.insert(AGENTS_LABEL.to_owned(), agents.display().to_string());
             if let Some(n) = self.task_depth {
@@ -228,6 +243,7 @@ impl Setup {
             task_max_turns: labels.get(TASK_TURNS_LABEL).and_then(|n| n.parse().ok()),
             compact_at: labels.get(COMPACT_AT_LABEL).and_then(|n| n.parse().ok()),
             compact_keep: labels.get(COMPACT_KEEP_LABEL).and_then(|n| n.parse().ok()),
+            large_result_tokens: labels.get(LARGE_RESULT_LABEL).and_then(|n| n.parse().ok()),
         }
     }
 }

@@ -27,6 +27,12 @@ use crate::model::{Model, ModelRequest, ModelSettings, ToolChoice, ToolDefinitio
 /// Characters counted as one token by the estimates.
 pub const CHARS_PER_TOKEN: u64 = 4;
 
+/// Tool results estimated past this many tokens are saved to a file by the
+/// file tools ([`crate::ToolConfig::large_result_chars`] is this times
+/// [`CHARS_PER_TOKEN`]): the one setting of spilling, which a compaction
+/// relies on rather than adding a limit of its own.
+pub const DEFAULT_LARGE_RESULT_TOKENS: usize = 20_000;
+
 /// The threshold when the model's context window is not known (tokens).
 pub const DEFAULT_THRESHOLD: u64 = 170_000;
 

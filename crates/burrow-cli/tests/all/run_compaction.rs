@@ -406,3 +406,47 @@ fn thread_compact_of_a_missing_thread_is_refused() {
     assert_eq!(said["error"]["kind"], "not_found");
     assert_eq!(server.request_count(), 0);
 }
+
+#[cfg(feature = "openai")]
+#[test]
+fn large_result_tokens_is_the_one_spilling_setting() {
+    let answer: Answer = super::run_providers::chat;
+    let grep = json!({"pattern": "line", "path": "/big.txt", "output_mode": "content"});
+    let spilled = |tokens: &str| {
+        let dir = workspace();
+        let server = ReplayServer::start(vec![
+            answer(None, Some(("call_g", "grep", grep.clone()))),
+            answer(Some("Done.\n"), None),
+        ]);
+        let out = burrow(
+            dir.path(),
+            &server,
+            Some(KEY),
+            &[
+                "--json",
+                "run",
+                "grep",
+                "--model",
+                "openai:gpt-test",
+                "--large-result-tokens",
+                tokens,
+            ],
+        );
+        assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+        let result = of_type(&events(&out), "tool_result")[0]["content"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let saved = std::fs::read_dir(dir.path().join("work/.burrow/large_results"))
+            .map(|d| d.count())
+            .unwrap_or(0);
+        (result, saved)
+    };
+    // About 6,000 characters of matching lines: past 1,000 tokens (4,000 characters), not past 20,000.
+    let (result, saved) = spilled("1000");
+    assert!(result.contains("/.burrow/large_results/grep-"), "{result}");
+    assert_eq!(saved, 1);
+    let (result, saved) = spilled("20000");
+    assert!(!result.contains("large_results"), "{result}");
+    assert_eq!(saved, 0);
+}
