@@ -1200,7 +1200,12 @@ pub async fn compact(
         let (entry, _usage) = compaction::compact(model.as_ref(), &history, request)
             .await
             .map_err(|e| Refused {
-                exit: Exit::Failed,
+                // Nothing to compact is a refusal; a failed summary request, a failure.
+                exit: if e.kind == compaction::CompactionErrorKind::NothingToCompact {
+                    Exit::Refused
+                } else {
+                    Exit::Failed
+                },
                 kind: e.kind.as_str(),
                 message: e.message,
             })?;

@@ -450,3 +450,84 @@ fn large_result_tokens_is_the_one_spilling_setting() {
     assert!(!result.contains("large_results"), "{result}");
     assert_eq!(saved, 0);
 }
+
+#[cfg(feature = "anthropic")]
+#[test]
+fn a_short_thread_has_nothing_to_compact_and_stays_as_it_was() {
+    let answer: Answer = super::run_providers::anthropic;
+    let dir = workspace();
+    let spec = format!("sqlite:{}", dir.path().join("s.db").display());
+    let server = ReplayServer::start(vec![answer(Some("Hello.\n"), None)]);
+    let out = burrow(
+        dir.path(),
+        &server,
+        Some(KEY),
+        &[
+            "run",
+            "hi",
+            "--model",
+            "anthropic:claude-test",
+            "--session",
+            &spec,
+            "--thread",
+            "t1",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let show = |dir: &Path| {
+        burrow(
+            dir,
+            &server,
+            None,
+            &["--json", "thread", "show", "t1", "--session", &spec],
+        )
+        .stdout
+    };
+    let before = show(dir.path());
+    let out = burrow(
+        dir.path(),
+        &server,
+        Some(KEY),
+        &["--json", "thread", "compact", "t1", "--session", &spec],
+    );
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    let said: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    assert_eq!(said["error"]["kind"], "nothing_to_compact");
+    assert_eq!(server.request_count(), 1, "no summary request");
+    assert_eq!(show(dir.path()), before);
+}
+
+#[cfg(feature = "openai")]
+#[test]
+fn human_output_says_the_history_was_compacted() {
+    let answer: Answer = super::run_providers::chat;
+    let dir = workspace();
+    let mut replies = before(answer);
+    replies.push(answer(Some(SUMMARY), None));
+    replies.push(answer(Some("Done.\n"), None));
+    let server = ReplayServer::start(replies);
+    let out = burrow(
+        dir.path(),
+        &server,
+        Some(KEY),
+        &[
+            "run",
+            PROMPT,
+            "--model",
+            "openai:gpt-test",
+            "--todos",
+            "--compact-at",
+            "800",
+            "--compact-keep",
+            "2",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.lines().any(|l| l
+            == "burrow: compacted the history: 5 messages summarised, the last 2 messages kept"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.stdout, "Planning.\nDone.\n");
+}
