@@ -1,7 +1,9 @@
 //! The agent loop: `Agent` sends the history to its model, runs the answer's tool calls as one batch, and repeats until the model stops.
 //!
 //! The caller owns the history (`Vec<Message>`); a run appends to it and
-//! never copies it: each request borrows it. Whatever way a run ends, the
+//! never copies it: each request borrows it, until the history holds a
+//! compaction: then the request reads [`crate::compaction::view`], the
+//! compaction's text and the messages after its cut. Whatever way a run ends, the
 //! history it leaves is valid for the next run: every tool call has exactly
 //! one result, in call order, right after the answer that made it.
 //!
