@@ -192,3 +192,66 @@ async fn a_thread_keeps_its_compactions_and_its_next_run_reads_the_view(fx: Fixt
 }
 
 super::runner::on_every_store!(a_thread_keeps_its_compactions_and_its_next_run_reads_the_view);
+
+/// A model that reports 1,000 input and 10 output tokens for its first
+/// answer (a call of `small`, 400 characters back), then answers `done`;
+/// summaries are `S`.
+fn reporting_agent(threshold: u64) -> Agent {
+    use burrow_runtime::message::Usage;
+    let model = ScriptedModel::new(move |request| {
+        if request.system == SUMMARY_INSTRUCTIONS {
+            return Ok(ScriptedResponse::text("S"));
+        }
+        if request.messages.len() == 1 {
+            let mut answer = ScriptedResponse::calls().call("c1", "small", json!({}));
+            answer.usage = Some(Usage {
+                input_tokens: Some(1_000),
+                output_tokens: Some(10),
+                ..Usage::UNKNOWN
+            });
+            return Ok(answer);
+        }
+        Ok(ScriptedResponse::text("done"))
+    });
+    let mut tools = ToolRegistry::new();
+    tools.add(FnTool::new(
+        "small",
+        "Returns a little.",
+        |_: NoArgs, _| async { Ok(ToolOutput::ok("y".repeat(400))) },
+    ));
+    Agent::new(Arc::new(model))
+        .with_tools(tools)
+        .with_compaction(
+            CompactionConfig::default()
+                .with_threshold(threshold)
+                .with_keep_messages(2),
+        )
+}
+
+#[tokio::test]
+async fn the_estimate_is_the_last_reported_usage_plus_what_came_since() {
+    // 1,000 + 10 reported, plus the result since: (400 + "small" + "c1") / 4, rounded up.
+    let expected = 1_010 + (400u64 + 5 + 2).div_ceil(4);
+    for (threshold, compacts) in [(expected - 1, true), (expected, false)] {
+        let mut history = Vec::new();
+        let mut before = Vec::new();
+        let result = reporting_agent(threshold)
+            .run_with(
+                &mut history,
+                Some("go".into()),
+                RunOptions::default(),
+                &mut |e| {
+                    if let AgentEvent::Compacted { tokens_before, .. } = e {
+                        before.push(tokens_before);
+                    }
+                },
+            )
+            .await;
+        assert_eq!(result.outcome, Outcome::Completed);
+        if compacts {
+            assert_eq!(before, vec![Some(expected)], "threshold {threshold}");
+        } else {
+            assert!(before.is_empty(), "threshold {threshold}: {before:?}");
+        }
+    }
+}
