@@ -68,6 +68,10 @@ pub struct Config {
     subagent_note: Option<String>,
     /// Notes for stderr (settings that name hooks burrow does not run).
     notes: Vec<String>,
+    /// How the agent compacts its history (`--compact-at`, `--compact-keep`).
+    compaction: burrow_runtime::compaction::CompactionConfig,
+    /// Tool results past this many characters are spilled (`--large-result-tokens` × 4).
+    large_result_chars: Option<usize>,
 }
 
 impl Config {
@@ -100,6 +104,8 @@ impl Config {
             task_claim_ttl: burrow_runtime::runner::DEFAULT_CLAIM_TTL,
             subagent_note,
             notes,
+            compaction: burrow_runtime::compaction::CompactionConfig::default(),
+            large_result_chars: None,
         })
     }
 
@@ -202,6 +208,41 @@ impl Config {
         self.memory = memory;
         self
     }
+
+    /// The same configuration compacting past `at` tokens (`--compact-at`;
+    /// `None`: the model's default) and keeping `keep` messages (`--compact-keep`).
+    pub fn with_compaction(mut self, at: Option<u64>, keep: Option<u32>) -> Self {
+        let mut config = burrow_runtime::compaction::CompactionConfig::default();
+        if let Some(at) = at {
+            config = config.with_threshold(at);
+        }
+        if let Some(keep) = keep {
+            config = config.with_keep_messages(usize::try_from(keep).unwrap_or(usize::MAX));
+        }
+        self.compaction = config;
+        self
+    }
+
+    /// The same configuration spilling tool results estimated past `tokens`
+    /// (`--large-result-tokens`; `None`: the file tools' default).
+    pub fn with_large_result_tokens(mut self, tokens: Option<u32>) -> Self {
+        self.large_result_chars = tokens.map(|t| {
+            usize::try_from(t)
+                .unwrap_or(usize::MAX)
+                .saturating_mul(burrow_runtime::compaction::CHARS_PER_TOKEN as usize)
+        });
+        self
+    }
+
+    /// The model, for a compaction by hand.
+    pub fn model(&self) -> Arc<dyn Model> {
+        self.model.clone()
+    }
+
+    /// The hooks of the settings, for a compaction by hand.
+    pub fn hooks(&self) -> &Hooks {
+        &self.hooks
+    }
 }
 
 impl Config {
@@ -230,7 +271,11 @@ impl Config {
     ) -> (Agent, Settle) {
         let mut tools = ToolRegistry::new();
         let memory_ctx = ctx.clone();
-        for tool in file_tools(opened.backend.clone(), ctx, ToolConfig::default()) {
+        let mut tool_config = ToolConfig::default();
+        if let Some(chars) = self.large_result_chars {
+            tool_config.large_result_chars = chars;
+        }
+        for tool in file_tools(opened.backend.clone(), ctx, tool_config) {
             tools.add_arc(tool);
         }
         // Children of `task` get the file tools; the memory is the parent's.
@@ -251,7 +296,8 @@ impl Config {
         let mut agent = Agent::new(self.model)
             .with_tools(tools)
             .with_hooks(hooks.clone())
-            .with_max_turns(self.max_turns);
+            .with_max_turns(self.max_turns)
+            .with_compaction(self.compaction);
         if self.todos {
             agent = burrow_runtime::todos::with_todos(agent);
         }
@@ -846,6 +892,23 @@ pub(crate) fn agent_event(event: LiveEvent) -> Option<AgentEvent> {
             kind,
             reason,
         },
+        LiveEvent::Compacted {
+            trigger,
+            summarised,
+            kept,
+            tokens_before,
+            summary,
+        } => AgentEvent::Compacted {
+            trigger,
+            summarised,
+            kept,
+            tokens_before,
+            summary,
+        },
+        LiveEvent::CompactionFailed { reason, message } => {
+            AgentEvent::CompactionFailed { reason, message }
+        }
+        LiveEvent::CompactionBlocked { reason } => AgentEvent::CompactionBlocked { reason },
         _ => return None,
     })
 }
@@ -1027,6 +1090,28 @@ impl Printer {
                     "ok".to_owned()
                 };
                 let line = format!("burrow: tool {name} {}: {outcome}", summary(&arguments));
+                pipe::err(format!("{}\n", display::sentence(&line)).into_bytes()).await;
+            }
+            AgentEvent::Compacted {
+                summarised, kept, ..
+            } => {
+                self.end_text_line().await;
+                let line = format!(
+                    "burrow: compacted the history: {} summarised, the last {} kept",
+                    count(summarised, "message"),
+                    count(kept, "message")
+                );
+                pipe::err(format!("{}\n", display::sentence(&line)).into_bytes()).await;
+            }
+            AgentEvent::CompactionFailed { message, .. } => {
+                self.end_text_line().await;
+                let line =
+                    format!("burrow: compaction failed, the run goes on uncompacted: {message}");
+                pipe::err(format!("{}\n", display::sentence(&line)).into_bytes()).await;
+            }
+            AgentEvent::CompactionBlocked { reason } => {
+                self.end_text_line().await;
+                let line = format!("burrow: a PreCompact hook blocked the compaction: {reason}");
                 pipe::err(format!("{}\n", display::sentence(&line)).into_bytes()).await;
             }
             // Thinking is not the answer; usage is summed in the closing line.

@@ -174,6 +174,17 @@ description, ...; the body is the instructions) from this machine (mounted at
 the listing); the agent gets skill ({\"name\"}), which returns a skill's instructions and resource
 paths. A bad skill or a second of one name is a warning (a skill_error event with --json).
 
+--compact-at TOKENS / --compact-keep N: before a request whose estimated input (the last
+reported usage plus 4 characters a token for what came since) passes TOKENS (default 85% of the
+model's context window when burrow knows it, else 170000), the model summarises the older history
+in a request of its own and then reads the summary, its todo list and the last instruction
+(verbatim) and the last N messages (6; a tool call is never kept without its results). The
+history keeps every message: `burrow thread show` lists the compaction, a later run of the thread
+reads the compacted view, `burrow thread compact ID` compacts by hand. PreCompact hooks (trigger
+auto or manual, custom_instructions) run first; exit 2 blocks it. --json: compacted (trigger,
+summarised, kept, tokens_before, summary), compaction_blocked (reason), compaction_failed
+(reason, message: the run goes on uncompacted).
+
 --agents DIR: subagents from DIR/*.md, Claude Code's agent files: a frontmatter between --- lines
 with name, description, optional tools (a comma list of file tools; default all) and model (a
 model spec as for --model, a scripted: file relative to DIR; default the parent's), then the
@@ -379,6 +390,22 @@ pub enum Command {
         /// Most characters of the skill listing in each request's instructions.
         #[arg(long, value_name = "CHARS", default_value_t = 16_000)]
         skill_listing_chars: usize,
+        /// Compact the history when a request's estimated input would pass TOKENS: the older
+        /// part is summarised by the model and replaced, in what it reads, by the summary, the
+        /// todos and the last instruction (the thread keeps every message). Default: 85% of the
+        /// model's context window when burrow knows it, else 170000.
+        #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
+        compact_at: Option<u64>,
+        /// Tool results estimated past TOKENS (4 characters a token) are saved under
+        /// /.burrow/large_results/ and replaced by a preview and the file's path.
+        #[arg(long, value_name = "TOKENS", default_value_t = 20_000,
+              value_parser = clap::value_parser!(u32).range(100..=10_000_000))]
+        large_result_tokens: u32,
+        /// How many of the last messages a compaction keeps verbatim (more when a tool call's
+        /// results would be cut from it).
+        #[arg(long, value_name = "N", default_value_t = 6,
+              value_parser = clap::value_parser!(u32).range(1..=1000))]
+        compact_keep: u32,
         /// Subagents: DIR/*.md in Claude Code's agent form (frontmatter name, description,
         /// optional tools and model; the body is the instructions). The agent gets `task`.
         #[arg(long, value_name = "DIR")]
@@ -466,6 +493,34 @@ pub enum ThreadCommand {
         #[arg(long, value_name = "SECONDS", default_value_t = 30,
               value_parser = clap::value_parser!(u64).range(1..=86400))]
         claim_ttl: u64,
+    },
+    /// Compact the thread's history now: the model summarises the older part and the next
+    /// run reads the summary, the todos, the last instruction and the last messages in its
+    /// place (the history keeps every message). The thread must be idle.
+    Compact {
+        /// The thread.
+        id: String,
+        /// What the summary should keep or stress, added to burrow's summary instructions.
+        #[arg(long, value_name = "TEXT")]
+        instructions: Option<String>,
+        /// The session: sqlite:FILE.db, postgres://... or memory: (per process).
+        #[arg(long, value_name = "SESSION")]
+        session: String,
+        /// The model that writes the summary (as for `burrow run`); by default the one the
+        /// thread's last run was started with.
+        #[arg(long, value_name = "MODEL")]
+        model: Option<String>,
+        /// Hooks (PreCompact) in Claude Code's settings form; by default the last run's own.
+        #[arg(long, value_name = "FILE")]
+        settings: Option<PathBuf>,
+        /// How many of the last messages stay verbatim.
+        #[arg(long, value_name = "N", default_value_t = 6,
+              value_parser = clap::value_parser!(u32).range(1..=1000))]
+        keep: u32,
+        /// How long the summary request waits for the provider to start answering.
+        #[arg(long, value_name = "SECONDS", default_value_t = 600,
+              value_parser = clap::value_parser!(u64).range(1..=86400))]
+        request_timeout: u64,
     },
     /// Stop the thread's run, in whichever process runs it, and wait until it has ended.
     Stop {

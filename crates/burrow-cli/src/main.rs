@@ -429,10 +429,15 @@ async fn run_setup(cli: &Cli) -> io::Result<Result<Option<session::Setup>, Exit>
             agents,
             max_task_depth,
             task_max_turns,
+            compact_at,
+            compact_keep,
+            large_result_tokens,
             ..
         } => Ok(Ok(Some(
             session::Setup::given(model, settings.as_deref(), *max_turns, *todos)
                 .with_memory(*memory)
+                .with_compaction(*compact_at, Some(*compact_keep))
+                .with_large_result_tokens(Some(*large_result_tokens))
                 .with_tasks(agents.as_deref(), *max_task_depth, *task_max_turns),
         ))),
         cli::Command::Thread(cli::ThreadCommand::Answer {
@@ -452,6 +457,9 @@ async fn run_setup(cli: &Cli) -> io::Result<Result<Option<session::Setup>, Exit>
                 agents: None,
                 task_depth: None,
                 task_max_turns: None,
+                compact_at: None,
+                compact_keep: None,
+                large_result_tokens: None,
             };
             // Always read the run's record: what no flag can say (`--todos`) comes from it.
             let args = session::SessionArgs {
@@ -600,6 +608,31 @@ async fn thread_command(cli: &Cli) -> io::Result<Option<Exit>> {
         }
         cli::ThreadCommand::Prune { before, session } => {
             session::prune(&args(session), *before, cli.json).await
+        }
+        cli::ThreadCommand::Compact {
+            id,
+            instructions,
+            session,
+            model,
+            settings,
+            keep,
+            request_timeout,
+        } => {
+            let given = session::Setup {
+                model: model.clone(),
+                settings: settings.clone(),
+                ..session::Setup::default()
+            };
+            session::compact(
+                &args(session),
+                id,
+                given,
+                instructions.as_deref(),
+                *keep,
+                std::time::Duration::from_secs(*request_timeout),
+                cli.json,
+            )
+            .await
         }
         cli::ThreadCommand::Answer { .. } => return Ok(None),
     };

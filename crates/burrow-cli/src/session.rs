@@ -44,6 +44,9 @@ const MEMORY_LABEL: &str = "burrow.memory";
 const AGENTS_LABEL: &str = "burrow.agents";
 const TASK_DEPTH_LABEL: &str = "burrow.max_task_depth";
 const TASK_TURNS_LABEL: &str = "burrow.task_max_turns";
+const COMPACT_AT_LABEL: &str = "burrow.compact_at";
+const COMPACT_KEEP_LABEL: &str = "burrow.compact_keep";
+const LARGE_RESULT_LABEL: &str = "burrow.large_result_tokens";
 /// The turn limit of a segment whose run recorded none (`burrow run`'s default).
 const DEFAULT_MAX_TURNS: u32 = 100;
 
@@ -80,6 +83,12 @@ pub struct Setup {
     pub task_depth: Option<u32>,
     /// Each child's most model requests (`--task-max-turns`).
     pub task_max_turns: Option<u32>,
+    /// The compaction threshold in tokens (`--compact-at`).
+    pub compact_at: Option<u64>,
+    /// The messages a compaction keeps (`--compact-keep`).
+    pub compact_keep: Option<u32>,
+    /// Tool results past this many estimated tokens are spilled (`--large-result-tokens`).
+    pub large_result_tokens: Option<u32>,
 }
 
 impl Setup {
@@ -99,7 +108,23 @@ impl Setup {
             agents: None,
             task_depth: None,
             task_max_turns: None,
+            compact_at: None,
+            compact_keep: None,
+            large_result_tokens: None,
         }
+    }
+
+    /// The same setup spilling tool results past `tokens` (`--large-result-tokens`).
+    pub fn with_large_result_tokens(mut self, tokens: Option<u32>) -> Self {
+        self.large_result_tokens = tokens;
+        self
+    }
+
+    /// The same setup compacting past `at` tokens and keeping `keep` messages.
+    pub fn with_compaction(mut self, at: Option<u64>, keep: Option<u32>) -> Self {
+        self.compact_at = at;
+        self.compact_keep = keep;
+        self
     }
 
     /// The same setup with the memory tool when `memory` (`--memory`).
@@ -134,7 +159,13 @@ impl Setup {
             self.max_turns.unwrap_or(DEFAULT_MAX_TURNS),
             request_timeout,
         )
-        .map(|config| config.with_todos(self.todos).with_memory(self.memory))?
+        .map(|config| {
+            config
+                .with_todos(self.todos)
+                .with_memory(self.memory)
+                .with_compaction(self.compact_at, self.compact_keep)
+                .with_large_result_tokens(self.large_result_tokens)
+        })?
         .with_agents(
             self.agents.as_deref(),
             self.task_depth
@@ -156,6 +187,9 @@ impl Setup {
             agents: self.agents.or(recorded.agents),
             task_depth: self.task_depth.or(recorded.task_depth),
             task_max_turns: self.task_max_turns.or(recorded.task_max_turns),
+            compact_at: self.compact_at.or(recorded.compact_at),
+            compact_keep: self.compact_keep.or(recorded.compact_keep),
+            large_result_tokens: self.large_result_tokens.or(recorded.large_result_tokens),
         }
     }
 
@@ -175,6 +209,15 @@ impl Setup {
         }
         if self.memory {
             labels.insert(MEMORY_LABEL.to_owned(), "true".to_owned());
+        }
+        if let Some(n) = self.compact_at {
+            labels.insert(COMPACT_AT_LABEL.to_owned(), n.to_string());
+        }
+        if let Some(n) = self.compact_keep {
+            labels.insert(COMPACT_KEEP_LABEL.to_owned(), n.to_string());
+        }
+        if let Some(n) = self.large_result_tokens {
+            labels.insert(LARGE_RESULT_LABEL.to_owned(), n.to_string());
         }
         if let Some(agents) = &self.agents {
             labels.insert(AGENTS_LABEL.to_owned(), agents.display().to_string());
@@ -198,6 +241,9 @@ impl Setup {
             agents: labels.get(AGENTS_LABEL).map(PathBuf::from),
             task_depth: labels.get(TASK_DEPTH_LABEL).and_then(|n| n.parse().ok()),
             task_max_turns: labels.get(TASK_TURNS_LABEL).and_then(|n| n.parse().ok()),
+            compact_at: labels.get(COMPACT_AT_LABEL).and_then(|n| n.parse().ok()),
+            compact_keep: labels.get(COMPACT_KEEP_LABEL).and_then(|n| n.parse().ok()),
+            large_result_tokens: labels.get(LARGE_RESULT_LABEL).and_then(|n| n.parse().ok()),
         }
     }
 }
@@ -1021,6 +1067,13 @@ fn message_line(message: &Message) -> String {
             if r.is_error { " (error)" } else { "" },
             r.content.lines().next().unwrap_or("")
         ),
+        Message::Compaction(c) => format!(
+            "compaction ({}): {} messages summarised, the last {} kept; summary: {}",
+            c.trigger,
+            c.summarised,
+            c.kept,
+            c.summary.lines().next().unwrap_or("")
+        ),
     }
 }
 
@@ -1043,6 +1096,145 @@ async fn paused_run(store: &dyn SessionStore, key: &ThreadKey) -> Result<RunReco
             "the thread's run is not in the session store",
         )),
     }
+}
+
+/// `burrow thread compact ID`: the model summarises the idle thread's older
+/// history and a compaction entry joins it, under the thread's claim; the
+/// next run reads the compacted view (ADR 0293). The model and the hooks are
+/// `given`'s, else those the thread's last run was started with.
+#[allow(clippy::too_many_arguments)]
+pub async fn compact(
+    args: &SessionArgs,
+    thread: &str,
+    given: Setup,
+    instructions: Option<&str>,
+    keep: u32,
+    request_timeout: Duration,
+    json: bool,
+) -> Result<Exit, Refused> {
+    use burrow_runtime::compaction::{self, MANUAL};
+    use burrow_runtime::session::{ClaimAttempt, Commit, HistoryItem, Write};
+    let store = open_store(&args.spec).await?;
+    let key = scope(&args.tenant).thread(thread);
+    let Some(info) = store.thread(&key).await? else {
+        return Err(Refused::not_allowed(
+            "not_found",
+            format!("the session has no thread {}", display::name(thread)),
+        ));
+    };
+    if let Some(run) = &info.active_run {
+        return Err(Refused::not_allowed(
+            "invalid_state",
+            format!(
+                "thread {} has a run ({run}) that has not ended; compact it once the run has ended",
+                display::name(thread)
+            ),
+        ));
+    }
+    let recorded = store
+        .runs(&key)
+        .await?
+        .last()
+        .map(|r| Setup::from_labels(&r.labels))
+        .unwrap_or_default();
+    let setup = given.or(recorded);
+    if setup.model.is_none() {
+        return Err(Refused::usage(
+            "the thread's runs do not say which model they ran with; give --model",
+        ));
+    }
+    let config = setup.load(request_timeout).map_err(Refused::usage)?;
+    let holder = format!("burrow-compact-{}", uuid::Uuid::now_v7().simple());
+    let ttl = request_timeout + Duration::from_secs(60);
+    let claim = match store.acquire_claim(&key, &holder, ttl).await? {
+        ClaimAttempt::Granted(claim) => claim,
+        _ => {
+            return Err(Refused::not_allowed(
+                "busy",
+                format!(
+                    "thread {} is claimed by another process; try again once it is idle",
+                    display::name(thread)
+                ),
+            ));
+        }
+    };
+    let done = async {
+        let history: Vec<Message> = store
+            .history(&key, 0)
+            .await?
+            .into_iter()
+            .map(|e| e.message)
+            .collect();
+        let hooks = config.hooks();
+        if hooks.has_event(burrow_runtime::hooks::HookEvent::PreCompact) {
+            let cx = burrow_runtime::hooks::HookContext {
+                session_id: thread.to_owned(),
+                run_id: holder.clone(),
+            };
+            let said = hooks.pre_compact(&cx, MANUAL, instructions).await;
+            if let Some(message) = said.run_failure {
+                return Err(Refused::failure(message));
+            }
+            if let Some(reason) = said.block.or(said.stop) {
+                return Err(Refused::not_allowed(
+                    "blocked",
+                    format!("a PreCompact hook blocked the compaction: {reason}"),
+                ));
+            }
+        }
+        let tools = compaction::tools_named_in(&history);
+        let settings = burrow_runtime::model::ModelSettings::default();
+        let request = compaction::Request {
+            trigger: MANUAL,
+            instructions,
+            keep_messages: usize::try_from(keep).unwrap_or(usize::MAX),
+            tools: &tools,
+            settings: &settings,
+            tokens_before: Some(compaction::estimate_tokens(
+                "",
+                &tools,
+                &compaction::view(&history),
+            )),
+        };
+        let model = config.model();
+        let (entry, _usage) = compaction::compact(model.as_ref(), &history, request)
+            .await
+            .map_err(|e| Refused {
+                // Nothing to compact is a refusal; a failed summary request, a failure.
+                exit: if e.kind == compaction::CompactionErrorKind::NothingToCompact {
+                    Exit::Refused
+                } else {
+                    Exit::Failed
+                },
+                kind: e.kind.as_str(),
+                message: e.message,
+            })?;
+        let commit = Commit::new()
+            .fenced(claim.fence())
+            .write(Write::AppendHistory {
+                run_id: None,
+                items: vec![HistoryItem::Message {
+                    message: Message::Compaction(entry.clone()),
+                }],
+            });
+        store.commit(&key, commit).await?;
+        Ok(entry)
+    }
+    .await;
+    // Best effort: a claim left behind lapses at its expiry.
+    let _ = store.release_claim(&key, &claim).await;
+    let entry = done?;
+    note(
+        json,
+        json!({"type": "compacted", "thread_id": thread, "trigger": MANUAL,
+               "summarised": entry.summarised, "kept": entry.kept,
+               "tokens_before": entry.tokens_before, "summary": entry.summary}),
+        &format!(
+            "compacted thread {thread}: {} messages summarised, the last {} kept",
+            entry.summarised, entry.kept
+        ),
+    )?;
+    Ok(Exit::Success)
 }
 
 /// The setup thread `thread`'s paused run was started with (what `burrow run` recorded).

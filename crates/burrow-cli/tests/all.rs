@@ -29,6 +29,12 @@ mod all {
     mod mcp_permissions;
     #[cfg(feature = "run")]
     mod run;
+    #[cfg(all(
+        any(feature = "openai", feature = "anthropic"),
+        feature = "fs",
+        feature = "sqlite"
+    ))]
+    mod run_compaction;
     #[cfg(all(feature = "run", feature = "fs"))]
     mod run_hooks;
     #[cfg(feature = "run")]

@@ -5,7 +5,7 @@
 //! [`hooks`] (Claude Code's hook events), [`agent`] (the loop and its call
 //! pipeline), [`session`] (the session stores and their rules), [`runner`]
 //! (runs in threads: claims, commits, pauses, recovery), [`subagent`],
-//! [`todos`], [`skills`], [`memory`] and [`uploads`] (harness tools), and `mcp` / `otel` behind their features.
+//! [`todos`], [`skills`], [`memory`] and [`uploads`] (harness tools), [`compaction`] (the model's view of a long history), and `mcp` / `otel` behind their features.
 //!
 //! # Key design decision: tools render for a model
 //!
@@ -78,6 +78,7 @@ macro_rules! crash_point {
 pub(crate) use crash_point;
 
 pub mod agent;
+pub mod compaction;
 #[cfg(feature = "failpoints")]
 pub mod failpoint;
 pub mod hooks;

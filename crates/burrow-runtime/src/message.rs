@@ -29,6 +29,34 @@ pub enum Message {
     },
     /// The result of one tool call, answering the call with the same id.
     ToolResult(ToolResult),
+    /// A compaction: from here on the model reads [`Compaction::text`] in
+    /// place of the messages before the last [`Compaction::kept`] ones before
+    /// it (see [`crate::compaction`]). The history keeps those messages; only
+    /// the model's view leaves them out. A provider adapter sent one reads it
+    /// as a user message holding its text.
+    Compaction(Compaction),
+}
+
+/// A compaction entry of the history: what was summarised and the summary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Compaction {
+    /// The summary the model wrote of the messages it replaces.
+    pub summary: String,
+    /// What the model reads in place of the replaced messages: the summary,
+    /// the todo list and the last user instruction (both verbatim).
+    pub text: String,
+    /// How many messages right before this entry stay in the model's view,
+    /// verbatim (an entry of another compaction among them is not counted
+    /// out: it is left out of the view however it falls).
+    pub kept: usize,
+    /// How many messages of the model's view before those the summary
+    /// request read (an earlier compaction's text counts as one).
+    pub summarised: usize,
+    /// What asked for it: `auto` (the threshold) or `manual`.
+    pub trigger: String,
+    /// The estimated input tokens of the view it replaced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_before: Option<u64>,
 }
 
 impl Message {

@@ -9,13 +9,13 @@ use std::process::Command;
 use burrow_testkit::http::{ReplayServer, Reply};
 use serde_json::{Value, json};
 
-const KEY: &str = "sk-cli-test-key";
+pub(super) const KEY: &str = "sk-cli-test-key";
 
 /// One model answer on a wire: optional text, optional tool call (id, name, arguments).
-type Answer = fn(Option<&str>, Option<(&str, &str, Value)>) -> Reply;
+pub(super) type Answer = fn(Option<&str>, Option<(&str, &str, Value)>) -> Reply;
 
 /// One chat-completions answer: optional text, optional tool call (arguments in two fragments).
-fn chat(text: Option<&str>, call: Option<(&str, &str, Value)>) -> Reply {
+pub(super) fn chat(text: Option<&str>, call: Option<(&str, &str, Value)>) -> Reply {
     let chunk = |delta: Value, finish: Value| {
         let c = json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-test",
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], "usage": null});
@@ -88,7 +88,7 @@ fn responses(text: Option<&str>, call: Option<(&str, &str, Value)>) -> Reply {
 }
 
 /// One Anthropic messages answer: optional text block, optional tool_use block.
-fn anthropic(text: Option<&str>, call: Option<(&str, &str, Value)>) -> Reply {
+pub(super) fn anthropic(text: Option<&str>, call: Option<(&str, &str, Value)>) -> Reply {
     let mut body = String::new();
     let mut ev =
         |v: Value| body += &format!("event: {}\ndata: {v}\n\n", v["type"].as_str().unwrap());
@@ -158,13 +158,13 @@ fn script(answer: Answer) -> Vec<Reply> {
     ]
 }
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
+pub(super) struct Out {
+    pub(super) code: i32,
+    pub(super) stdout: String,
+    pub(super) stderr: String,
 }
 
-fn burrow(dir: &Path, server: &ReplayServer, key: Option<&str>, args: &[&str]) -> Out {
+pub(super) fn burrow(dir: &Path, server: &ReplayServer, key: Option<&str>, args: &[&str]) -> Out {
     burrow_at(dir, &server.url(), key, args)
 }
 
@@ -189,7 +189,7 @@ fn burrow_at(dir: &Path, url: &str, key: Option<&str>, args: &[&str]) -> Out {
     }
 }
 
-fn body(server: &ReplayServer, i: usize) -> Value {
+pub(super) fn body(server: &ReplayServer, i: usize) -> Value {
     serde_json::from_slice(&server.requests()[i].body).unwrap()
 }
 

@@ -178,6 +178,7 @@ fn build<'a>(request: &ModelRequest<'a>, options: &Options<'a>) -> Body<'a> {
             // The wire refuses empty text blocks.
             Message::User { text } if text.is_empty() => continue,
             Message::User { text } => (Role::User, vec![Block::Text { text }]),
+            Message::Compaction(c) => (Role::User, vec![Block::Text { text: &c.text }]),
             Message::ToolResult(result) => (
                 Role::User,
                 vec![Block::ToolResult {

@@ -100,6 +100,7 @@ fn messages(request: ModelRequest<'_>) -> Vec<Value> {
         match message {
             Message::System { text } => out.push(json!({"role": "system", "content": text})),
             Message::User { text } => out.push(json!({"role": "user", "content": text})),
+            Message::Compaction(c) => out.push(json!({"role": "user", "content": c.text})),
             Message::Assistant { parts } => {
                 let mut text = String::new();
                 let mut calls = Vec::new();

@@ -106,6 +106,7 @@ fn input(messages: &[Message]) -> Vec<Value> {
         match message {
             Message::System { text } => out.push(json!({"role": "system", "content": text})),
             Message::User { text } => out.push(json!({"role": "user", "content": text})),
+            Message::Compaction(c) => out.push(json!({"role": "user", "content": c.text})),
             Message::Assistant { parts } => {
                 for part in parts {
                     match part {

@@ -1,7 +1,9 @@
 //! The agent loop: `Agent` sends the history to its model, runs the answer's tool calls as one batch, and repeats until the model stops.
 //!
 //! The caller owns the history (`Vec<Message>`); a run appends to it and
-//! never copies it: each request borrows it. Whatever way a run ends, the
+//! never copies it: each request borrows it, until the history holds a
+//! compaction: then the request reads [`crate::compaction::view`], the
+//! compaction's text and the messages after its cut. Whatever way a run ends, the
 //! history it leaves is valid for the next run: every tool call has exactly
 //! one result, in call order, right after the answer that made it.
 //!
@@ -13,6 +15,7 @@
 mod batch;
 mod cancel;
 mod capability;
+mod compact;
 mod context;
 mod ids;
 mod instructions;
@@ -259,6 +262,32 @@ pub enum AgentEvent {
         /// The failure, as one sentence.
         reason: String,
     },
+    /// The history was compacted before a request (ADR 0293).
+    Compacted {
+        /// `auto` or `manual`.
+        trigger: String,
+        /// How many messages of the view the summary replaced.
+        summarised: usize,
+        /// How many of the last messages stay verbatim.
+        kept: usize,
+        /// The estimated input tokens before, if estimated.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokens_before: Option<u64>,
+        /// The summary.
+        summary: String,
+    },
+    /// A compaction was due but failed: the run goes on uncompacted.
+    CompactionFailed {
+        /// `model_failed`, `empty_summary`, ...
+        reason: String,
+        /// One sentence.
+        message: String,
+    },
+    /// A `PreCompact` hook blocked a due compaction: the run goes on uncompacted.
+    CompactionBlocked {
+        /// The hook's reason.
+        reason: String,
+    },
     /// The run ended.
     RunEnded {
         /// `completed`, `failed`, `paused` or `stopped`.
@@ -310,6 +339,8 @@ pub struct Agent {
     limits: Limits,
     settings: ModelSettings,
     capabilities: Vec<Arc<dyn Capability>>,
+    /// When and how the agent compacts its history (ADR 0293), if it does.
+    compaction: Option<crate::compaction::CompactionConfig>,
     /// Where the agent records its metrics, if anywhere (ADR 0191).
     #[cfg(feature = "otel")]
     metrics: Option<crate::otel::Metrics>,
@@ -337,6 +368,7 @@ impl Agent {
             limits: Limits::default(),
             settings: ModelSettings::default(),
             capabilities: Vec::new(),
+            compaction: None,
             #[cfg(feature = "otel")]
             metrics: None,
         }
@@ -508,6 +540,7 @@ impl Agent {
             stop_hook_active: false,
             ids: ids::UsedIds::default(),
             approvals: Vec::new(),
+            compaction: compact::Tracker::default(),
         };
         let run = RunInfo {
             run_id: run_id.clone(),
@@ -692,9 +725,16 @@ impl Agent {
                 });
             }
         };
+        if let Some(outcome) = self
+            .compact_if_due(history, &system, state, hook_cx, cancel, on_event)
+            .await
+        {
+            return Some(outcome);
+        }
+        let view = crate::compaction::view(history);
         let request = ModelRequest {
             system: &system,
-            messages: history,
+            messages: &view,
             tools: self.tools.definitions(),
             settings: &self.settings,
         };
@@ -735,6 +775,7 @@ impl Agent {
             }
         };
         drop(system);
+        drop(view);
         state.usage.add(&response.usage);
         on_event(AgentEvent::Usage {
             usage: response.usage,
@@ -1051,6 +1092,8 @@ struct RunState {
     ids: ids::UsedIds,
     /// The last batch's calls sent for approval.
     approvals: Vec<PendingApproval>,
+    /// What the compaction estimate anchors on.
+    compaction: compact::Tracker,
 }
 
 fn hook_failed(message: String) -> Outcome {

@@ -77,11 +77,13 @@ pub enum HookEvent {
     SessionStart,
     /// When a subagent stops.
     SubagentStop,
+    /// Before a compaction (matcher: `auto` or `manual`); a block stops it.
+    PreCompact,
 }
 
 impl HookEvent {
     /// Every event, in Claude Code's spelling.
-    pub const ALL: [HookEvent; 7] = [
+    pub const ALL: [HookEvent; 8] = [
         HookEvent::PreToolUse,
         HookEvent::PostToolUse,
         HookEvent::PostToolUseFailure,
@@ -89,6 +91,7 @@ impl HookEvent {
         HookEvent::Stop,
         HookEvent::SessionStart,
         HookEvent::SubagentStop,
+        HookEvent::PreCompact,
     ];
 
     /// The event's name as the settings and the wire spell it.
@@ -101,6 +104,7 @@ impl HookEvent {
             HookEvent::Stop => "Stop",
             HookEvent::SessionStart => "SessionStart",
             HookEvent::SubagentStop => "SubagentStop",
+            HookEvent::PreCompact => "PreCompact",
         }
     }
 
@@ -181,6 +185,12 @@ pub struct HookInput {
     /// The subagent's transcript, when one is written (`SubagentStop`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_transcript_path: Option<String>,
+    /// What asks for the compaction: `auto` or `manual` (`PreCompact`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<String>,
+    /// The instructions given for the summary, empty when none (`PreCompact`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom_instructions: Option<String>,
 }
 
 /// A permission decision.
@@ -656,6 +666,8 @@ impl Hooks {
             agent_id: None,
             agent_type: None,
             agent_transcript_path: None,
+            trigger: None,
+            custom_instructions: None,
         }
     }
 
@@ -680,6 +692,8 @@ impl Hooks {
             agent_id: None,
             agent_type: None,
             agent_transcript_path: None,
+            trigger: None,
+            custom_instructions: None,
         }
     }
 
@@ -977,6 +991,22 @@ impl Hooks {
         input.agent_type = Some(agent_type.to_owned());
         input.agent_transcript_path = agent_transcript_path;
         self.event(input, Some(agent_type), false).await
+    }
+
+    /// Runs the `PreCompact` hooks whose matcher matches `trigger` (`auto`
+    /// or `manual`), told the summary's `custom_instructions` (empty when
+    /// none). A block (exit 2, or `decision: "block"`) stops the compaction;
+    /// the run goes on uncompacted.
+    pub async fn pre_compact(
+        &self,
+        cx: &HookContext,
+        trigger: &str,
+        custom_instructions: Option<&str>,
+    ) -> EventHooks {
+        let mut input = self.event_input(cx, HookEvent::PreCompact);
+        input.trigger = Some(trigger.to_owned());
+        input.custom_instructions = Some(custom_instructions.unwrap_or("").to_owned());
+        self.event(input, Some(trigger), false).await
     }
 
     /// Runs the hooks of an event that is not about a tool call and

@@ -75,6 +75,7 @@ impl Transcript {
             Message::User { .. } => "user",
             Message::Assistant { .. } => "assistant",
             Message::ToolResult(_) => "tool_result",
+            Message::Compaction(_) => "compaction",
         };
         let line = Line {
             kind,

@@ -155,6 +155,32 @@ pub enum LiveEvent {
         /// The failure, as one sentence.
         reason: String,
     },
+    /// The history was compacted before a request (ADR 0293).
+    Compacted {
+        /// `auto` or `manual`.
+        trigger: String,
+        /// How many messages of the view the summary replaced.
+        summarised: usize,
+        /// How many of the last messages stay verbatim.
+        kept: usize,
+        /// The estimated input tokens before, if estimated.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tokens_before: Option<u64>,
+        /// The summary.
+        summary: String,
+    },
+    /// A due compaction failed; the run goes on uncompacted.
+    CompactionFailed {
+        /// `model_failed`, `empty_summary`, ...
+        reason: String,
+        /// One sentence.
+        message: String,
+    },
+    /// A `PreCompact` hook blocked a due compaction.
+    CompactionBlocked {
+        /// The hook's reason.
+        reason: String,
+    },
     /// A snapshot of something a tool is still producing; never stored.
     Draft {
         /// The call that produces it, when a tool emitted it.
@@ -227,6 +253,23 @@ impl LiveEvent {
                 kind,
                 reason,
             },
+            AgentEvent::Compacted {
+                trigger,
+                summarised,
+                kept,
+                tokens_before,
+                summary,
+            } => LiveEvent::Compacted {
+                trigger,
+                summarised,
+                kept,
+                tokens_before,
+                summary,
+            },
+            AgentEvent::CompactionFailed { reason, message } => {
+                LiveEvent::CompactionFailed { reason, message }
+            }
+            AgentEvent::CompactionBlocked { reason } => LiveEvent::CompactionBlocked { reason },
             AgentEvent::RunEnded { .. } => return None,
         })
     }

@@ -52,7 +52,8 @@ pub struct ToolConfig {
     /// Longer lines are cut, with a marker, in `read_file` and grep content (2000 characters).
     pub max_line_chars: usize,
     /// A result longer than this many characters is saved to a file and
-    /// replaced by a preview and the file's path (80,000); `read_file`
+    /// replaced by a preview and the file's path (80,000: 20,000 tokens at
+    /// the compaction estimate's 4 characters a token); `read_file`
     /// instead stops early and gives the offset to continue from.
     pub large_result_chars: usize,
     /// How many characters of a large result the preview shows (4,000).
@@ -76,7 +77,8 @@ impl Default for ToolConfig {
         Self {
             read_limit: DEFAULT_READ_LIMIT,
             max_line_chars: 2000,
-            large_result_chars: 80_000,
+            large_result_chars: crate::compaction::DEFAULT_LARGE_RESULT_TOKENS
+                * crate::compaction::CHARS_PER_TOKEN as usize,
             preview_chars: 4_000,
             max_entries: 500,
             max_grep_lines: 200,
