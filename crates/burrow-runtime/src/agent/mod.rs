@@ -40,8 +40,8 @@ pub use batch::PendingApproval;
 pub(crate) use batch::{CallPipeline, PipelineCall};
 pub use cancel::CancelToken;
 pub use capability::{CallInfo, CallWork, Capability, RunInfo};
-pub use ids::CallIds;
 pub use context::{ContextFiles, DEFAULT_CONTEXT_CHARS, DEFAULT_CONTEXT_FILES};
+pub use ids::CallIds;
 pub use instructions::{FnProvider, InstructionProvider, Instructions};
 pub use memory::{
     DEFAULT_MEMORY_CHARS, DEFAULT_MEMORY_DIR, MEMORY_FILE_NAME, MemoryFile, MemoryFiles,

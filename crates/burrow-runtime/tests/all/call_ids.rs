@@ -198,7 +198,12 @@ async fn kept_ids_follow_a_truncated_history_and_a_rewritten_one() {
     history = rewritten;
     let reuse = agent(vec![vec!["z", "a"]], seen.clone());
     reuse
-        .run_with(&mut history, Some("three".to_owned()), options(), &mut |_| {})
+        .run_with(
+            &mut history,
+            Some("three".to_owned()),
+            options(),
+            &mut |_| {},
+        )
         .await;
     assert_eq!(call_ids(&history), ["z", "z~2", "a"]);
     super::agent::assert_valid_history(&history);
@@ -231,10 +236,12 @@ async fn a_call_left_unanswered_is_answered_before_the_next_request_and_never_ru
     fx.store
         .commit(
             &t,
-            Commit::new().fenced(claim.fence()).write(Write::AppendHistory {
-                run_id: None,
-                items,
-            }),
+            Commit::new()
+                .fenced(claim.fence())
+                .write(Write::AppendHistory {
+                    run_id: None,
+                    items,
+                }),
         )
         .await
         .unwrap();
