@@ -3,14 +3,17 @@
 //! `cargo bench -p burrow-runtime --bench agent_loop`. `run_10000_turns`
 //! is one whole run of 10,000 turns (divide by 10,000 for µs/turn);
 //! `one_turn_after` times one more turn on a history that already holds
-//! 100 or 10,000 turns, to show the cost does not grow with the history.
+//! 100 or 10,000 turns, to show the cost does not grow with the history;
+//! `one_turn_after_kept_ids` does the same with the history's call ids kept
+//! beside it from run to run (`RunOptions::call_ids`, ADR 0284), where
+//! `one_turn_after` has each run count them once.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;
 
 use burrow_backend::{Backend, FileContext, VPath};
-use burrow_runtime::agent::{Agent, RunOptions};
+use burrow_runtime::agent::{Agent, CallIds, RunOptions};
 use burrow_runtime::message::Message;
 use burrow_runtime::model::{ScriptedModel, ScriptedResponse};
 use burrow_runtime::tool::ToolRegistry;
@@ -83,6 +86,26 @@ fn one_turn_after(bencher: divan::Bencher, turns: usize) {
     let agent = agent(&rt, usize::MAX).with_max_turns(1);
     bencher.bench_local(|| {
         rt.block_on(agent.run_with(&mut history, None, RunOptions::default(), &mut |_| {}));
+        history.truncate(len);
+    });
+}
+
+#[divan::bench(args = [100, 10_000], sample_count = 200, sample_size = 20)]
+fn one_turn_after_kept_ids(bencher: divan::Bencher, turns: usize) {
+    let rt = runtime();
+    let ids = CallIds::new();
+    let options = || RunOptions {
+        call_ids: Some(ids.clone()),
+        ..RunOptions::default()
+    };
+    let mut history: Vec<Message> = Vec::new();
+    let warm = agent(&rt, turns);
+    rt.block_on(warm.run_with(&mut history, Some("go".to_owned()), options(), &mut |_| {}));
+    history.pop(); // the closing text answer
+    let len = history.len();
+    let agent = agent(&rt, usize::MAX).with_max_turns(1);
+    bencher.bench_local(|| {
+        rt.block_on(agent.run_with(&mut history, None, options(), &mut |_| {}));
         history.truncate(len);
     });
 }

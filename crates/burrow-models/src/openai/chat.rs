@@ -1,8 +1,10 @@
 //! OpenAI chat completions (`openai:NAME`): the request body, and the decoder that routes tool-call fragments by id, then by index, so compatible servers that get the index wrong still give every call.
 //!
 //! The routing rule (research §2.1, agno #8880): a fragment with an id goes
-//! to the call with that id, or starts a new one (two distinct ids are never
-//! merged); a fragment without an id goes to the latest call with its
+//! to the latest call with that id, or starts a new one (two distinct ids are
+//! never merged; nor are two calls of one id at different indexes, each
+//! naming its tool, as servers that send one id for several calls do); a
+//! fragment without an id goes to the latest call with its
 //! index; one whose index no call has goes to a new call when it names a
 //! tool and to the latest call otherwise (a head sent with the wrong index,
 //! as DeepSeek does); a fragment that names a tool while the call it would
@@ -325,8 +327,14 @@ impl ChatDecoder {
     /// The call a fragment belongs to (see the module docs).
     fn route(&mut self, id: Option<&str>, index: Option<u64>, names: bool) -> usize {
         if let Some(id) = id {
-            if let Some(i) = self.calls.iter().position(|c| c.id.as_deref() == Some(id)) {
-                return i;
+            if let Some(i) = self.calls.iter().rposition(|c| c.id.as_deref() == Some(id)) {
+                let c = &self.calls[i];
+                // One id for several calls (at other indexes): a new call,
+                // which the loop renames (ADR 0253).
+                let another = names && c.name.is_some() && c.has_arguments && c.wire_index != index;
+                if !another {
+                    return i;
+                }
             }
             return self.new_call(Some(id.to_owned()), index);
         }

@@ -1,4 +1,4 @@
-//! OpenAI chat completions against recorded streams: text, parallel calls, the broken-index shapes of compatible servers, usage, errors, retries, the request's golden JSON, and a call whose arguments are not JSON never being run.
+//! OpenAI chat completions against recorded streams: text, parallel calls, the broken-index shapes of compatible servers, usage, errors, retries, the request's golden JSON, a call whose arguments are not JSON never being run, and call ids a server leaves out, repeats or reuses renamed consistently through the agent loop.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -403,6 +403,73 @@ async fn ids_made_up_for_calls_without_ids_are_unique_across_turns() {
     }
     assert_eq!(sent_calls, ids);
     assert_eq!(sent_results, ids);
+}
+
+/// An answer of `read_file` calls with the given ids (servers that number
+/// `call_0` in every turn, or send one id for several calls).
+fn calls_with_ids(ids: &[&str]) -> Reply {
+    let chunk = |delta: &str, finish: &str| {
+        format!(
+            "data: {{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\"delta\":{delta},\"finish_reason\":{finish}}}]}}\n\n"
+        )
+    };
+    let mut text = String::new();
+    for (index, id) in ids.iter().enumerate() {
+        text.push_str(&chunk(
+            &format!(
+                "{{\"tool_calls\":[{{\"index\":{index},\"id\":\"{id}\",\"type\":\"function\",\"function\":{{\"name\":\"read_file\",\"arguments\":\"{{\\\"file_path\\\":\\\"/a.txt\\\"}}\"}}}}]}}"
+            ),
+            "null",
+        ));
+    }
+    text.push_str(&chunk("{}", "\"tool_calls\""));
+    text.push_str("data: [DONE]\n\n");
+    Reply::sse(text)
+}
+
+#[tokio::test]
+async fn ids_a_server_repeats_in_a_turn_and_reuses_across_turns_are_renamed_consistently() {
+    let server = ReplayServer::start([
+        calls_with_ids(&["call_0", "call_0"]),
+        calls_with_ids(&["call_0"]),
+        sse("openai_chat/text.sse"),
+    ]);
+    let runs = Arc::new(AtomicUsize::new(0));
+    let mut tools = ToolRegistry::new();
+    let counter = runs.clone();
+    tools.add_typed("read_file", "Read a file.", move |_: ReadArgs, _| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        async { Ok(ToolOutput::ok("contents")) }
+    });
+    let agent = Agent::new(Arc::new(model(&server))).with_tools(tools);
+    let mut history = Vec::new();
+    let result = agent.run(&mut history, "read it three times").await;
+    assert_eq!(result.outcome, Outcome::Completed, "{:?}", result.outcome);
+    assert_eq!(runs.load(Ordering::SeqCst), 3, "every call ran once");
+    let ids: Vec<String> = history
+        .iter()
+        .filter_map(|m| match m {
+            Message::ToolResult(r) => Some(r.call_id.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ids, ["call_0", "call_0~2", "call_0~3"]);
+    // Every later request sends the renamed ids on the calls and their results.
+    for (request, expected) in server.requests()[1..].iter().zip([2, 3]) {
+        let sent = body(request);
+        let mut sent_calls = Vec::new();
+        let mut sent_results = Vec::new();
+        for message in sent["messages"].as_array().unwrap() {
+            for call in message["tool_calls"].as_array().into_iter().flatten() {
+                sent_calls.push(call["id"].as_str().unwrap().to_owned());
+            }
+            if let Some(id) = message["tool_call_id"].as_str() {
+                sent_results.push(id.to_owned());
+            }
+        }
+        assert_eq!(sent_calls, ids[..expected]);
+        assert_eq!(sent_results, ids[..expected]);
+    }
 }
 
 fn rate_limited() -> Reply {

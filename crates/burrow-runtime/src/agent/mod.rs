@@ -44,6 +44,7 @@ pub(crate) use batch::{CallPipeline, PipelineCall};
 pub use cancel::CancelToken;
 pub use capability::{CallInfo, CallWork, Capability, RunInfo};
 pub use context::{ContextFiles, DEFAULT_CONTEXT_CHARS, DEFAULT_CONTEXT_FILES};
+pub use ids::CallIds;
 pub use instructions::{FnProvider, InstructionProvider, Instructions};
 pub use memory::{
     DEFAULT_MEMORY_CHARS, DEFAULT_MEMORY_DIR, MEMORY_FILE_NAME, MemoryFile, MemoryFiles,
@@ -314,6 +315,10 @@ pub struct RunOptions {
     pub cancel: CancelToken,
     /// Follows the run from inside the loop (a session runner), if any.
     pub observer: Option<Observer>,
+    /// The call ids of the history, kept beside it from run to run (ADR
+    /// 0284); `None`: the run counts them itself at its first answer with
+    /// calls, in time linear in the history.
+    pub call_ids: Option<CallIds>,
     /// Where the run crashes, in crash-recovery tests (feature `failpoints`).
     #[cfg(feature = "failpoints")]
     pub failpoint: Option<Arc<dyn crate::failpoint::Failpoint>>,
@@ -538,7 +543,7 @@ impl Agent {
             tool_calls: 0,
             usage: Usage::UNKNOWN,
             stop_hook_active: false,
-            ids: ids::UsedIds::default(),
+            ids: options.call_ids.clone().unwrap_or_default(),
             approvals: Vec::new(),
             compaction: compact::Tracker::default(),
         };
@@ -781,7 +786,7 @@ impl Agent {
             usage: response.usage,
         });
         let mut message = response.into_message();
-        state.ids.make_unique(history, &mut message);
+        state.ids.lock().make_unique(history, &mut message);
         let calls: Vec<ToolCall> = message.tool_calls().cloned().collect();
         history.push(message);
         if let Some(Observer(observer)) = &options.observer
@@ -1089,7 +1094,7 @@ struct RunState {
     /// A Stop hook has kept this run going.
     stop_hook_active: bool,
     /// The call ids the history uses, for renaming a model's repeats.
-    ids: ids::UsedIds,
+    ids: CallIds,
     /// The last batch's calls sent for approval.
     approvals: Vec<PendingApproval>,
     /// What the compaction estimate anchors on.

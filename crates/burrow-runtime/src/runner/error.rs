@@ -77,6 +77,11 @@ impl RunnerError {
     pub fn message(&self) -> &str {
         &self.message
     }
+
+    /// Whether a store failure that may pass caused it (ADR 0250).
+    pub(crate) fn transient(&self) -> bool {
+        self.source.as_ref().is_some_and(super::retry::transient)
+    }
 }
 
 impl From<StoreError> for RunnerError {

@@ -7,7 +7,8 @@
 //! run when it has moved. A wait reads the `taken` cursor and the thread's
 //! claim: once the claim has lapsed (or was released with the message still
 //! untaken), the waiter claims the thread itself, which records the run left
-//! behind as abandoned and carries out the untaken messages here.
+//! behind as abandoned and carries out the untaken messages here. A wait
+//! rides out a store that fails for a while (ADR 0286).
 
 use std::time::Duration;
 
@@ -156,7 +157,9 @@ impl Runner {
     /// `poll`. When the thread's claim lapses (its holder died) or is released
     /// with the message still untaken, this runner claims the thread: the run
     /// left behind is recorded `failed/abandoned` and the untaken messages
-    /// start a run here.
+    /// start a run here. A store that fails in a way that may pass (a lost
+    /// connection, a restart) is looked at again every `poll`, for up to the
+    /// runner's claim TTL of failures in a row.
     pub async fn wait_taken(
         &self,
         thread: &ThreadKey,
@@ -175,59 +178,85 @@ impl Runner {
         seq: u64,
         poll: Duration,
     ) -> RunnerResult<Taken> {
+        let mut outage = Outage::new(self.inner.config.claim_ttl);
         loop {
             if let Some(handle) = self.running(thread) {
                 return Ok(Taken::Here(handle));
             }
-            if self.store().cursor(thread, TAKEN).await? >= seq {
-                let run = self.taker(thread).await?;
-                return Ok(Taken::Elsewhere(run));
-            }
-            if self.claim_lapsed(thread).await?
-                && let Some(handle) = self.take_thread(thread).await?
-            {
-                return Ok(Taken::Here(handle));
+            match self.look_taken(thread, seq).await {
+                Ok(Some(taken)) => return Ok(taken),
+                Ok(None) => outage.over(),
+                Err(e) if outage.rides(&e) => {}
+                Err(e) => return Err(e),
             }
             tokio::time::sleep(poll).await;
         }
+    }
+
+    /// One look of [`Self::wait_taken`]: `None` while the message waits.
+    async fn look_taken(&self, thread: &ThreadKey, seq: u64) -> RunnerResult<Option<Taken>> {
+        if self.store().cursor(thread, TAKEN).await? >= seq {
+            let run = self.taker(thread).await?;
+            return Ok(Some(Taken::Elsewhere(run)));
+        }
+        if self.claim_lapsed(thread).await?
+            && let Some(handle) = self.take_thread(thread).await?
+        {
+            return Ok(Some(Taken::Here(handle)));
+        }
+        Ok(None)
     }
 
     /// Waits until run `run_id` is no longer running (ended or paused), looking
     /// every `poll`, and returns its record. When the thread's claim lapses
     /// first, this runner claims the thread, which records the run abandoned
     /// (and carries out any untaken messages here; that run is not waited for).
+    /// A store failure that may pass is ridden out as [`Self::wait_taken`] does.
     pub async fn wait_settled(
         &self,
         thread: &ThreadKey,
         run_id: &str,
         poll: Duration,
     ) -> RunnerResult<RunRecord> {
+        let mut outage = Outage::new(self.inner.config.claim_ttl);
         loop {
-            let Some(run) = self.store().run(&thread.scope, run_id).await? else {
-                return Err(RunnerError::new(
-                    RunnerErrorKind::NotFound,
-                    "the run is not in the session store",
-                ));
-            };
-            if run.status != RunStatus::Running {
-                return Ok(run);
-            }
-            if let Some(handle) = self.running(thread)
-                && handle.run_id() == run_id
-            {
-                handle.wait().await;
-                continue;
-            }
-            if self.claim_lapsed(thread).await? {
-                self.take_thread(thread).await?;
-                if let Some(run) = self.store().run(&thread.scope, run_id).await?
-                    && run.status != RunStatus::Running
-                {
-                    return Ok(run);
-                }
+            match self.look_settled(thread, run_id).await {
+                Ok(Some(run)) => return Ok(run),
+                Ok(None) => outage.over(),
+                Err(e) if outage.rides(&e) => {}
+                Err(e) => return Err(e),
             }
             tokio::time::sleep(poll).await;
         }
+    }
+
+    /// One look of [`Self::wait_settled`]: `None` while the run is running.
+    async fn look_settled(
+        &self,
+        thread: &ThreadKey,
+        run_id: &str,
+    ) -> RunnerResult<Option<RunRecord>> {
+        let settled = |run: Option<RunRecord>| run.filter(|r| r.status != RunStatus::Running);
+        let Some(run) = self.store().run(&thread.scope, run_id).await? else {
+            return Err(RunnerError::new(
+                RunnerErrorKind::NotFound,
+                "the run is not in the session store",
+            ));
+        };
+        if run.status != RunStatus::Running {
+            return Ok(Some(run));
+        }
+        if let Some(handle) = self.running(thread)
+            && handle.run_id() == run_id
+        {
+            handle.wait().await;
+            return Ok(settled(self.store().run(&thread.scope, run_id).await?));
+        }
+        if self.claim_lapsed(thread).await? {
+            self.take_thread(thread).await?;
+            return Ok(settled(self.store().run(&thread.scope, run_id).await?));
+        }
+        Ok(None)
     }
 
     /// True when no live claim holds the thread: none, released, or lapsed
@@ -249,5 +278,43 @@ impl Runner {
         }
         let runs = self.store().runs(thread).await?;
         Ok(runs.last().map(|r| r.run_id.clone()))
+    }
+}
+
+/// A waiter's patience with a store that fails in a way that may pass (a
+/// lock, a lost connection, a server restarting: ADR 0250): it looks again
+/// every poll until the store has failed for a whole claim TTL in a row, so a
+/// sender waiting on its message outlasts any outage its message's run
+/// outlasts, and then says what happened to the message, not the outage.
+struct Outage {
+    /// When the failures in a row began.
+    since: Option<tokio::time::Instant>,
+    patience: Duration,
+}
+
+impl Outage {
+    fn new(patience: Duration) -> Self {
+        Self {
+            since: None,
+            patience,
+        }
+    }
+
+    /// Whether to look again after `e`.
+    fn rides(&mut self, e: &RunnerError) -> bool {
+        if !e.transient() {
+            return false;
+        }
+        let since = *self.since.get_or_insert_with(tokio::time::Instant::now);
+        let riding = since.elapsed() < self.patience;
+        if riding {
+            tracing::debug!(error = %e, "the store failed while waiting; looking again");
+        }
+        riding
+    }
+
+    /// A look succeeded: the outage, if any, is over.
+    fn over(&mut self) {
+        self.since = None;
     }
 }

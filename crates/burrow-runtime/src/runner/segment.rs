@@ -320,6 +320,7 @@ impl Inner {
             thread_id: Some(thread.thread.clone()),
             cancel,
             observer: Some(Observer(durable.clone())),
+            call_ids: None,
             #[cfg(feature = "failpoints")]
             failpoint: self.config.failpoint.clone(),
         };

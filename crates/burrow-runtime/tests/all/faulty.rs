@@ -1,4 +1,4 @@
-//! A faulty store under the runner: commits that fail (before or after they took effect), outages shorter and longer than the claim, and SQLite locked by another connection during a tool call. After every failure each tool call in the history has exactly one result, no call runs twice, and the thread takes its next message.
+//! A faulty store under the runner: commits that fail (before or after they took effect), outages shorter and longer than the claim, SQLite locked by another connection during a tool call, and a sender waiting on its steering message while its store is down (the faulty wrapper, and a real PostgreSQL restart). After every failure each tool call in the history has exactly one result, no call runs twice, and the thread takes its next message.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use burrow_runtime::agent::{Agent, Outcome};
 use burrow_runtime::message::Message;
 use burrow_runtime::model::{ScriptedModel, ScriptedResponse};
-use burrow_runtime::runner::{Runner, RunnerConfig};
+use burrow_runtime::runner::{Runner, RunnerConfig, Taken};
 use burrow_runtime::session::{
     Checkpoint, Claim, ClaimAttempt, CommandKey, Commit, Committed, Event, HistoryEntry,
     PostedMessage, RunRecord, RunStatus, Scope, SessionStore, SqliteStore, StoreError,
@@ -307,6 +307,7 @@ on_every_store!(
     a_store_failing_every_third_commit_costs_the_run_nothing,
     an_outage_shorter_than_the_claim_costs_the_run_nothing,
     an_outage_longer_than_the_claim_costs_one_run_and_the_thread_goes_on,
+    a_sender_waiting_on_its_message_rides_out_an_outage_of_its_store,
 );
 
 async fn a_store_failing_every_third_commit_costs_the_run_nothing(fx: Fixture) {
@@ -707,4 +708,115 @@ async fn fails_then_the_thread_goes_on(
     let record = store.run(&t.scope, first.run_id()).await.unwrap().unwrap();
     assert_ne!(record.status, RunStatus::Running);
     assert_sound(store, t, seen).await;
+}
+
+// ---------------------------------------------------------------- a sender waiting through an outage
+
+/// A gate for the first `step` call: it says it started, then waits for go.
+fn gate() -> (
+    Arc<dyn Fn() + Send + Sync>,
+    std::sync::mpsc::Receiver<()>,
+    std::sync::mpsc::Sender<()>,
+) {
+    let (started_tx, started) = std::sync::mpsc::channel::<()>();
+    let (go, go_rx) = std::sync::mpsc::channel::<()>();
+    let held = Mutex::new(Some((started_tx, go_rx)));
+    let during = Arc::new(move || {
+        let first = held.lock().unwrap().take();
+        if let Some((started, go)) = first {
+            started.send(()).unwrap();
+            go.recv_timeout(Duration::from_secs(60)).unwrap();
+        }
+    });
+    (during, started, go)
+}
+
+/// The holder's run is held in its first call while another runner's sender
+/// steers it; `outage` (async) makes the sender's store fail, and `go` lets
+/// the call finish once it is over. The sender's wait rides the outage out
+/// and reports that its message was carried out by the holder's run, which
+/// completed with the message in its history.
+async fn a_sender_waits_through<F: std::future::Future<Output = ()>>(
+    holder_store: Arc<dyn SessionStore>,
+    sender_store: Arc<dyn SessionStore>,
+    outage: impl FnOnce() -> F,
+) {
+    let t = scope().thread("t1");
+    let seen = Arc::new(Seen::default());
+    let (during, started, go) = gate();
+    let holder = Runner::new(stepping_agent(seen.clone(), during), holder_store.clone());
+    let run = holder
+        .send(&t, "alice", "go", None)
+        .await
+        .unwrap()
+        .run
+        .unwrap();
+    tokio::task::spawn_blocking(move || started.recv_timeout(Duration::from_secs(60)))
+        .await
+        .unwrap()
+        .expect("the holder's call started");
+    let sender = Runner::new(
+        stepping_agent(seen.clone(), Arc::new(|| {})),
+        sender_store.clone(),
+    );
+    let sent = sender.send(&t, "alice", "steer", None).await.unwrap();
+    assert!(sent.run.is_none(), "the holder keeps the thread");
+    let poll = Duration::from_millis(20);
+    let release = async {
+        outage().await;
+        go.send(()).unwrap();
+    };
+    let (taken, ()) = tokio::join!(sender.wait_taken(&t, sent.seq, poll), release);
+    let taken = taken.expect("the wait rides the outage out");
+    let Taken::Elsewhere(Some(by)) = taken else {
+        panic!("the message was taken elsewhere: {taken:?}");
+    };
+    assert_eq!(by, run.run_id(), "by the holder's run");
+    let record = sender.wait_settled(&t, &by, poll).await.unwrap();
+    assert_eq!(record.status, RunStatus::Completed, "{record:?}");
+    assert_eq!(run.wait().await.outcome, Outcome::Completed);
+    holder.drain().await;
+    sender.drain().await;
+    let history = load_history(holder_store.as_ref(), &t).await.unwrap();
+    assert!(
+        history
+            .iter()
+            .any(|m| matches!(m, Message::User { text } if text == "steer")),
+        "the steering message is in the history: {history:#?}"
+    );
+    assert_sound(holder_store.as_ref(), &t, &seen).await;
+}
+
+async fn a_sender_waiting_on_its_message_rides_out_an_outage_of_its_store(fx: Fixture) {
+    let faulty = Faulty::new(fx.store.clone(), 0);
+    let down = faulty.clone();
+    a_sender_waits_through(fx.store.clone(), faulty.clone(), || async move {
+        down.go_down(Duration::from_millis(1500));
+        tokio::time::sleep(Duration::from_millis(1600)).await;
+    })
+    .await;
+    assert!(faulty.failures() > 0, "the sender met the outage");
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sender_waiting_on_its_message_across_a_postgres_restart_reports_it_carried_out() {
+    use burrow_runtime::session::PostgresStore;
+    let cluster = Arc::new(Cluster::start());
+    // Two connections, as two processes would have.
+    let holder_store = Arc::new(PostgresStore::connect(&cluster.url()).await.unwrap());
+    let sender_store = Arc::new(PostgresStore::connect(&cluster.url()).await.unwrap());
+    let restart = cluster.clone();
+    a_sender_waits_through(holder_store, sender_store, || async move {
+        let began = Instant::now();
+        tokio::task::spawn_blocking(move || {
+            restart.down();
+            std::thread::sleep(Duration::from_secs(2));
+            restart.up();
+        })
+        .await
+        .unwrap();
+        assert!(began.elapsed() >= Duration::from_secs(2));
+    })
+    .await;
 }
