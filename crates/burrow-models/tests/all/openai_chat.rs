@@ -453,7 +453,7 @@ async fn ids_a_server_repeats_in_a_turn_and_reuses_across_turns_are_renamed_cons
             _ => None,
         })
         .collect();
-    assert_eq!(ids, ["call_0", "call_0~2", "call_0~3"]);
+    assert_eq!(ids, ["call_0", "call_0-2", "call_0-3"]);
     // Every later request sends the renamed ids on the calls and their results.
     for (request, expected) in server.requests()[1..].iter().zip([2, 3]) {
         let sent = body(request);

@@ -119,7 +119,8 @@ impl UsedIds {
 
     /// Renames the calls of `answer` whose id is empty or is used already (by a
     /// call or a result of `history`, or by an earlier call of `answer`): the id
-    /// gets the first free suffix `~2`, `~3`, ... (an empty id becomes `call~N`).
+    /// gets the first free suffix `-2`, `-3`, ... (an empty id becomes `call-N`): letters,
+    /// digits, `_` and `-` only, as Anthropic requires of a `tool_use` id.
     /// The same history and answer always give the same names. The answer is
     /// counted as the message after `history` (the caller appends it next).
     /// Returns how many calls were renamed.
@@ -150,7 +151,7 @@ impl UsedIds {
                 call.id.clone()
             };
             let fresh = (2u64..)
-                .map(|n| format!("{base}~{n}"))
+                .map(|n| format!("{base}-{n}"))
                 .find(|id| !self.contains(id))
                 .unwrap_or_else(|| base.clone());
             tracing::debug!(from = %call.id, to = %fresh, "a call id the model used already was renamed");
@@ -194,6 +195,7 @@ fn mark(message: &Message) -> u64 {
                 .fold(0u64, |acc, c| spread(acc ^ key(&c.id))),
         ),
         Message::ToolResult(r) => (4, r.content.len(), key(&r.call_id)),
+        Message::Compaction(c) => (5, c.text.len(), 0),
     };
     spread(kind.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (len as u64) ^ ids.rotate_left(17))
 }

@@ -100,14 +100,14 @@ on_every_store!(
 );
 
 async fn calls_with_one_id_in_one_answer_are_renamed_and_each_runs_once(fx: Fixture) {
-    run_turns(fx, vec![vec!["c", "c", "c"]], &["c", "c~2", "c~3"]).await;
+    run_turns(fx, vec![vec!["c", "c", "c"]], &["c", "c-2", "c-3"]).await;
 }
 
 async fn an_id_reused_in_a_later_turn_is_renamed_and_runs_again(fx: Fixture) {
     run_turns(
         fx,
-        vec![vec!["call_0"], vec!["call_0"], vec!["call_0", "call_0~2"]],
-        &["call_0", "call_0~2", "call_0~3", "call_0~2~2"],
+        vec![vec!["call_0"], vec!["call_0"], vec!["call_0", "call_0-2"]],
+        &["call_0", "call_0-2", "call_0-3", "call_0-2-2"],
     )
     .await;
 }
@@ -116,7 +116,7 @@ async fn calls_with_no_id_get_unique_ones(fx: Fixture) {
     run_turns(
         fx,
         vec![vec!["", ""], vec![""]],
-        &["call~2", "call~3", "call~4"],
+        &["call-2", "call-3", "call-4"],
     )
     .await;
 }
@@ -157,10 +157,10 @@ async fn an_id_reused_in_a_later_run_is_renamed_whether_or_not_the_ids_are_kept(
         vec![
             vec![vec!["call_0"]],
             vec![vec!["call_0"]],
-            vec![vec!["call_0", "call_0~2"], vec![""]],
+            vec![vec!["call_0", "call_0-2"], vec![""]],
         ]
     };
-    let expected = ["call_0", "call_0~2", "call_0~3", "call_0~2~2", "call~2"];
+    let expected = ["call_0", "call_0-2", "call_0-3", "call_0-2-2", "call-2"];
     let counted = plain_runs(runs(), None).await;
     assert_eq!(call_ids(&counted), expected);
     let kept = plain_runs(runs(), Some(CallIds::new())).await;
@@ -205,7 +205,7 @@ async fn kept_ids_follow_a_truncated_history_and_a_rewritten_one() {
             &mut |_| {},
         )
         .await;
-    assert_eq!(call_ids(&history), ["z", "z~2", "a"]);
+    assert_eq!(call_ids(&history), ["z", "z-2", "a"]);
     super::agent::assert_valid_history(&history);
 }
 
@@ -260,7 +260,7 @@ async fn a_call_left_unanswered_is_answered_before_the_next_request_and_never_ru
     runner.drain().await;
     assert_eq!(
         *seen.lock().unwrap(),
-        [("call_0~2".to_owned(), "v0".to_owned())],
+        [("call_0-2".to_owned(), "v0".to_owned())],
         "only the new call ran"
     );
     let history = load_history(fx.store.as_ref(), &t).await.unwrap();
@@ -275,5 +275,5 @@ async fn a_call_left_unanswered_is_answered_before_the_next_request_and_never_ru
         "{}",
         repair.content
     );
-    assert_eq!(call_ids(&history), ["call_0", "call_0~2"]);
+    assert_eq!(call_ids(&history), ["call_0", "call_0-2"]);
 }
