@@ -21,7 +21,11 @@ pub fn token_add(path: &Path, tenant: &str, name: &str, json: bool) -> io::Resul
         Ok(token) => {
             let mut out = io::stdout().lock();
             if json {
-                writeln!(out, "{}", json!({"token": token, "tenant": tenant, "name": name}))?;
+                writeln!(
+                    out,
+                    "{}",
+                    json!({"token": token, "tenant": tenant, "name": name})
+                )?;
             } else {
                 writeln!(out, "{token}")?;
             }
@@ -53,7 +57,9 @@ pub async fn serve(
     let runner = session::runner_with_live(agent, store, args, live);
     let listener = tokio::net::TcpListener::bind(serve.listen)
         .await
-        .map_err(|e| Refused::failure(format!("cannot listen on {} ({})", serve.listen, e.kind())))?;
+        .map_err(|e| {
+            Refused::failure(format!("cannot listen on {} ({})", serve.listen, e.kind()))
+        })?;
     let addr = listener
         .local_addr()
         .map_err(|e| Refused::failure(format!("cannot read the bound address ({})", e.kind())))?;
@@ -70,7 +76,11 @@ pub async fn serve(
         let mut err = io::stderr().lock();
         if json {
             let mut out = io::stdout().lock();
-            writeln!(out, "{}", json!({"type": "listening", "url": format!("http://{addr}")}))?;
+            writeln!(
+                out,
+                "{}",
+                json!({"type": "listening", "url": format!("http://{addr}")})
+            )?;
             out.flush()?;
         } else {
             writeln!(err, "burrow: serving on http://{addr}")?;

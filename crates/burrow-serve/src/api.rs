@@ -70,7 +70,10 @@ async fn authenticate(State(state): State<Shared>, mut request: Request, next: N
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
         .map(str::trim);
     let Some(token) = token.filter(|t| !t.is_empty()) else {
         return ServeError::new(
@@ -199,8 +202,10 @@ async fn show_thread(
         .iter()
         .map(|e| json!({"pos": e.pos, "run_id": e.run_id, "message": e.message}))
         .collect();
-    Ok(Json(json!({"thread": info, "history": history, "runs": runs,
-                   "pending": pending, "todos": todos})))
+    Ok(Json(
+        json!({"thread": info, "history": history, "runs": runs,
+                   "pending": pending, "todos": todos}),
+    ))
 }
 
 fn kind_name(kind: RequestKind) -> &'static str {
@@ -307,7 +312,11 @@ async fn post_message(
         "run_id": run_id,
         "command_id": given.then_some(command_id),
     });
-    let status = if replayed { StatusCode::OK } else { StatusCode::ACCEPTED };
+    let status = if replayed {
+        StatusCode::OK
+    } else {
+        StatusCode::ACCEPTED
+    };
     Ok(answer_with(status, value, replayed))
 }
 
@@ -343,7 +352,8 @@ async fn post_answer(
             command_id: command_id.clone(),
         };
         if let Some(remembered) = state.runner.remembered(&command_key).await? {
-            let value = json!({"action": "remembered", "command_id": command_id, "result": remembered});
+            let value =
+                json!({"action": "remembered", "command_id": command_id, "result": remembered});
             return Ok(answer_with(StatusCode::OK, value, true));
         }
     }

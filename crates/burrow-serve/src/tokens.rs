@@ -61,7 +61,10 @@ fn unhex(text: &str) -> Option<[u8; 32]> {
 
 /// A tenant or token name: one word of printable characters.
 fn check_word(what: &str, word: &str) -> ServeResult<()> {
-    if word.is_empty() || word.len() > 200 || word.chars().any(|c| c.is_whitespace() || c.is_control()) {
+    if word.is_empty()
+        || word.len() > 200
+        || word.chars().any(|c| c.is_whitespace() || c.is_control())
+    {
         return Err(ServeError::new(
             ServeErrorKind::InvalidArgument,
             format!("a token's {what} must be one word of 1 to 200 printable characters"),

@@ -31,7 +31,14 @@ async fn no_token_or_a_wrong_one_is_401_problem_json_and_the_page_needs_none() {
         .unwrap();
     problem(basic, 401).await;
     // Nothing was posted by the refused request.
-    let list: Value = s.get("/v1/threads").send().await.unwrap().json().await.unwrap();
+    let list: Value = s
+        .get("/v1/threads")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(list["threads"], json!([]));
     let page = s.client.get(s.url("/")).send().await.unwrap();
     assert_eq!(page.status().as_u16(), 200);
@@ -52,9 +59,7 @@ async fn another_tenants_thread_and_run_are_not_found() {
     let run = posted["run_id"].as_str().unwrap().to_owned();
     assert_eq!(s.settled("t1").await, "completed");
     let as_other = |method: reqwest::Method, path: &str| {
-        s.client
-            .request(method, s.url(path))
-            .bearer_auth(&s.other)
+        s.client.request(method, s.url(path)).bearer_auth(&s.other)
     };
     for (method, path) in [
         (reqwest::Method::GET, "/v1/threads/t1".to_owned()),
@@ -79,9 +84,21 @@ async fn another_tenants_thread_and_run_are_not_found() {
         .unwrap();
     assert_eq!(list["threads"], json!([]));
     // The owner still sees it, and its run's events end at once.
-    let mine: Value = s.get("/v1/threads").send().await.unwrap().json().await.unwrap();
+    let mine: Value = s
+        .get("/v1/threads")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     assert_eq!(mine["threads"][0]["thread"], "t1");
-    let mut sse = Sse::new(s.get(&format!("/v1/runs/{run}/events")).send().await.unwrap());
+    let mut sse = Sse::new(
+        s.get(&format!("/v1/runs/{run}/events"))
+            .send()
+            .await
+            .unwrap(),
+    );
     let events = sse.rest().await;
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].event, "end");

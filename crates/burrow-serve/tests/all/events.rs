@@ -10,7 +10,10 @@ use super::support::{Served, Setup, Sse, SseEvent, start};
 
 async fn post(s: &Served, thread: &str) -> String {
     let v: Value = s
-        .post(&format!("/v1/threads/{thread}/messages"), json!({"content": "go"}))
+        .post(
+            &format!("/v1/threads/{thread}/messages"),
+            json!({"content": "go"}),
+        )
         .send()
         .await
         .unwrap()
@@ -55,7 +58,10 @@ async fn a_watcher_gets_each_frame_numbered_heartbeats_and_the_end() {
     let s = start(Setup {
         gated: true,
         script: vec![ScriptedResponse::text("streamed answer")],
-        limits: Limits { heartbeat: Duration::from_millis(100), ..Limits::default() },
+        limits: Limits {
+            heartbeat: Duration::from_millis(100),
+            ..Limits::default()
+        },
         ..Setup::default()
     })
     .await;
@@ -77,7 +83,10 @@ async fn a_watcher_gets_each_frame_numbered_heartbeats_and_the_end() {
         assert_eq!(f.id.as_deref(), Some(n.to_string().as_str()), "{frames:?}");
     }
     let text: Vec<&SseEvent> = frames.iter().filter(|f| f.event == "text_delta").collect();
-    assert_eq!(text[0].data, json!({"type": "text_delta", "text": "streamed answer"}));
+    assert_eq!(
+        text[0].data,
+        json!({"type": "text_delta", "text": "streamed answer"})
+    );
 }
 
 #[tokio::test]
@@ -115,8 +124,15 @@ async fn a_reconnect_with_last_event_id_resumes_after_it() {
     let first_id: u64 = rest[0].id.as_ref().unwrap().parse().unwrap();
     assert_eq!(first_id, last.parse::<u64>().unwrap() + 1, "{rest:?}");
     assert!(rest.iter().all(|e| e.event != "gap"));
-    assert!(rest.iter().any(|e| e.data == json!({"type": "text_delta", "text": "part two"})));
-    assert!(!rest.iter().any(|e| e.data == json!({"type": "text_delta", "text": "part one"})));
+    assert!(
+        rest.iter()
+            .any(|e| e.data == json!({"type": "text_delta", "text": "part two"}))
+    );
+    assert!(
+        !rest
+            .iter()
+            .any(|e| e.data == json!({"type": "text_delta", "text": "part one"}))
+    );
     assert_eq!(rest.last().unwrap().event, "end");
     let bad = s
         .get(&format!("/v1/runs/{run}/events"))
@@ -160,13 +176,23 @@ async fn a_watcher_that_stops_reading_is_given_a_gap_not_the_runs_time() {
     let big = "x".repeat(256 * 1024);
     let script: Vec<ScriptedResponse> = (0..40)
         .map(|i| {
-            let mut r = ScriptedResponse::text(big.clone()).call(format!("c{i}"), "no_such_tool", json!({}));
+            let mut r = ScriptedResponse::text(big.clone()).call(
+                format!("c{i}"),
+                "no_such_tool",
+                json!({}),
+            );
             r.thinking = Some(big.clone());
             r
         })
         .chain([ScriptedResponse::text("the end")])
         .collect();
-    let s = start(Setup { gated: true, live_buffer: 4, script, ..Setup::default() }).await;
+    let s = start(Setup {
+        gated: true,
+        live_buffer: 4,
+        script,
+        ..Setup::default()
+    })
+    .await;
     let run = post(&s, "t1").await;
     let mut sse = watch(&s, &run, None).await;
     s.gate.add_permits(1000);
@@ -182,7 +208,13 @@ async fn a_watcher_that_stops_reading_is_given_a_gap_not_the_runs_time() {
         .sum();
     assert!(gaps > 0, "no gap in {} events", rest.len());
     let frames = rest.iter().filter(|e| e.id.is_some()).count() as u64;
-    let last: u64 = rest.iter().rev().find_map(|e| e.id.as_ref()).unwrap().parse().unwrap();
+    let last: u64 = rest
+        .iter()
+        .rev()
+        .find_map(|e| e.id.as_ref())
+        .unwrap()
+        .parse()
+        .unwrap();
     // Every frame is either delivered or counted missed.
     assert_eq!(frames + gaps, last, "first frame is id 0, read before");
     assert_eq!(rest.last().unwrap().event, "end");

@@ -11,14 +11,19 @@ use super::support::{Setup, Sse, problem, start};
 #[tokio::test]
 async fn a_client_that_sends_its_headers_slowly_is_cut_off() {
     let s = start(Setup {
-        limits: Limits { header_timeout: Duration::from_millis(300), ..Limits::default() },
+        limits: Limits {
+            header_timeout: Duration::from_millis(300),
+            ..Limits::default()
+        },
         ..Setup::default()
     })
     .await;
     let addr = s.base.trim_start_matches("http://").to_owned();
     let mut conn = tokio::net::TcpStream::connect(&addr).await.unwrap();
     let started = Instant::now();
-    conn.write_all(b"GET /v1/threads HTTP/1.1\r\nHost: x\r\n").await.unwrap();
+    conn.write_all(b"GET /v1/threads HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
     // One header byte every 50 ms: never a whole request.
     let mut cut = false;
     for _ in 0..100 {
@@ -36,7 +41,11 @@ async fn a_client_that_sends_its_headers_slowly_is_cut_off() {
         }
     }
     assert!(cut, "the slow client was never cut off");
-    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
     // The server still serves others.
     let r = s.get("/v1/threads").send().await.unwrap();
     assert_eq!(r.status().as_u16(), 200);
@@ -45,19 +54,29 @@ async fn a_client_that_sends_its_headers_slowly_is_cut_off() {
 #[tokio::test]
 async fn an_oversize_body_is_refused_and_posts_nothing() {
     let s = start(Setup {
-        limits: Limits { body_bytes: 1024, ..Limits::default() },
+        limits: Limits {
+            body_bytes: 1024,
+            ..Limits::default()
+        },
         ..Setup::default()
     })
     .await;
     let r = s
-        .post("/v1/threads/t1/messages", json!({"content": "x".repeat(4096)}))
+        .post(
+            "/v1/threads/t1/messages",
+            json!({"content": "x".repeat(4096)}),
+        )
         .send()
         .await
         .unwrap();
     assert_eq!(problem(r, 413).await["kind"], "too_large");
     let r = s.get("/v1/threads/t1").send().await.unwrap();
     problem(r, 404).await;
-    let ok = s.post("/v1/threads/t1/messages", json!({"content": "small"})).send().await.unwrap();
+    let ok = s
+        .post("/v1/threads/t1/messages", json!({"content": "small"}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(ok.status().as_u16(), 202);
 }
 
@@ -65,11 +84,21 @@ async fn an_oversize_body_is_refused_and_posts_nothing() {
 async fn watchers_past_the_bound_are_refused_until_one_leaves() {
     let s = start(Setup {
         gated: true,
-        limits: Limits { watchers: 1, ..Limits::default() },
+        limits: Limits {
+            watchers: 1,
+            ..Limits::default()
+        },
         ..Setup::default()
     })
     .await;
-    let v: Value = s.post("/v1/threads/t1/messages", json!({"content": "go"})).send().await.unwrap().json().await.unwrap();
+    let v: Value = s
+        .post("/v1/threads/t1/messages", json!({"content": "go"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let path = format!("/v1/runs/{}/events", v["run_id"].as_str().unwrap());
     let mut first = Sse::new(s.get(&path).send().await.unwrap());
     let second = s.get(&path).send().await.unwrap();
@@ -92,10 +121,26 @@ async fn watchers_past_the_bound_are_refused_until_one_leaves() {
 
 #[tokio::test]
 async fn shutdown_ends_watchers_with_end_and_stops_the_runs_it_holds() {
-    let mut s = start(Setup { gated: true, ..Setup::default() }).await;
-    let v: Value = s.post("/v1/threads/t1/messages", json!({"content": "go"})).send().await.unwrap().json().await.unwrap();
+    let mut s = start(Setup {
+        gated: true,
+        ..Setup::default()
+    })
+    .await;
+    let v: Value = s
+        .post("/v1/threads/t1/messages", json!({"content": "go"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let run = v["run_id"].as_str().unwrap().to_owned();
-    let mut sse = Sse::new(s.get(&format!("/v1/runs/{run}/events")).send().await.unwrap());
+    let mut sse = Sse::new(
+        s.get(&format!("/v1/runs/{run}/events"))
+            .send()
+            .await
+            .unwrap(),
+    );
     assert_eq!(sse.next().await.unwrap().event, "run_started");
     s.shut_down().await;
     let rest = sse.rest().await;
@@ -104,7 +149,10 @@ async fn shutdown_ends_watchers_with_end_and_stops_the_runs_it_holds() {
     let scope = burrow_runtime::session::Scope::new("acme", "default");
     let record = s.store.run(&scope, &run).await.unwrap().unwrap();
     assert_ne!(record.status, burrow_runtime::session::RunStatus::Running);
-    assert!(s.store.claim(&scope.thread("t1")).await.unwrap().is_none(), "the claim was released");
+    assert!(
+        s.store.claim(&scope.thread("t1")).await.unwrap().is_none(),
+        "the claim was released"
+    );
     // The listener is closed.
     assert!(reqwest::Client::new().get(s.url("/")).send().await.is_err());
 }

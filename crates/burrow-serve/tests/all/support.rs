@@ -141,12 +141,20 @@ impl Served {
     /// Waits until `thread`'s last run has ended, and returns its status.
     pub async fn settled(&self, thread: &str) -> String {
         for _ in 0..200 {
-            let v: Value = self.get(&format!("/v1/threads/{thread}")).send().await.unwrap().json().await.unwrap();
-            let status = v["runs"].as_array().and_then(|r| r.last()).map(|r| r["status"].as_str().unwrap_or("").to_owned());
-            if let Some(s) = status {
-                if s != "running" {
-                    return s;
-                }
+            let v: Value = self
+                .get(&format!("/v1/threads/{thread}"))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            let status = v["runs"]
+                .as_array()
+                .and_then(|r| r.last())
+                .map(|r| r["status"].as_str().unwrap_or("").to_owned());
+            if let Some(s) = status.filter(|s| s != "running") {
+                return s;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -163,7 +171,12 @@ pub async fn problem(response: reqwest::Response, status: u16) -> Value {
     );
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["status"], status);
-    assert!(body["type"].as_str().unwrap().starts_with("urn:burrow:problem:"));
+    assert!(
+        body["type"]
+            .as_str()
+            .unwrap()
+            .starts_with("urn:burrow:problem:")
+    );
     assert!(!body["detail"].as_str().unwrap().is_empty());
     body
 }
@@ -204,7 +217,11 @@ impl Sse {
         loop {
             if let Some(at) = self.buffer.find("\n\n") {
                 let block: String = self.buffer.drain(..at + 2).collect();
-                let mut event = SseEvent { event: "message".into(), id: None, data: Value::Null };
+                let mut event = SseEvent {
+                    event: "message".into(),
+                    id: None,
+                    data: Value::Null,
+                };
                 let mut data = String::new();
                 let mut any = false;
                 for line in block.lines() {
