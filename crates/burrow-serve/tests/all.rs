@@ -6,5 +6,6 @@ mod all {
     mod auth;
     mod events;
     mod limits;
+    mod postgres;
     mod support;
 }

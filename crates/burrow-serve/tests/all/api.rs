@@ -161,16 +161,11 @@ async fn a_message_to_a_running_thread_steers_it() {
     assert_eq!(steered["action"], "steered");
     assert_eq!(steered["run_id"], started["run_id"]);
     s.gate.add_permits(10);
-    assert_eq!(s.settled("t1").await, "completed");
-    let view: Value = s
-        .get("/v1/threads/t1")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert!(view["history"].to_string().contains("and also this"));
+    let view = s.until_history("t1", "and also this").await;
+    assert_eq!(
+        view["runs"].as_array().unwrap().last().unwrap()["status"],
+        "completed"
+    );
 }
 
 #[tokio::test]

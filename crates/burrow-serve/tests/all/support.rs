@@ -36,6 +36,10 @@ pub struct Setup {
     pub gated: bool,
     pub limits: Limits,
     pub live_buffer: usize,
+    /// The session store (a fresh SQLite file when `None`).
+    pub store: Option<Arc<dyn SessionStore>>,
+    /// The tenant of `Served::token`.
+    pub tenant: String,
 }
 
 impl Default for Setup {
@@ -45,6 +49,8 @@ impl Default for Setup {
             gated: false,
             limits: Limits::default(),
             live_buffer: 1024,
+            store: None,
+            tenant: "acme".to_owned(),
         }
     }
 }
@@ -52,11 +58,13 @@ impl Default for Setup {
 pub async fn start(setup: Setup) -> Served {
     let dir = tempfile::tempdir().unwrap();
     let tokens_path = dir.path().join("tokens");
-    let token = add_token(&tokens_path, "acme", "alice").unwrap();
+    let token = add_token(&tokens_path, &setup.tenant, "alice").unwrap();
     let other = add_token(&tokens_path, "other", "bob").unwrap();
     let tokens = Tokens::load(&tokens_path).unwrap();
-    let store: Arc<dyn SessionStore> =
-        Arc::new(SqliteStore::open(dir.path().join("session.db")).unwrap());
+    let store: Arc<dyn SessionStore> = match setup.store {
+        Some(store) => store,
+        None => Arc::new(SqliteStore::open(dir.path().join("session.db")).unwrap()),
+    };
     let gate = Arc::new(Semaphore::new(0));
     let requests = Arc::new(AtomicUsize::new(0));
     let script = Arc::new(setup.script);
@@ -159,6 +167,29 @@ impl Served {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         panic!("thread {thread} did not settle");
+    }
+}
+
+impl Served {
+    /// Waits until `thread`'s history holds `text` and its last run has ended.
+    pub async fn until_history(&self, thread: &str, text: &str) -> Value {
+        for _ in 0..400 {
+            let v: Value = self
+                .get(&format!("/v1/threads/{thread}"))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            let last = v["runs"].as_array().and_then(|r| r.last()).cloned();
+            let ended = last.is_some_and(|r| r["status"] != "running");
+            if ended && v["history"].to_string().contains(text) {
+                return v;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("{text:?} never reached the history of {thread}");
     }
 }
 
