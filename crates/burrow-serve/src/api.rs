@@ -11,7 +11,6 @@ use axum::{Json, Router};
 use burrow_runtime::message::Message;
 use burrow_runtime::runner::{Command, CommandResult, StopRequest};
 use burrow_runtime::session::{CommandKey, MAX_PAGE, RequestKind, RunStatus, Scope, ThreadStatus};
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tower_http::timeout::RequestBodyTimeoutLayer;
@@ -20,6 +19,10 @@ use crate::IDEMPOTENT_REPLAYED;
 use crate::error::{ServeError, ServeErrorKind, ServeResult};
 use crate::server::Shared;
 use crate::tokens::Principal;
+use crate::types::{
+    Action, AnswerBody, AnswerResponse, MessageBody, MessageResponse, Page, Pending, Problem,
+    StopResponse, ThreadList, ThreadView,
+};
 
 /// The author every message and answer is recorded under: the one
 /// `burrow run --session` uses, so both surfaces steer the same runs.
@@ -41,6 +44,7 @@ pub(crate) fn router(state: Shared) -> Router {
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate));
     Router::new()
         .route("/", get(page))
+        .route("/v1/openapi.json", get(openapi))
         .merge(api)
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(body_bytes))
@@ -58,6 +62,12 @@ async fn page() -> Response {
         ),
     );
     response
+}
+
+/// `GET /v1/openapi.json`: the API's OpenAPI document (no token needed).
+async fn openapi() -> Response {
+    use utoipa::OpenApi as _;
+    Json(crate::types::ApiDoc::openapi()).into_response()
 }
 
 async fn not_found() -> ServeError {
@@ -134,19 +144,16 @@ pub(crate) fn quoted(name: &str) -> String {
     format!("{cut:?}")
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Page {
-    after: Option<String>,
-    limit: Option<usize>,
-}
-
 /// `GET /v1/threads?after=T&limit=N`: the tenant's threads by id, a page at a time.
-async fn list_threads(
+#[utoipa::path(get, path = "/v1/threads", params(Page),
+    responses((status = 200, body = ThreadList),
+              (status = 400, body = Problem, content_type = "application/problem+json"),
+              (status = 401, body = Problem, content_type = "application/problem+json")))]
+pub(crate) async fn list_threads(
     State(state): State<Shared>,
     Extension(principal): Extension<Principal>,
     page: Result<Query<Page>, axum::extract::rejection::QueryRejection>,
-) -> ServeResult<Json<Value>> {
+) -> ServeResult<Json<ThreadList>> {
     let Query(page) = page.map_err(|_| {
         ServeError::new(
             ServeErrorKind::InvalidArgument,
@@ -169,15 +176,23 @@ async fn list_threads(
     let next = (threads.len() == limit)
         .then(|| threads.last().map(|t| t.thread.clone()))
         .flatten();
-    Ok(Json(json!({"threads": threads, "next": next})))
+    let threads = threads
+        .iter()
+        .map(|t| serde_json::to_value(t).unwrap_or(Value::Null))
+        .collect();
+    Ok(Json(ThreadList { threads, next }))
 }
 
 /// `GET /v1/threads/{thread}`: the thread, its history, runs, pending requests and todos.
-async fn show_thread(
+#[utoipa::path(get, path = "/v1/threads/{thread}", params(("thread" = String, Path)),
+    responses((status = 200, body = ThreadView),
+              (status = 401, body = Problem, content_type = "application/problem+json"),
+              (status = 404, body = Problem, content_type = "application/problem+json")))]
+pub(crate) async fn show_thread(
     State(state): State<Shared>,
     Extension(principal): Extension<Principal>,
     Path(thread): Path<String>,
-) -> ServeResult<Json<Value>> {
+) -> ServeResult<Json<ThreadView>> {
     let store = state.runner.store();
     let key = scope(&state, &principal).thread(thread.clone());
     let Some(info) = store.thread(&key).await? else {
@@ -185,15 +200,21 @@ async fn show_thread(
     };
     let history = store.history(&key, 0).await?;
     let runs = store.runs(&key).await?;
-    let pending: Vec<Value> = runs
+    let pending: Vec<Pending> = runs
         .iter()
         .filter(|r| r.status == RunStatus::Paused)
         .flat_map(|r| {
-            r.requests.iter().filter(|q| q.answer.is_none()).map(|q| {
-                json!({"run_id": r.run_id, "request_id": q.spec.id, "call_id": q.spec.call_id,
-                       "kind": kind_name(q.spec.kind), "tool_name": q.spec.tool_name,
-                       "arguments": q.spec.arguments})
-            })
+            r.requests
+                .iter()
+                .filter(|q| q.answer.is_none())
+                .map(|q| Pending {
+                    run_id: r.run_id.clone(),
+                    request_id: q.spec.id.clone(),
+                    call_id: q.spec.call_id.clone(),
+                    kind: kind_name(q.spec.kind),
+                    tool_name: q.spec.tool_name.clone(),
+                    arguments: q.spec.arguments.clone(),
+                })
         })
         .collect();
     let messages: Vec<Message> = history.iter().map(|e| e.message.clone()).collect();
@@ -202,10 +223,18 @@ async fn show_thread(
         .iter()
         .map(|e| json!({"pos": e.pos, "run_id": e.run_id, "message": e.message}))
         .collect();
-    Ok(Json(
-        json!({"thread": info, "history": history, "runs": runs,
-                   "pending": pending, "todos": todos}),
-    ))
+    Ok(Json(ThreadView {
+        thread: to_json(&info),
+        history,
+        runs: runs.iter().map(to_json).collect(),
+        pending,
+        todos: todos.iter().map(to_json).collect(),
+    }))
+}
+
+/// A value as JSON (the runtime's types serialise without failing).
+fn to_json<T: serde::Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
 fn kind_name(kind: RequestKind) -> &'static str {
@@ -215,16 +244,8 @@ fn kind_name(kind: RequestKind) -> &'static str {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct MessageBody {
-    content: String,
-    #[serde(default)]
-    command_id: Option<String>,
-}
-
 /// A JSON response, with `Idempotent-Replayed: true` when it is a repeat's.
-fn answer_with(status: StatusCode, value: Value, replayed: bool) -> Response {
+fn answer_with(status: StatusCode, value: impl serde::Serialize, replayed: bool) -> Response {
     let mut response = (status, Json(value)).into_response();
     if replayed {
         response
@@ -250,7 +271,15 @@ fn command_id(given: Option<String>) -> ServeResult<(String, bool)> {
 /// `POST /v1/threads/{thread}/messages` `{"content", "command_id"?}`: posts a
 /// message, which starts a run in an idle thread, steers a running one and
 /// answers a paused one, as `burrow run --session` does.
-async fn post_message(
+#[utoipa::path(post, path = "/v1/threads/{thread}/messages", params(("thread" = String, Path)),
+    request_body = MessageBody,
+    responses((status = 202, description = "Carried out", body = MessageResponse),
+              (status = 200, description = "A repeated command id: the remembered result",
+               body = MessageResponse, headers(("idempotent-replayed" = String))),
+              (status = 400, body = Problem, content_type = "application/problem+json"),
+              (status = 401, body = Problem, content_type = "application/problem+json"),
+              (status = 413, body = Problem, content_type = "application/problem+json")))]
+pub(crate) async fn post_message(
     State(state): State<Shared>,
     Extension(principal): Extension<Principal>,
     Path(thread): Path<String>,
@@ -286,7 +315,14 @@ async fn post_message(
         }
         // The id was used by a command of another kind: say what it did.
         other => {
-            let value = json!({"action": "remembered", "command_id": command_id, "result": other});
+            let value = MessageResponse {
+                action: Action::Remembered,
+                thread: None,
+                message_id: None,
+                run_id: None,
+                command_id: Some(command_id),
+                result: Some(to_json(other)),
+            };
             return Ok(answer_with(StatusCode::OK, value, true));
         }
     };
@@ -296,22 +332,23 @@ async fn post_message(
         None => store.thread(&key).await?.and_then(|info| info.active_run),
     };
     let action = if replayed {
-        "remembered"
+        Action::Remembered
     } else {
         match before {
-            Some(ThreadStatus::Paused) => "answered",
-            Some(ThreadStatus::Running) => "steered",
-            _ if here.is_some() => "started",
-            _ => "steered",
+            Some(ThreadStatus::Paused) => Action::Answered,
+            Some(ThreadStatus::Running) => Action::Steered,
+            _ if here.is_some() => Action::Started,
+            _ => Action::Steered,
         }
     };
-    let value = json!({
-        "action": action,
-        "thread": thread,
-        "message_id": posted_id,
-        "run_id": run_id,
-        "command_id": given.then_some(command_id),
-    });
+    let value = MessageResponse {
+        action,
+        thread: Some(thread),
+        message_id: Some(posted_id),
+        run_id,
+        command_id: given.then_some(command_id),
+        result: None,
+    };
     let status = if replayed {
         StatusCode::OK
     } else {
@@ -320,22 +357,18 @@ async fn post_message(
     Ok(answer_with(status, value, replayed))
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AnswerBody {
-    request: String,
-    #[serde(default)]
-    text: Option<String>,
-    #[serde(default)]
-    approve: Option<bool>,
-    #[serde(default)]
-    command_id: Option<String>,
-}
-
 /// `POST /v1/threads/{thread}/answers` `{"request", "text" | "approve"}`:
 /// answers a request of the thread's paused run; the run resumes once every
 /// request is answered.
-async fn post_answer(
+#[utoipa::path(post, path = "/v1/threads/{thread}/answers", params(("thread" = String, Path)),
+    request_body = AnswerBody,
+    responses((status = 200, body = AnswerResponse,
+               headers(("idempotent-replayed" = String, description = "true for a repeated command id"))),
+              (status = 400, body = Problem, content_type = "application/problem+json"),
+              (status = 401, body = Problem, content_type = "application/problem+json"),
+              (status = 404, body = Problem, content_type = "application/problem+json"),
+              (status = 409, body = Problem, content_type = "application/problem+json")))]
+pub(crate) async fn post_answer(
     State(state): State<Shared>,
     Extension(principal): Extension<Principal>,
     Path(thread): Path<String>,
@@ -352,8 +385,7 @@ async fn post_answer(
             command_id: command_id.clone(),
         };
         if let Some(remembered) = state.runner.remembered(&command_key).await? {
-            let value =
-                json!({"action": "remembered", "command_id": command_id, "result": remembered});
+            let value = remembered_answer(command_id, to_json(&remembered));
             return Ok(answer_with(StatusCode::OK, value, true));
         }
     }
@@ -415,22 +447,44 @@ async fn post_answer(
             resumed,
         } => Ok(answer_with(
             StatusCode::OK,
-            json!({"action": "answered", "thread": thread, "run_id": run_id,
-                   "request_id": request_id, "resumed": resumed,
-                   "command_id": given.then_some(command_id)}),
+            AnswerResponse {
+                action: Action::Answered,
+                thread: Some(thread),
+                run_id: Some(run_id),
+                request_id: Some(request_id),
+                resumed: Some(resumed),
+                command_id: given.then_some(command_id),
+                result: None,
+            },
             false,
         )),
         CommandResult::Rejected { kind, message } => Err(ServeError::of_runner_kind(kind, message)),
         other => Ok(answer_with(
             StatusCode::OK,
-            json!({"action": "remembered", "command_id": command_id, "result": other}),
+            remembered_answer(command_id, to_json(&other)),
             true,
         )),
     }
 }
 
+fn remembered_answer(command_id: String, result: Value) -> AnswerResponse {
+    AnswerResponse {
+        action: Action::Remembered,
+        thread: None,
+        run_id: None,
+        request_id: None,
+        resumed: None,
+        command_id: Some(command_id),
+        result: Some(result),
+    }
+}
+
 /// `POST /v1/threads/{thread}/stop`: stops the thread's running or paused run, wherever it runs.
-async fn post_stop(
+#[utoipa::path(post, path = "/v1/threads/{thread}/stop", params(("thread" = String, Path)),
+    responses((status = 200, body = StopResponse),
+              (status = 401, body = Problem, content_type = "application/problem+json"),
+              (status = 404, body = Problem, content_type = "application/problem+json")))]
+pub(crate) async fn post_stop(
     State(state): State<Shared>,
     Extension(principal): Extension<Principal>,
     Path(thread): Path<String>,
@@ -439,17 +493,16 @@ async fn post_stop(
     if state.runner.store().thread(&key).await?.is_none() {
         return Err(no_thread(&thread));
     }
-    let value = match state.runner.request_stop(&key).await? {
-        StopRequest::Idle => {
-            json!({"thread": thread, "run_id": null, "stopped": false, "requested": false})
-        }
-        StopRequest::Stopped { run_id } => {
-            json!({"thread": thread, "run_id": run_id, "stopped": true, "requested": true})
-        }
-        StopRequest::Requested { run_id } => {
-            json!({"thread": thread, "run_id": run_id, "stopped": false, "requested": true})
-        }
-        _ => json!({"thread": thread, "run_id": null, "stopped": false, "requested": false}),
+    let (run_id, stopped, requested) = match state.runner.request_stop(&key).await? {
+        StopRequest::Stopped { run_id } => (Some(run_id), true, true),
+        StopRequest::Requested { run_id } => (Some(run_id), false, true),
+        _ => (None, false, false),
+    };
+    let value = StopResponse {
+        thread,
+        run_id,
+        stopped,
+        requested,
     };
     Ok(answer_with(StatusCode::OK, value, false))
 }

@@ -90,6 +90,17 @@ impl Position {
 }
 
 /// `GET /v1/runs/{run}/events` (`Last-Event-ID` to resume).
+#[utoipa::path(get, path = "/v1/runs/{run}/events",
+    params(("run" = String, Path),
+           ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event id")),
+    responses((status = 200, content_type = "text/event-stream", body = String,
+               description = "One event per live frame, named by its type (run_started, text_delta, \
+                   thinking_delta, tool_call, tool_result, usage, retry, draft), each with an id and \
+                   the JSON `burrow run --json` prints; `gap` {missed} when frames were dropped; \
+                   `end` {type: run_ended, outcome, reason} last; heartbeat comments between"),
+              (status = 401, body = crate::types::Problem, content_type = "application/problem+json"),
+              (status = 404, body = crate::types::Problem, content_type = "application/problem+json"),
+              (status = 503, body = crate::types::Problem, content_type = "application/problem+json")))]
 pub(crate) async fn run_events(
     State(state): State<Shared>,
     Extension(principal): Extension<Principal>,

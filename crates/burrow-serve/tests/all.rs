@@ -6,6 +6,7 @@ mod all {
     mod auth;
     mod events;
     mod limits;
+    mod openapi;
     mod postgres;
     mod support;
 }
