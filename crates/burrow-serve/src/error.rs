@@ -126,6 +126,9 @@ impl ServeError {
 
 impl From<RunnerError> for ServeError {
     fn from(e: RunnerError) -> Self {
+        if e.kind() == RunnerErrorKind::Store {
+            return store_failed(&e);
+        }
         Self::of_runner_kind(e.kind(), e.message())
     }
 }
@@ -133,13 +136,22 @@ impl From<RunnerError> for ServeError {
 impl From<StoreError> for ServeError {
     fn from(e: StoreError) -> Self {
         use burrow_runtime::session::StoreErrorKind as K;
-        let kind = match e.kind() {
-            K::InvalidArgument => ServeErrorKind::InvalidArgument,
-            K::NotFound => ServeErrorKind::NotFound,
-            _ => ServeErrorKind::Store,
-        };
-        Self::new(kind, e.to_string())
+        match e.kind() {
+            K::InvalidArgument => Self::new(ServeErrorKind::InvalidArgument, e.message()),
+            K::NotFound => Self::new(ServeErrorKind::NotFound, e.message()),
+            _ => store_failed(&e),
+        }
     }
+}
+
+/// A store failure: the cause goes to the server's log, never to the client (it may
+/// name a host path or a database detail).
+fn store_failed(e: &dyn std::fmt::Display) -> ServeError {
+    tracing::error!(error = %e, "the session store failed");
+    ServeError::new(
+        ServeErrorKind::Store,
+        "the session store failed; the server's log has the cause",
+    )
 }
 
 /// The media type of RFC 9457 problem details.

@@ -104,3 +104,44 @@ async fn another_tenants_thread_and_run_are_not_found() {
     assert_eq!(events[0].event, "end");
     assert_eq!(events[0].data["outcome"], "completed");
 }
+
+#[tokio::test]
+async fn the_page_loads_nothing_from_elsewhere_and_calls_only_the_public_api() {
+    let s = start(Setup::default()).await;
+    let r = s.client.get(s.url("/")).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    assert!(
+        r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
+    let csp = r.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(csp.starts_with("default-src 'none'"), "{csp}");
+    assert!(csp.contains("connect-src 'self'"));
+    let page = r.text().await.unwrap();
+    assert!(
+        !page.contains("http://") && !page.contains("https://"),
+        "an external URL"
+    );
+    assert!(
+        !page.contains("<script src") && !page.contains("<link"),
+        "an external file"
+    );
+    // Every request it makes is to /v1/.
+    for (at, _) in page.match_indices("fetch(") {
+        let call = &page[at + 6..at + 40];
+        assert!(
+            call.starts_with("path") || call.starts_with("\"/v1/"),
+            "{call}"
+        );
+    }
+    for (at, _) in page.match_indices("api(\"") {
+        let call = &page[at..at + 30];
+        assert!(call.contains("\"/v1/"), "{call}");
+    }
+    assert!(page.contains("name=\"viewport\""));
+}

@@ -156,3 +156,35 @@ async fn shutdown_ends_watchers_with_end_and_stops_the_runs_it_holds() {
     // The listener is closed.
     assert!(reqwest::Client::new().get(s.url("/")).send().await.is_err());
 }
+
+#[tokio::test]
+async fn a_client_that_sends_its_body_slowly_is_refused_and_posts_nothing() {
+    let s = start(Setup {
+        limits: Limits {
+            body_timeout: Duration::from_millis(300),
+            ..Limits::default()
+        },
+        ..Setup::default()
+    })
+    .await;
+    let addr = s.base.trim_start_matches("http://").to_owned();
+    let mut conn = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let head = format!(
+        "POST /v1/threads/slow/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"content\":",
+        s.token
+    );
+    conn.write_all(head.as_bytes()).await.unwrap();
+    let started = Instant::now();
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(5), conn.read_to_end(&mut answer)).await;
+    assert!(read.is_ok(), "the slow body was never cut off");
+    assert!(started.elapsed() < Duration::from_secs(3));
+    let text = String::from_utf8_lossy(&answer);
+    // Either a 400 problem or a closed connection; never a posted message.
+    assert!(
+        text.is_empty() || text.starts_with("HTTP/1.1 400"),
+        "{text}"
+    );
+    let r = s.get("/v1/threads/slow").send().await.unwrap();
+    problem(r, 404).await;
+}
