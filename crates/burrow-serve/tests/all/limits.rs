@@ -188,3 +188,33 @@ async fn a_client_that_sends_its_body_slowly_is_refused_and_posts_nothing() {
     let r = s.get("/v1/threads/slow").send().await.unwrap();
     problem(r, 404).await;
 }
+
+#[tokio::test]
+async fn an_idle_kept_alive_connection_is_closed_after_the_header_timeout() {
+    let s = start(Setup {
+        limits: Limits {
+            header_timeout: Duration::from_millis(300),
+            ..Limits::default()
+        },
+        ..Setup::default()
+    })
+    .await;
+    let addr = s.base.trim_start_matches("http://").to_owned();
+    let mut conn = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    conn.write_all(b"GET /v1/openapi.json HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut first = [0u8; 12];
+    conn.read_exact(&mut first).await.unwrap();
+    assert_eq!(&first, b"HTTP/1.1 200");
+    // Read the rest of the answer, then stay idle: the server closes the connection.
+    let started = Instant::now();
+    let mut rest = Vec::new();
+    let closed = tokio::time::timeout(Duration::from_secs(5), conn.read_to_end(&mut rest)).await;
+    assert!(closed.is_ok(), "the idle connection was kept open");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+}
