@@ -327,7 +327,15 @@ pub(crate) async fn post_message(
         }
     };
     let here = state.runner.running(&key).map(|h| h.run_id().to_owned());
-    let run_id = match here.clone() {
+    // The run the message started, even when it has ended already (a quick model).
+    let started = store
+        .runs(&key)
+        .await?
+        .into_iter()
+        .rev()
+        .find(|r| r.message_ids.contains(&posted_id))
+        .map(|r| r.run_id);
+    let run_id = match started.clone().or(here) {
         Some(run) => Some(run),
         None => store.thread(&key).await?.and_then(|info| info.active_run),
     };
@@ -337,7 +345,7 @@ pub(crate) async fn post_message(
         match before {
             Some(ThreadStatus::Paused) => Action::Answered,
             Some(ThreadStatus::Running) => Action::Steered,
-            _ if here.is_some() => Action::Started,
+            _ if started.is_some() => Action::Started,
             _ => Action::Steered,
         }
     };

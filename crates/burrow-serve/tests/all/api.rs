@@ -352,3 +352,35 @@ async fn bad_requests_are_problem_json_and_change_nothing() {
         .unwrap();
     assert_eq!(list["threads"], json!([]));
 }
+
+#[tokio::test]
+async fn a_run_that_ended_before_the_response_is_still_named_started() {
+    // Ungated: the scripted run may well end before the handler looks.
+    let s = start(Setup::default()).await;
+    for i in 0..20 {
+        let thread = format!("quick{i}");
+        let posted: Value = s
+            .post(
+                &format!("/v1/threads/{thread}/messages"),
+                json!({"content": "go"}),
+            )
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(posted["action"], "started", "{posted}");
+        let run = posted["run_id"].as_str().expect("a run id").to_owned();
+        s.settled(&thread).await;
+        let view: Value = s
+            .get(&format!("/v1/threads/{thread}"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(view["runs"][0]["run_id"], run.as_str());
+    }
+}
