@@ -436,6 +436,88 @@ pub enum Command {
     #[cfg(feature = "run")]
     #[command(subcommand)]
     Thread(ThreadCommand),
+    /// Serve session threads over HTTP (JSON under /v1, live runs as Server-Sent Events,
+    /// a page at /) to the bearer tokens of --tokens; `burrow serve token add` makes one.
+    #[cfg(feature = "serve")]
+    #[command(args_conflicts_with_subcommands = true)]
+    Serve {
+        #[command(subcommand)]
+        action: Option<ServeCommand>,
+        #[command(flatten)]
+        args: ServeArgs,
+    },
+}
+
+/// `burrow serve`'s options.
+#[cfg(feature = "serve")]
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// The session threads live in: sqlite:FILE.db or postgres://... (several servers on
+    /// one PostgreSQL are one service).
+    #[arg(long, value_name = "SESSION")]
+    pub session: Option<String>,
+    /// The model every run uses (as for `burrow run`).
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
+    /// Hooks and permissions in Claude Code's settings form (as for `burrow run`).
+    #[arg(long, value_name = "FILE")]
+    pub settings: Option<PathBuf>,
+    /// Most model requests in a run segment.
+    #[arg(long, value_name = "N", default_value_t = 100,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_turns: u32,
+    /// How long one model request waits for the provider to start answering.
+    #[arg(long, value_name = "SECONDS", default_value_t = 600,
+          value_parser = clap::value_parser!(u64).range(1..=86400))]
+    pub request_timeout: u64,
+    /// Give the agent write_todos.
+    #[arg(long)]
+    pub todos: bool,
+    /// The address to listen on; loopback unless told otherwise.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    pub listen: std::net::SocketAddr,
+    /// The tokens file: one `SHA256HEX TENANT NAME` line per token.
+    #[arg(long, value_name = "FILE")]
+    pub tokens: Option<PathBuf>,
+    /// How long this process's claim on a thread lasts without renewal.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..=86400))]
+    pub claim_ttl: u64,
+    /// The largest request body, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
+    pub max_body: usize,
+    /// The most live-event watchers at once.
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub max_watchers: usize,
+    /// How long a client may take to send a request's headers (a slower one is cut off).
+    #[arg(long, value_name = "SECONDS", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub header_timeout: u64,
+}
+
+/// `burrow serve token ...`.
+#[cfg(feature = "serve")]
+#[derive(Debug, Subcommand)]
+pub enum ServeCommand {
+    /// The tokens file.
+    #[command(subcommand)]
+    Token(TokenCommand),
+}
+
+/// `burrow serve token add`.
+#[cfg(feature = "serve")]
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Make a random token for --tenant, print it once on stdout and append its
+    /// `SHA256HEX TENANT NAME` line to the tokens file (created when missing).
+    Add {
+        /// The tokens file.
+        #[arg(long, value_name = "FILE")]
+        tokens: PathBuf,
+        /// The token's name (for people: who or what holds it).
+        #[arg(long, value_name = "NAME")]
+        name: String,
+    },
 }
 
 /// `burrow thread ...`: the threads of a session store (`--session`).

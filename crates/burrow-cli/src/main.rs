@@ -45,6 +45,8 @@ mod permissions;
 #[cfg(feature = "run")]
 mod pipe;
 #[cfg(feature = "run")]
+#[cfg(feature = "serve")]
+mod serve;
 mod session;
 mod spec;
 #[cfg(feature = "state")]
@@ -158,6 +160,15 @@ async fn run(cli: Cli) -> io::Result<Exit> {
     #[cfg(feature = "state")]
     if let cli::Command::State(cli::StateCommand::Compact { file }) = &cli.command {
         return state_compact(file, json);
+    }
+    // `burrow serve token add` writes the tokens file only.
+    #[cfg(feature = "serve")]
+    if let cli::Command::Serve {
+        action: Some(cli::ServeCommand::Token(cli::TokenCommand::Add { tokens, name })),
+        ..
+    } = &cli.command
+    {
+        return serve::token_add(tokens, &cli.tenant, name, json);
     }
     // `burrow thread list|show|stop` open a session store, no backend.
     #[cfg(feature = "run")]
@@ -409,6 +420,8 @@ fn request_timeout(cli: &Cli) -> std::time::Duration {
         | cli::Command::Thread(cli::ThreadCommand::Answer {
             request_timeout, ..
         }) => *request_timeout,
+        #[cfg(feature = "serve")]
+        cli::Command::Serve { args, .. } => args.request_timeout,
         _ => 600,
     };
     std::time::Duration::from_secs(seconds)
@@ -472,6 +485,22 @@ async fn run_setup(cli: &Cli) -> io::Result<Result<Option<session::Setup>, Exit>
                 Ok(recorded) => Ok(Ok(Some(given.or(recorded)))),
                 Err(refused) => Ok(Err(refused.report(cli.json)?)),
             }
+        }
+        #[cfg(feature = "serve")]
+        cli::Command::Serve { action: None, args } => {
+            let (Some(model), Some(_), Some(_)) = (&args.model, &args.session, &args.tokens) else {
+                writeln!(
+                    io::stderr(),
+                    "burrow: burrow serve needs --session SESSION, --model MODEL and --tokens FILE"
+                )?;
+                return Ok(Err(Exit::Failed));
+            };
+            Ok(Ok(Some(session::Setup::given(
+                model,
+                args.settings.as_deref(),
+                args.max_turns,
+                args.todos,
+            ))))
         }
         _ => Ok(Ok(None)),
     }
@@ -569,6 +598,30 @@ async fn run_agent(
                 .agent_for(opened, ctx, json, Some(&id), Some((store.clone(), scope)));
             let outcome =
                 session::answer(agent, store, &args, &id, &request, &text, approve, json).await;
+            hooks.settle().await;
+            outcome
+        }
+        #[cfg(feature = "serve")]
+        cli::Command::Serve {
+            action: None,
+            args: serve_args,
+        } => {
+            config.print_notes()?;
+            let Some(spec) = serve_args.session.clone() else {
+                return Ok(Exit::Failed);
+            };
+            let store = match session::open_store(&spec).await {
+                Ok(store) => store,
+                Err(refused) => return refused.report(json),
+            };
+            let args = session::SessionArgs {
+                spec,
+                tenant,
+                claim_ttl: serve_args.claim_ttl,
+                setup,
+            };
+            let (agent, hooks) = config.agent_for(opened, ctx, json, None, None);
+            let outcome = serve::serve(agent, store, &args, &serve_args, json).await;
             hooks.settle().await;
             outcome
         }

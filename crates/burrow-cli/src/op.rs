@@ -174,6 +174,13 @@ impl Op {
                     "thread works on session threads, not a file operation.",
                 ));
             }
+            // `burrow serve` is run by main before any operation is built.
+            #[cfg(feature = "serve")]
+            Command::Serve { .. } => {
+                return Err(Error::invalid_argument(
+                    "serve serves session threads over HTTP, not a file operation.",
+                ));
+            }
         };
         Ok(Some(op))
     }

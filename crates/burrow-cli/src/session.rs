@@ -31,7 +31,7 @@ use crate::output::Exit;
 /// The author every message and answer of the command is recorded under.
 const AUTHOR: &str = "user";
 /// The workspace of the session store the command's threads live in.
-const WORKSPACE: &str = "default";
+pub(crate) const WORKSPACE: &str = "default";
 /// How often a waiting process looks at the store.
 const POLL: Duration = Duration::from_millis(100);
 
@@ -262,7 +262,7 @@ pub struct Refused {
 
 impl Refused {
     /// A bad `--session` value: exit 2, like other bad usage.
-    fn usage(message: impl Into<String>) -> Self {
+    pub(crate) fn usage(message: impl Into<String>) -> Self {
         Self {
             exit: Exit::Failed,
             kind: "invalid_argument",
@@ -271,7 +271,7 @@ impl Refused {
     }
 
     /// The session store broke: exit 2.
-    fn failure(message: impl Into<String>) -> Self {
+    pub(crate) fn failure(message: impl Into<String>) -> Self {
         Self {
             exit: Exit::Failed,
             kind: "failure",
@@ -402,10 +402,22 @@ fn runner(
         transcript: Mutex::new(transcript),
         watched: Mutex::default(),
     };
+    runner_with_live(agent, store, args, Arc::new(live))
+}
+
+/// The runner `burrow run --session` and `burrow thread` use (the claim TTL,
+/// `ask_user`, the setup's run labels), its live frames going to `live`:
+/// `burrow serve` runs threads the same way.
+pub fn runner_with_live(
+    agent: Agent,
+    store: Arc<dyn SessionStore>,
+    args: &SessionArgs,
+    live: Arc<dyn LiveChannel>,
+) -> Runner {
     let mut config = RunnerConfig::default()
         .with_claim_ttl(Duration::from_secs(args.claim_ttl))
         .with_ask_user(true)
-        .with_live(Arc::new(live));
+        .with_live(live);
     for (name, value) in args.setup.labels() {
         config = config.with_run_label(name, value);
     }

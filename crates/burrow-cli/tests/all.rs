@@ -52,6 +52,8 @@ mod all {
     mod run_uploads;
     #[cfg(feature = "s3")]
     mod s3;
+    #[cfg(all(feature = "serve", feature = "sqlite"))]
+    mod serve;
     #[cfg(feature = "run")]
     mod session;
     mod spec_support;

@@ -112,6 +112,10 @@
 //!   agent tools over the runtime's `Tool` trait; with `postgres`, the
 //!   PostgreSQL store too. Implies `runtime`. Costs:
 //!   jsonschema, json-patch (jsonptr).
+//! - `serve`: the runner over HTTP as [`serve`]: bearer tokens per tenant,
+//!   threads, messages (once per command id), answers and stops as JSON,
+//!   live runs as Server-Sent Events, an embedded page. Implies `runtime`.
+//!   Costs: axum, hyper, hyper-util, tower, tower-http, subtle, getrandom.
 //! - `full`: every feature above.
 
 // ---------------------------------------------------------------------------
@@ -176,6 +180,10 @@ pub use burrow_runtime as runtime;
 /// The artifact workspace (`burrow-artifacts`): kinds, changes, stores and agent tools.
 #[cfg(feature = "artifacts")]
 pub use burrow_artifacts as artifacts;
+
+/// The runner over HTTP (`burrow-serve`): the server behind `burrow serve`.
+#[cfg(feature = "serve")]
+pub use burrow_serve as serve;
 
 /// The model adapters (`burrow-models`): OpenAI and Anthropic over reqwest.
 #[cfg(any(feature = "openai", feature = "anthropic"))]

@@ -1,0 +1,110 @@
+//! `burrow serve` and `burrow serve token add`: session threads over HTTP through burrow-serve, each thread run by the runner `burrow run --session` uses (docs/adr/0340).
+
+use std::io::{self, Write};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use burrow_runtime::agent::Agent;
+use burrow_runtime::runner::FanoutChannel;
+use burrow_runtime::session::SessionStore;
+use burrow_serve::{Limits, Server, Tokens};
+use serde_json::json;
+
+use crate::cli::ServeArgs;
+use crate::output::Exit;
+use crate::session::{self, Refused, SessionArgs};
+
+/// `burrow serve token add --tokens FILE --tenant T --name N`: prints the new token once.
+pub fn token_add(path: &Path, tenant: &str, name: &str, json: bool) -> io::Result<Exit> {
+    match burrow_serve::add_token(path, tenant, name) {
+        Ok(token) => {
+            let mut out = io::stdout().lock();
+            if json {
+                writeln!(
+                    out,
+                    "{}",
+                    json!({"token": token, "tenant": tenant, "name": name})
+                )?;
+            } else {
+                writeln!(out, "{token}")?;
+            }
+            out.flush()?;
+            Ok(Exit::Success)
+        }
+        Err(e) => Refused::usage(e.message().to_owned()).report(json),
+    }
+}
+
+/// `burrow serve`: serves until SIGTERM or SIGINT, then shuts down gracefully.
+pub async fn serve(
+    agent: Agent,
+    store: Arc<dyn SessionStore>,
+    args: &SessionArgs,
+    serve: &ServeArgs,
+    json: bool,
+) -> Result<Exit, Refused> {
+    let Some(path) = &serve.tokens else {
+        return Err(Refused::usage("burrow serve needs --tokens FILE"));
+    };
+    let tokens = Tokens::load(path).map_err(|e| Refused::usage(e.message().to_owned()))?;
+    if tokens.is_empty() {
+        return Err(Refused::usage(
+            "the tokens file holds no token: make one with `burrow serve token add`",
+        ));
+    }
+    let live = Arc::new(FanoutChannel::new(crate::agent::LIVE_FRAMES));
+    let runner = session::runner_with_live(agent, store, args, live);
+    let listener = tokio::net::TcpListener::bind(serve.listen)
+        .await
+        .map_err(|e| {
+            Refused::failure(format!("cannot listen on {} ({})", serve.listen, e.kind()))
+        })?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| Refused::failure(format!("cannot read the bound address ({})", e.kind())))?;
+    // Threads a process that died left asked and untaken are taken up here.
+    runner.recover().await?;
+    let limits = Limits {
+        body_bytes: serve.max_body,
+        watchers: serve.max_watchers,
+        header_timeout: Duration::from_secs(serve.header_timeout),
+        ..Limits::default()
+    };
+    let server = Server::new(runner, tokens, session::WORKSPACE, limits);
+    {
+        let mut err = io::stderr().lock();
+        if json {
+            let mut out = io::stdout().lock();
+            writeln!(
+                out,
+                "{}",
+                json!({"type": "listening", "url": format!("http://{addr}")})
+            )?;
+            out.flush()?;
+        } else {
+            writeln!(err, "burrow: serving on http://{addr}")?;
+        }
+    }
+    server
+        .serve(listener, shutdown_signal())
+        .await
+        .map_err(|e| Refused::failure(e.message().to_owned()))?;
+    Ok(Exit::Success)
+}
+
+/// SIGTERM or SIGINT.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        // No signal handler: serve until killed.
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}

@@ -1,0 +1,155 @@
+//! `Server`: the router and its state, the accept loop with its timeouts (hyper's HTTP/1 connections, since `axum::serve` sets no header-read timeout), and the graceful shutdown.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use burrow_runtime::runner::Runner;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, watch};
+
+use crate::error::ServeResult;
+use crate::tokens::Tokens;
+
+/// The limits a server keeps to.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// The largest request body, in bytes.
+    pub body_bytes: usize,
+    /// How long a client may take to send a request's headers (also the
+    /// idle time of a kept-alive connection before its next request).
+    pub header_timeout: Duration,
+    /// How long a client may take to send a request's body.
+    pub body_timeout: Duration,
+    /// The most live-event watchers at once.
+    pub watchers: usize,
+    /// How often an idle event stream gets a heartbeat comment.
+    pub heartbeat: Duration,
+    /// How long shutdown waits for open connections before it drops them.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            body_bytes: 1 << 20,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            watchers: 1000,
+            heartbeat: Duration::from_secs(15),
+            shutdown_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+/// What every handler shares.
+pub(crate) struct State {
+    pub(crate) runner: Runner,
+    pub(crate) tokens: Tokens,
+    pub(crate) workspace: String,
+    pub(crate) limits: Limits,
+    pub(crate) watchers: Arc<Semaphore>,
+    /// True once the server shuts down: every event stream ends.
+    pub(crate) shutdown: watch::Receiver<bool>,
+}
+
+pub(crate) type Shared = Arc<State>;
+
+/// An HTTP server over a runner.
+pub struct Server {
+    state: Shared,
+    shutdown: watch::Sender<bool>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("workspace", &self.state.workspace)
+            .field("limits", &self.state.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    /// A server of `runner`'s threads in the workspace `workspace` of each
+    /// token's tenant, accepting `tokens`, keeping to `limits`.
+    pub fn new(runner: Runner, tokens: Tokens, workspace: &str, limits: Limits) -> Self {
+        let (shutdown, receiver) = watch::channel(false);
+        let state = Arc::new(State {
+            runner,
+            tokens,
+            workspace: workspace.to_owned(),
+            watchers: Arc::new(Semaphore::new(limits.watchers)),
+            limits,
+            shutdown: receiver,
+        });
+        Self { state, shutdown }
+    }
+
+    /// The router: the API, the OpenAPI document and the page.
+    pub fn router(&self) -> Router {
+        crate::api::router(self.state.clone())
+    }
+
+    /// Serves on `listener` until `signal` completes, then shuts down: stops
+    /// accepting, ends every event stream with an `end` event, waits up to
+    /// the grace period for open requests, and closes the runner (its runs
+    /// are stopped and their claims released).
+    ///
+    /// # Behavior
+    /// A client that has not sent a request's headers within the header
+    /// timeout is disconnected; accept errors (too many open files) are
+    /// waited out, never fatal.
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        signal: impl Future<Output = ()> + Send,
+    ) -> ServeResult<()> {
+        let router = self.router();
+        let graceful = GracefulShutdown::new();
+        let header_timeout = self.state.limits.header_timeout;
+        let mut signal = std::pin::pin!(signal);
+        loop {
+            let accepted = tokio::select! {
+                accepted = listener.accept() => accepted,
+                () = &mut signal => break,
+            };
+            let (stream, _peer): (_, SocketAddr) = match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let service = TowerToHyperService::new(router.clone());
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder
+                .timer(TokioTimer::new())
+                .header_read_timeout(header_timeout);
+            let conn = builder.serve_connection(TokioIo::new(stream), service);
+            let conn = graceful.watch(conn);
+            tokio::spawn(async move {
+                if let Err(e) = conn.await {
+                    tracing::debug!(error = %e, "connection ended with an error");
+                }
+            });
+        }
+        drop(listener);
+        // Event streams end with `end`; then open connections finish.
+        let _ = self.shutdown.send(true);
+        if tokio::time::timeout(self.state.limits.shutdown_grace, graceful.shutdown())
+            .await
+            .is_err()
+        {
+            tracing::warn!("connections still open after the shutdown grace period");
+        }
+        self.state.runner.aclose().await;
+        Ok(())
+    }
+}

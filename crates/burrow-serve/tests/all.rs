@@ -1,0 +1,12 @@
+//! The one integration-test binary of burrow-serve: modules only, in `tests/all/`; each test starts a server on 127.0.0.1 port 0 and talks to it through reqwest.
+
+#[cfg(test)]
+mod all {
+    mod api;
+    mod auth;
+    mod events;
+    mod limits;
+    mod openapi;
+    mod postgres;
+    mod support;
+}

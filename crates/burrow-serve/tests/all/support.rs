@@ -1,0 +1,295 @@
+//! The test server: a runner over a real SQLite session file with a scripted model, a tokens file of two tenants, served on 127.0.0.1 port 0; and a small SSE reader.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use burrow_runtime::agent::Agent;
+use burrow_runtime::model::{ModelError, ScriptedModel, ScriptedResponse};
+use burrow_runtime::runner::{FanoutChannel, Runner, RunnerConfig};
+use burrow_runtime::session::{SessionStore, SqliteStore};
+use burrow_serve::{Limits, ServeResult, Server, Tokens, add_token};
+use futures::StreamExt;
+use serde_json::Value;
+use tokio::sync::{Semaphore, oneshot};
+
+/// A running test server.
+pub struct Served {
+    pub base: String,
+    pub client: reqwest::Client,
+    /// Tenant `acme`'s token.
+    pub token: String,
+    /// Tenant `other`'s token.
+    pub other: String,
+    /// Each model request waits for one permit when the server is gated.
+    pub gate: Arc<Semaphore>,
+    pub store: Arc<dyn SessionStore>,
+    pub requests: Arc<AtomicUsize>,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<ServeResult<()>>>,
+    _dir: tempfile::TempDir,
+}
+
+/// How a test server is set up.
+pub struct Setup {
+    pub script: Vec<ScriptedResponse>,
+    pub gated: bool,
+    pub limits: Limits,
+    pub live_buffer: usize,
+    /// The session store (a fresh SQLite file when `None`).
+    pub store: Option<Arc<dyn SessionStore>>,
+    /// The tenant of `Served::token`.
+    pub tenant: String,
+}
+
+impl Default for Setup {
+    fn default() -> Self {
+        Self {
+            script: vec![ScriptedResponse::text("hello from the model")],
+            gated: false,
+            limits: Limits::default(),
+            live_buffer: 1024,
+            store: None,
+            tenant: "acme".to_owned(),
+        }
+    }
+}
+
+pub async fn start(setup: Setup) -> Served {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens_path = dir.path().join("tokens");
+    let token = add_token(&tokens_path, &setup.tenant, "alice").unwrap();
+    let other = add_token(&tokens_path, "other", "bob").unwrap();
+    let tokens = Tokens::load(&tokens_path).unwrap();
+    let store: Arc<dyn SessionStore> = match setup.store {
+        Some(store) => store,
+        None => Arc::new(SqliteStore::open(dir.path().join("session.db")).unwrap()),
+    };
+    let gate = Arc::new(Semaphore::new(0));
+    let requests = Arc::new(AtomicUsize::new(0));
+    let script = Arc::new(setup.script);
+    let model = {
+        let gate = gate.clone();
+        let requests = requests.clone();
+        let gated = setup.gated;
+        ScriptedModel::new_async(move |_| {
+            let gate = gate.clone();
+            let n = requests.fetch_add(1, Ordering::SeqCst);
+            let script = script.clone();
+            async move {
+                if gated {
+                    gate.acquire().await.unwrap().forget();
+                }
+                // Past the script's end the model keeps saying it is done.
+                Ok::<_, ModelError>(
+                    script
+                        .get(n)
+                        .cloned()
+                        .unwrap_or_else(|| ScriptedResponse::text("done")),
+                )
+            }
+        })
+    };
+    let config = RunnerConfig::default()
+        .with_ask_user(true)
+        .with_claim_ttl(Duration::from_secs(5))
+        .with_live(Arc::new(FanoutChannel::new(setup.live_buffer)));
+    let runner = Runner::with_config(Agent::new(Arc::new(model)), store.clone(), config);
+    let server = Server::new(runner, tokens, "default", setup.limits);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (tx, rx) = oneshot::channel::<()>();
+    let task = tokio::spawn(server.serve(listener, async move {
+        let _ = rx.await;
+    }));
+    Served {
+        base,
+        client: reqwest::Client::new(),
+        token,
+        other,
+        gate,
+        store,
+        requests,
+        shutdown: Some(tx),
+        task: Some(task),
+        _dir: dir,
+    }
+}
+
+impl Served {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    pub fn get(&self, path: &str) -> reqwest::RequestBuilder {
+        self.client.get(self.url(path)).bearer_auth(&self.token)
+    }
+
+    pub fn post(&self, path: &str, body: Value) -> reqwest::RequestBuilder {
+        self.client
+            .post(self.url(path))
+            .bearer_auth(&self.token)
+            .json(&body)
+    }
+
+    /// Shuts the server down as SIGTERM does and waits until it has.
+    pub async fn shut_down(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(task) = self.task.take() {
+            tokio::time::timeout(Duration::from_secs(20), task)
+                .await
+                .expect("the server shut down in time")
+                .unwrap()
+                .unwrap();
+        }
+    }
+
+    /// Waits until `thread`'s last run has ended, and returns its status.
+    pub async fn settled(&self, thread: &str) -> String {
+        for _ in 0..200 {
+            let v: Value = self
+                .get(&format!("/v1/threads/{thread}"))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            let status = v["runs"]
+                .as_array()
+                .and_then(|r| r.last())
+                .map(|r| r["status"].as_str().unwrap_or("").to_owned());
+            if let Some(s) = status.filter(|s| s != "running") {
+                return s;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("thread {thread} did not settle");
+    }
+}
+
+impl Served {
+    /// Waits until `thread`'s history holds `text` and its last run has ended.
+    pub async fn until_history(&self, thread: &str, text: &str) -> Value {
+        for _ in 0..400 {
+            let v: Value = self
+                .get(&format!("/v1/threads/{thread}"))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            let last = v["runs"].as_array().and_then(|r| r.last()).cloned();
+            let ended = last.is_some_and(|r| r["status"] != "running");
+            if ended && v["history"].to_string().contains(text) {
+                return v;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("{text:?} never reached the history of {thread}");
+    }
+}
+
+/// A problem+json body, checked to be one: its `kind`.
+pub async fn problem(response: reqwest::Response, status: u16) -> Value {
+    assert_eq!(response.status().as_u16(), status);
+    assert_eq!(
+        response.headers()["content-type"].to_str().unwrap(),
+        "application/problem+json"
+    );
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["status"], status);
+    assert!(
+        body["type"]
+            .as_str()
+            .unwrap()
+            .starts_with("urn:burrow:problem:")
+    );
+    assert!(!body["detail"].as_str().unwrap().is_empty());
+    body
+}
+
+/// One server-sent event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SseEvent {
+    pub event: String,
+    pub id: Option<String>,
+    pub data: Value,
+}
+
+/// Reads server-sent events off a response.
+pub struct Sse {
+    stream: futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
+    buffer: String,
+    pub comments: usize,
+}
+
+impl Sse {
+    pub fn new(response: reqwest::Response) -> Self {
+        assert_eq!(response.status().as_u16(), 200);
+        assert!(
+            response.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("text/event-stream")
+        );
+        Self {
+            stream: response.bytes_stream().boxed(),
+            buffer: String::new(),
+            comments: 0,
+        }
+    }
+
+    /// The next event, `None` once the stream ends.
+    pub async fn next(&mut self) -> Option<SseEvent> {
+        loop {
+            if let Some(at) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..at + 2).collect();
+                let mut event = SseEvent {
+                    event: "message".into(),
+                    id: None,
+                    data: Value::Null,
+                };
+                let mut data = String::new();
+                let mut any = false;
+                for line in block.lines() {
+                    if let Some(rest) = line.strip_prefix(':') {
+                        let _ = rest;
+                        self.comments += 1;
+                    } else if let Some(v) = line.strip_prefix("event:") {
+                        event.event = v.trim().to_owned();
+                        any = true;
+                    } else if let Some(v) = line.strip_prefix("id:") {
+                        event.id = Some(v.trim().to_owned());
+                        any = true;
+                    } else if let Some(v) = line.strip_prefix("data:") {
+                        data.push_str(v.trim_start());
+                        any = true;
+                    }
+                }
+                if !any {
+                    continue;
+                }
+                event.data = serde_json::from_str(&data).unwrap();
+                return Some(event);
+            }
+            let chunk = tokio::time::timeout(Duration::from_secs(20), self.stream.next())
+                .await
+                .expect("an event in time")?
+                .unwrap();
+            self.buffer.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+    }
+
+    /// Every event until the stream ends.
+    pub async fn rest(&mut self) -> Vec<SseEvent> {
+        let mut all = Vec::new();
+        while let Some(e) = self.next().await {
+            all.push(e);
+        }
+        all
+    }
+}
