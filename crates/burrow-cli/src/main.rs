@@ -44,9 +44,9 @@ mod output;
 mod permissions;
 #[cfg(feature = "run")]
 mod pipe;
-#[cfg(feature = "run")]
 #[cfg(feature = "serve")]
 mod serve;
+#[cfg(feature = "run")]
 mod session;
 mod spec;
 #[cfg(feature = "state")]
