@@ -357,6 +357,14 @@ pub enum Command {
         #[arg(long, value_name = "N", default_value_t = 100,
               value_parser = clap::value_parser!(u32).range(1..))]
         max_turns: u32,
+        /// Exit 2 before anything runs when an MCP server of the settings' mcpServers cannot
+        /// be started or initialised (by default: a warning, and the run goes on without it).
+        #[arg(long)]
+        strict_mcp: bool,
+        /// How long one call of an MCP server's tool waits for its answer.
+        #[arg(long, value_name = "SECONDS", default_value_t = 60,
+              value_parser = clap::value_parser!(u64).range(1..=86400))]
+        mcp_timeout: u64,
         /// How long one model request waits for the provider to start answering;
         /// a request that times out is not sent again.
         #[arg(long, value_name = "SECONDS", default_value_t = 600,
