@@ -146,8 +146,11 @@ impl Config {
             started.close().await;
             return Err(format!("{failure} (--strict-mcp)"));
         }
-        self.warnings
-            .extend(failures.iter().map(|f| format!("{f}; the run goes on without it")));
+        self.warnings.extend(
+            failures
+                .iter()
+                .map(|f| format!("{f}; the run goes on without it")),
+        );
         self.mcp = Some(Arc::new(started));
         Ok(self)
     }

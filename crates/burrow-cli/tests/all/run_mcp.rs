@@ -129,16 +129,16 @@ mod mcp_client {
         let denied = result_of(&events, "d");
         assert_eq!(denied["is_error"], true, "{denied}");
         assert!(
-            denied["content"].as_str().unwrap().contains("mcp__fx__sleep"),
+            denied["content"]
+                .as_str()
+                .unwrap()
+                .contains("mcp__fx__sleep"),
             "{denied}"
         );
         assert_eq!(result_of(&events, "c")["content"], "spawned");
         let pids = s.pids();
         assert_eq!(pids.len(), 2, "the server and its child: {pids:?}");
-        assert!(
-            all_gone(&pids),
-            "left running after the run: {pids:?}"
-        );
+        assert!(all_gone(&pids), "left running after the run: {pids:?}");
     }
 
     #[test]
@@ -178,7 +178,8 @@ mod mcp_client {
         let run = s.run(&answers, settings, &["--strict-mcp"]);
         run.assert_code(2);
         assert!(
-            run.stderr.contains("the MCP server \"gone\" is not used") && run.stderr.contains("(--strict-mcp)"),
+            run.stderr.contains("the MCP server \"gone\" is not used")
+                && run.stderr.contains("(--strict-mcp)"),
             "{}",
             run.stderr
         );
@@ -207,7 +208,10 @@ mod mcp_client {
         let result = result_of(&events, "z");
         assert_eq!(result["is_error"], true);
         assert!(
-            result["content"].as_str().unwrap().contains("did not answer within 1 s"),
+            result["content"]
+                .as_str()
+                .unwrap()
+                .contains("did not answer within 1 s"),
             "{result}"
         );
     }

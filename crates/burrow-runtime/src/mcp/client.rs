@@ -18,8 +18,8 @@
 
 use std::collections::BTreeMap;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -56,12 +56,16 @@ pub struct McpServerConfig {
     pub env: BTreeMap<String, String>,
 }
 
+/// Stdio servers by name, in the order to start them.
+pub type NamedServers = Vec<(String, McpServerConfig)>;
+
 /// The `mcpServers` object of a settings file: each server by name, in
 /// name order. Entries that are not stdio servers (`"type": "http"`, `"sse"`)
-/// are returned apart, by name, with why they are not used.
+/// are returned apart, by name, with why they are not used; an `Err` is one
+/// sentence fragment naming what cannot be read.
 pub fn servers_from_settings(
     settings: &Value,
-) -> Result<(Vec<(String, McpServerConfig)>, Vec<McpServerFailure>), String> {
+) -> Result<(NamedServers, Vec<McpServerFailure>), String> {
     let Some(servers) = settings.get("mcpServers") else {
         return Ok((Vec::new(), Vec::new()));
     };
@@ -279,11 +283,16 @@ async fn start_one(
     });
     let started = tokio::time::timeout(START_TIMEOUT, async {
         let service = ().serve((stdout, stdin)).await.map_err(|e| {
-            format!("it did not complete MCP's initialisation ({})", one_line(&e.to_string()))
+            format!(
+                "it did not complete MCP's initialisation ({})",
+                one_line(&e.to_string())
+            )
         })?;
-        let tools = service.peer().list_all_tools().await.map_err(|e| {
-            format!("it did not list its tools ({})", one_line(&e.to_string()))
-        })?;
+        let tools = service
+            .peer()
+            .list_all_tools()
+            .await
+            .map_err(|e| format!("it did not list its tools ({})", one_line(&e.to_string())))?;
         Ok::<_, String>((service, tools))
     })
     .await;
@@ -335,7 +344,11 @@ struct McpTool {
 }
 
 impl McpTool {
-    fn from_listed(server: &Arc<Server>, tool: rmcp::model::Tool, timeout: Duration) -> Option<McpTool> {
+    fn from_listed(
+        server: &Arc<Server>,
+        tool: rmcp::model::Tool,
+        timeout: Duration,
+    ) -> Option<McpTool> {
         let listed = serde_json::to_value(&tool).ok()?;
         let remote = listed.get("name")?.as_str()?.to_owned();
         let hint = |key: &str| {

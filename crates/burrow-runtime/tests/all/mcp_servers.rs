@@ -65,7 +65,12 @@ mod mcp_client {
         names.sort();
         assert_eq!(
             names,
-            ["mcp__fx__echo", "mcp__fx__fail", "mcp__fx__sleep", "mcp__fx__spawn_child"]
+            [
+                "mcp__fx__echo",
+                "mcp__fx__fail",
+                "mcp__fx__sleep",
+                "mcp__fx__spawn_child"
+            ]
         );
         let echo = tool(&servers, "mcp__fx__echo");
         assert_eq!(echo.description(), "Says the text back.");
@@ -76,7 +81,10 @@ mod mcp_client {
         assert!(echo.annotations().idempotent);
         assert!(echo.annotations().read_only);
         let fail = tool(&servers, "mcp__fx__fail");
-        assert!(!fail.annotations().idempotent, "not idempotent without idempotentHint");
+        assert!(
+            !fail.annotations().idempotent,
+            "not idempotent without idempotentHint"
+        );
         assert!(!fail.annotations().read_only);
         servers.close().await;
     }
@@ -132,7 +140,11 @@ mod mcp_client {
             .unwrap();
         assert!(started.elapsed() < Duration::from_secs(10));
         assert!(out.is_error);
-        assert!(out.text.contains("did not answer within 0.5 s"), "{}", out.text);
+        assert!(
+            out.text.contains("did not answer within 0.5 s"),
+            "{}",
+            out.text
+        );
         let out = tool(&servers, "mcp__fx__echo")
             .call(&cx(), json!({"text": "still here"}))
             .await
@@ -171,7 +183,9 @@ mod mcp_client {
             "the MCP server \"gone\" is not used: its command \"/nonexistent/mcp-server\" cannot be started (no such program)"
         );
         assert!(
-            failures[1].starts_with("the MCP server \"quits\" is not used: it did not complete MCP's initialisation"),
+            failures[1].starts_with(
+                "the MCP server \"quits\" is not used: it did not complete MCP's initialisation"
+            ),
             "{}",
             failures[1]
         );
@@ -211,7 +225,10 @@ mod mcp_client {
             while pids.iter().any(|p| alive(p)) && std::time::Instant::now() < deadline {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
-            assert!(pids.iter().all(|p| !alive(p)), "left running: {pids:?} (close: {close})");
+            assert!(
+                pids.iter().all(|p| !alive(p)),
+                "left running: {pids:?} (close: {close})"
+            );
         }
     }
 }
