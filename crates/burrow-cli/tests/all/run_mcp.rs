@@ -142,6 +142,37 @@ mod mcp_client {
     }
 
     #[test]
+    fn a_pre_tool_use_hook_matching_mcp_names_decides_their_calls() {
+        let s = Setup::new();
+        let decision = json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+            "permissionDecision": "deny", "permissionDecisionReason": "no echo today"}});
+        std::fs::write(s.dir().join("deny.json"), decision.to_string()).unwrap();
+        let answers = [
+            json!({"tool_calls": [
+                {"id": "e", "name": "mcp__fx__echo", "arguments": {"text": "hi"}},
+                {"id": "l", "name": "ls", "arguments": {"path": "/"}}]}),
+            json!({"text": "done"}),
+        ];
+        let settings = json!({"mcpServers": {"fx": s.fixture_server()},
+            "hooks": {"PreToolUse": [{"matcher": "mcp__fx__.*",
+                "hooks": [{"type": "command", "command": "cat deny.json"}]}]}});
+        let run = s.run(&answers, settings, &[]);
+        run.assert_code(0);
+        let events = events(&run);
+        let echo = result_of(&events, "e");
+        assert_eq!(echo["is_error"], true, "{echo}");
+        assert!(
+            echo["content"].as_str().unwrap().contains("no echo today"),
+            "{echo}"
+        );
+        assert_eq!(
+            result_of(&events, "l")["is_error"],
+            false,
+            "ls is not matched"
+        );
+    }
+
+    #[test]
     fn a_server_that_fails_to_start_is_a_warning_and_the_run_goes_on() {
         let s = Setup::new();
         let answers = [
