@@ -66,6 +66,7 @@ mod mcp_client {
         assert_eq!(
             names,
             [
+                "mcp__fx__die",
                 "mcp__fx__echo",
                 "mcp__fx__fail",
                 "mcp__fx__sleep",
@@ -154,6 +155,42 @@ mod mcp_client {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_server_that_dies_mid_run_fails_its_calls_and_is_not_restarted() {
+        let python = burrow_testkit::require(burrow_testkit::Part::McpClient);
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("pids");
+        let servers = McpServers::start(
+            &[("fx".to_owned(), server(&python, Some(&pidfile)))],
+            Duration::from_secs(10),
+        )
+        .await;
+        let out = tool(&servers, "mcp__fx__die")
+            .call(&cx(), json!({}))
+            .await
+            .unwrap();
+        assert!(out.is_error, "{}", out.text);
+        assert!(
+            out.text
+                .starts_with("The MCP server \"fx\" answered mcp__fx__die with an error"),
+            "{}",
+            out.text
+        );
+        let started = std::time::Instant::now();
+        let out = tool(&servers, "mcp__fx__echo")
+            .call(&cx(), json!({"text": "hi"}))
+            .await
+            .unwrap();
+        assert!(out.is_error, "{}", out.text);
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "failed at once, not at the timeout"
+        );
+        let pids = std::fs::read_to_string(&pidfile).unwrap();
+        assert_eq!(pids.lines().count(), 1, "not restarted: {pids}");
+        servers.close().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_server_that_fails_to_start_is_a_failure_and_the_others_are_offered() {
         let python = burrow_testkit::require(burrow_testkit::Part::McpClient);
         let missing = McpServerConfig {
@@ -189,7 +226,7 @@ mod mcp_client {
             "{}",
             failures[1]
         );
-        assert_eq!(servers.tools().len(), 4);
+        assert_eq!(servers.tools().len(), 5);
         servers.close().await;
     }
 
