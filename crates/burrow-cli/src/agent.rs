@@ -18,6 +18,7 @@ use burrow::FileContext;
 use burrow_runtime::ToolConfig;
 use burrow_runtime::agent::{Agent, AgentEvent, CancelToken, Outcome, RunOptions, RunResult};
 use burrow_runtime::hooks::{HookEvent, HookFailure, Hooks, Transcript};
+use burrow_runtime::mcp::client::McpServers;
 use burrow_runtime::message::{AssistantPart, Message, ToolCall, ToolResult, Usage};
 use burrow_runtime::model::{Model, ScriptedModel};
 use burrow_runtime::runner::{FanoutChannel, LiveChannel, LiveEvent, LiveFrame};
@@ -72,6 +73,10 @@ pub struct Config {
     compaction: burrow_runtime::compaction::CompactionConfig,
     /// Tool results past this many characters are spilled (`--large-result-tokens` × 4).
     large_result_chars: Option<usize>,
+    /// The MCP servers of the settings' `mcpServers`, started (ADR 0313).
+    mcp: Option<Arc<McpServers>>,
+    /// Warnings for stderr (MCP servers that are not used).
+    warnings: Vec<String>,
 }
 
 impl Config {
@@ -106,7 +111,48 @@ impl Config {
             notes,
             compaction: burrow_runtime::compaction::CompactionConfig::default(),
             large_result_chars: None,
+            mcp: None,
+            warnings: Vec::new(),
         })
+    }
+
+    /// The same configuration with the tools of the settings' `mcpServers`
+    /// (stdio servers, started now, each call waiting at most `timeout`).
+    /// A server that is not used is a warning naming it, or with `strict`
+    /// (`--strict-mcp`) an `Err` (every server started is stopped); a
+    /// `mcpServers` that cannot be read is an `Err`. Each is one sentence.
+    pub async fn with_mcp(
+        mut self,
+        settings: Option<&Path>,
+        strict: bool,
+        timeout: Duration,
+    ) -> Result<Self, String> {
+        let Some(path) = settings else {
+            return Ok(self);
+        };
+        let shown = path.display();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("the settings file {shown} cannot be read: {e}"))?;
+        let value: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| format!("the settings file {shown} cannot be used: {e}"))?;
+        let (servers, mut failures) = burrow_runtime::mcp::client::servers_from_settings(&value)
+            .map_err(|e| format!("the settings file {shown} cannot be used: {e}"))?;
+        if servers.is_empty() && failures.is_empty() {
+            return Ok(self);
+        }
+        let started = McpServers::start(&servers, timeout).await;
+        failures.extend(started.failures().iter().cloned());
+        if strict && let Some(failure) = failures.first() {
+            started.close().await;
+            return Err(format!("{failure} (--strict-mcp)"));
+        }
+        self.warnings.extend(
+            failures
+                .iter()
+                .map(|f| format!("{f}; the run goes on without it")),
+        );
+        self.mcp = Some(Arc::new(started));
+        Ok(self)
     }
 
     /// The same configuration with the permissions of `settings` deciding each
@@ -251,6 +297,9 @@ impl Config {
         for note in self.notes.iter().chain(&self.subagent_note) {
             writeln!(io::stderr(), "burrow: note: {note}")?;
         }
+        for warning in &self.warnings {
+            writeln!(io::stderr(), "burrow: warning: {warning}")?;
+        }
         Ok(())
     }
 
@@ -278,8 +327,11 @@ impl Config {
         for tool in file_tools(opened.backend.clone(), ctx, tool_config) {
             tools.add_arc(tool);
         }
-        // Children of `task` get the file tools; the memory is the parent's.
+        // Children of `task` get the file tools; the memory and MCP tools are the parent's.
         let file_tools = tools.clone();
+        for tool in self.mcp.iter().flat_map(|m| m.tools()) {
+            tools.add_arc(tool.clone());
+        }
         if self.memory {
             tools.add(burrow_runtime::memory::MemoryTool::new(
                 opened.backend.clone(),
@@ -325,7 +377,14 @@ impl Config {
             agent = tasks.install(agent);
             children = Some(tasks);
         }
-        (agent, Settle { hooks, children })
+        (
+            agent,
+            Settle {
+                hooks,
+                children,
+                mcp: self.mcp,
+            },
+        )
     }
 }
 
@@ -335,6 +394,8 @@ impl Config {
 pub struct Settle {
     hooks: Hooks,
     children: Option<Tasks>,
+    /// The MCP servers, stopped once the run has settled.
+    mcp: Option<Arc<McpServers>>,
 }
 
 impl Settle {
@@ -345,6 +406,9 @@ impl Settle {
             tasks.aclose().await;
         }
         self.hooks.settle().await;
+        if let Some(mcp) = &self.mcp {
+            mcp.close().await;
+        }
     }
 }
 

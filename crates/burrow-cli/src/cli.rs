@@ -151,6 +151,11 @@ tool result reaches the model. Its permissions' Read(...) and Edit(...) deny rul
 below every tool: a denied path is refused (permission_denied) and never listed or matched.
 Its other rules and defaultMode (or --permission-mode MODE) decide each call before the
 PreToolUse hooks' decision is combined: deny refuses, ask pauses the run (exit 3).
+Its mcpServers (stdio entries {\"command\", \"args\", \"env\"}, as in .mcp.json) are started
+before the run, each in its own process group, and their tools offered as mcp__SERVER__TOOL
+under the same hooks and rules; one that cannot start is a warning (--strict-mcp: exit 2 before
+anything runs); a call waits at most --mcp-timeout SECONDS (60); the servers are stopped after
+the run.
 
 --todos: the agent gets write_todos ({\"todos\": [{\"content\", \"status\", \"activeForm\"}]}, status
 pending, in_progress or completed), which replaces its todo list; a second call in one answer is
@@ -357,6 +362,14 @@ pub enum Command {
         #[arg(long, value_name = "N", default_value_t = 100,
               value_parser = clap::value_parser!(u32).range(1..))]
         max_turns: u32,
+        /// Exit 2 before anything runs when an MCP server of the settings' mcpServers cannot
+        /// be started or initialised (by default: a warning, and the run goes on without it).
+        #[arg(long)]
+        strict_mcp: bool,
+        /// How long one call of an MCP server's tool waits for its answer.
+        #[arg(long, value_name = "SECONDS", default_value_t = 60,
+              value_parser = clap::value_parser!(u64).range(1..=86400))]
+        mcp_timeout: u64,
         /// How long one model request waits for the provider to start answering;
         /// a request that times out is not sent again.
         #[arg(long, value_name = "SECONDS", default_value_t = 600,

@@ -191,6 +191,33 @@ async fn run(cli: Cli) -> io::Result<Exit> {
         Ok(None) => None,
         Err(exit) => return Ok(exit),
     };
+    // The settings' MCP servers are started before any backend is opened:
+    // with --strict-mcp, one that fails runs nothing.
+    #[cfg(feature = "run")]
+    let run_config = match (run_config, &cli.command) {
+        (
+            Some((config, setup)),
+            cli::Command::Run {
+                strict_mcp,
+                mcp_timeout,
+                ..
+            },
+        ) => match config
+            .with_mcp(
+                setup.settings.as_deref(),
+                *strict_mcp,
+                std::time::Duration::from_secs(*mcp_timeout),
+            )
+            .await
+        {
+            Ok(config) => Some((config, setup)),
+            Err(message) => {
+                writeln!(io::stderr(), "burrow: {message}")?;
+                return Ok(Exit::Failed);
+            }
+        },
+        (run_config, _) => run_config,
+    };
     // The permission rules of `run`'s (or a resumed run's) and `mcp`'s settings, read
     // before any backend is opened: a bad rule runs nothing.
     #[cfg(any(feature = "run", feature = "mcp"))]

@@ -37,6 +37,8 @@ mod all {
     mod run_compaction;
     #[cfg(all(feature = "run", feature = "fs"))]
     mod run_hooks;
+    #[cfg(all(feature = "run", feature = "fs"))]
+    mod run_mcp;
     #[cfg(feature = "run")]
     mod run_output;
     #[cfg(feature = "run")]

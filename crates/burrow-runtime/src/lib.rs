@@ -35,8 +35,9 @@
 //! # Features
 //!
 //! - `mcp`: [`mcp::serve_stdio`], an MCP server over stdio (the official
-//!   `rmcp` SDK) that offers a [`tool::ToolRegistry`] to any MCP client. Costs:
-//!   rmcp and tokio's `io-std`.
+//!   `rmcp` SDK) that offers a [`tool::ToolRegistry`] to any MCP client, and
+//!   [`mcp::client::McpServers`], MCP servers' tools as [`tool::Tool`]s. Costs:
+//!   rmcp (server and client) and tokio's `io-std` and `process`.
 //! - `sqlite`: [`session::SqliteStore`], the session store in one SQLite
 //!   file. Costs: rusqlite with SQLite compiled from C (bundled), so a user
 //!   without SQLite does not build it. The memory store needs no feature.

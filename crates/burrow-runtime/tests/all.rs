@@ -18,6 +18,8 @@ mod all {
     mod live;
     #[cfg(feature = "mcp")]
     mod mcp;
+    #[cfg(feature = "mcp")]
+    mod mcp_servers;
     mod memory;
     #[cfg(feature = "otel")]
     mod metrics;
