@@ -23,6 +23,46 @@ use crate::changelog;
 use crate::cmd::{Cmd, heading};
 pub use plan::{Plan, Workspace, not_a_version};
 
+/// Removes what an earlier `cargo package` unpacked of these crates from its
+/// local registry (`$CARGO_HOME/registry/src/-HASH/NAME-VERSION`): cargo reuses an
+/// unpacked `NAME-VERSION` without looking at the new tarball, so a second run on the
+/// same machine would verify each crate against the first run's sources of the
+/// crates it depends on.
+fn forget_unpacked_tarballs(names: &[String]) {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")));
+    let Some(src) = home.map(|h| h.join("registry").join("src")) else {
+        return;
+    };
+    let Ok(registries) = std::fs::read_dir(&src) else {
+        return;
+    };
+    for registry in registries.flatten() {
+        // crates.io's own sources are named `index.crates.io-HASH`; the local
+        // registries `cargo package` makes have no name, only `-HASH`.
+        if !registry.file_name().to_string_lossy().starts_with('-') {
+            continue;
+        }
+        let Ok(unpacked) = std::fs::read_dir(registry.path()) else {
+            continue;
+        };
+        for krate in unpacked.flatten() {
+            let file_name = krate.file_name();
+            let file_name = file_name.to_string_lossy();
+            let ours = names.iter().any(|name| {
+                file_name
+                    .strip_prefix(name.as_str())
+                    .and_then(|rest| rest.strip_prefix('-'))
+                    .is_some_and(|version| version.starts_with(|c: char| c.is_ascii_digit()))
+            });
+            if ours && let Err(err) = std::fs::remove_dir_all(krate.path()) {
+                println!("release: could not remove an earlier unpacked {file_name}: {err}");
+            }
+        }
+    }
+}
+
 /// The branch a real release is made from.
 const MAIN: &str = "main";
 /// How long to wait for crates.io to serve a crate just published.
@@ -124,6 +164,7 @@ pub fn run(root: &Path, args: &[String]) -> anyhow::Result<bool> {
         publish_args.extend(["-p", name.as_str()]);
     }
     heading("release: cargo package (each crate built from its own tarball)");
+    forget_unpacked_tarballs(&plan.order);
     let start = Instant::now();
     if let Err(err) = cargo_tracked(root, "cargo package", &package_args) {
         println!("release: FAILED: {err:#}");
