@@ -83,15 +83,7 @@ fn a_task_runs_its_subagent_in_a_child_thread_and_returns_its_report() {
     );
     run.assert_code(0);
     let events = lines(&run);
-    // The parent's own frames carry no parent_run_id; a child's line may be
-    // printed before the parent's first one (they reach stdout by two paths).
-    let parent_run = events
-        .iter()
-        .find(|e| e["run_id"].is_string() && e.get("parent_run_id").is_none())
-        .unwrap()["run_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let parent_run = parent_run_id(&events);
     let started = events.iter().find(|e| e["type"] == "task_started").unwrap();
     assert_eq!(started["parent_run_id"], parent_run.as_str());
     assert_eq!(started["thread_id"], "p/task-t1");
@@ -452,7 +444,7 @@ fn hooks_decide_childrens_calls_and_subagent_stop_fires_with_claude_codes_fields
             .unwrap();
     assert_eq!(stop["hook_event_name"], "SubagentStop");
     assert_eq!(stop["session_id"], "p");
-    assert_eq!(stop["run_id"], events[0]["run_id"]);
+    assert_eq!(stop["run_id"], parent_run_id(&events).as_str());
     assert_eq!(stop["agent_id"], child_run);
     assert_eq!(stop["agent_type"], "scout");
     assert_eq!(stop["stop_hook_active"], false);
@@ -806,4 +798,17 @@ fn parent_stopped_while_its_child_waits(stop: impl FnOnce(&Path, &str, u32)) {
     // Nothing came after the stop, even a while later.
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(server.request_count(), 2);
+}
+
+/// The parent's run id: its own frames carry no `parent_run_id`. Never the
+/// first line's: a child's line may reach stdout before the parent's first
+/// one (they are printed by two paths).
+fn parent_run_id(events: &[Value]) -> String {
+    events
+        .iter()
+        .find(|e| e["run_id"].is_string() && e.get("parent_run_id").is_none())
+        .unwrap()["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
 }
