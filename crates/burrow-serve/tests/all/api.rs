@@ -138,26 +138,9 @@ async fn a_message_to_a_running_thread_steers_it() {
         ..Setup::default()
     })
     .await;
-    let started: Value = s
-        .post("/v1/threads/t1/messages", json!({"content": "go"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let started: Value = s.message("t1", json!({"content": "go"})).await;
     assert_eq!(started["action"], "started");
-    let steered: Value = s
-        .post(
-            "/v1/threads/t1/messages",
-            json!({"content": "and also this"}),
-        )
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let steered: Value = s.message("t1", json!({"content": "and also this"})).await;
     assert_eq!(steered["action"], "steered");
     assert_eq!(steered["run_id"], started["run_id"]);
     s.gate.add_permits(10);
@@ -178,14 +161,7 @@ async fn a_question_pauses_the_run_and_an_answer_resumes_it() {
         ..Setup::default()
     })
     .await;
-    let posted: Value = s
-        .post("/v1/threads/t1/messages", json!({"content": "paint it"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let posted: Value = s.message("t1", json!({"content": "paint it"})).await;
     assert_eq!(s.settled("t1").await, "paused");
     let view: Value = s
         .get("/v1/threads/t1")
@@ -271,14 +247,7 @@ async fn stop_ends_a_running_run_stopped_and_an_idle_thread_has_nothing_to_stop(
         ..Setup::default()
     })
     .await;
-    let posted: Value = s
-        .post("/v1/threads/t1/messages", json!({"content": "go"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let posted: Value = s.message("t1", json!({"content": "go"})).await;
     let stopped: Value = s
         .post("/v1/threads/t1/stop", json!({}))
         .send()

@@ -48,14 +48,7 @@ async fn no_token_or_a_wrong_one_is_401_problem_json_and_the_page_needs_none() {
 #[tokio::test]
 async fn another_tenants_thread_and_run_are_not_found() {
     let s = start(Setup::default()).await;
-    let posted: Value = s
-        .post("/v1/threads/t1/messages", json!({"content": "hi"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let posted: Value = s.message("t1", json!({"content": "hi"})).await;
     let run = posted["run_id"].as_str().unwrap().to_owned();
     assert_eq!(s.settled("t1").await, "completed");
     let as_other = |method: reqwest::Method, path: &str| {

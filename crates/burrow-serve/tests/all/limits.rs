@@ -91,14 +91,7 @@ async fn watchers_past_the_bound_are_refused_until_one_leaves() {
         ..Setup::default()
     })
     .await;
-    let v: Value = s
-        .post("/v1/threads/t1/messages", json!({"content": "go"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let v: Value = s.message("t1", json!({"content": "go"})).await;
     let path = format!("/v1/runs/{}/events", v["run_id"].as_str().unwrap());
     let mut first = Sse::new(s.get(&path).send().await.unwrap());
     let second = s.get(&path).send().await.unwrap();
@@ -126,14 +119,7 @@ async fn shutdown_ends_watchers_with_end_and_stops_the_runs_it_holds() {
         ..Setup::default()
     })
     .await;
-    let v: Value = s
-        .post("/v1/threads/t1/messages", json!({"content": "go"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let v: Value = s.message("t1", json!({"content": "go"})).await;
     let run = v["run_id"].as_str().unwrap().to_owned();
     let mut sse = Sse::new(
         s.get(&format!("/v1/runs/{run}/events"))

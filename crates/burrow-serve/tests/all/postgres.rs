@@ -81,26 +81,9 @@ async fn one_command_id_through_two_servers_on_one_postgres_is_carried_out_once(
 #[tokio::test]
 async fn a_message_through_the_other_server_steers_the_run_one_holds() {
     let (a, b) = two(true).await;
-    let started: Value = a
-        .post("/v1/threads/t1/messages", json!({"content": "start here"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let started: Value = a.message("t1", json!({"content": "start here"})).await;
     assert_eq!(started["action"], "started");
-    let steered: Value = b
-        .post(
-            "/v1/threads/t1/messages",
-            json!({"content": "steer from b"}),
-        )
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let steered: Value = b.message("t1", json!({"content": "steer from b"})).await;
     assert_eq!(steered["action"], "steered");
     assert_eq!(steered["run_id"], started["run_id"]);
     a.gate.add_permits(10);
