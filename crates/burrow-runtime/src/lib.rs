@@ -86,6 +86,7 @@ pub mod hooks;
 pub mod memory;
 pub mod message;
 pub mod model;
+mod process_group;
 pub mod runner;
 pub mod session;
 pub mod skills;

@@ -53,7 +53,7 @@ pub(crate) async fn run(command: &str, input: &[u8], cwd: &Path, timeout: Durati
     let (Some(mut stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
-        kill_group(pid).await;
+        kill_group(pid);
         return CommandEnd::Failed("the hook command's pipes could not be opened".to_owned());
     };
     let input = input.to_vec();
@@ -69,7 +69,7 @@ pub(crate) async fn run(command: &str, input: &[u8], cwd: &Path, timeout: Durati
                 let status = child.wait().await;
                 // The hook's leftovers (background children holding the
                 // pipes open) do not outlive it.
-                kill_group(pid).await;
+                kill_group(pid);
                 status
             },
             read_whole(stdout, HOOK_DECISION_LIMIT),
@@ -92,7 +92,7 @@ pub(crate) async fn run(command: &str, input: &[u8], cwd: &Path, timeout: Durati
             CommandEnd::Failed(format!("the hook command could not be waited for: {e}"))
         }
         Err(_) => {
-            kill_group(pid).await;
+            kill_group(pid);
             CommandEnd::Failed(format!(
                 "the hook timed out after {} s and was killed with its children",
                 timeout.as_secs_f64()
@@ -106,32 +106,15 @@ struct GroupGuard(Option<u32>);
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {
-        if let Some(pid) = self.0.take() {
-            // Synchronous: a drop cannot wait for a task. Rare (cancellation only).
-            let _ = std::process::Command::new("kill")
-                .arg("-KILL")
-                .arg("--")
-                .arg(format!("-{pid}"))
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
-        }
+        kill_group(self.0.take());
     }
 }
 
 /// Kills the process group `pid` leads (the hook and everything it started).
-async fn kill_group(pid: Option<u32>) {
-    let Some(pid) = pid else { return };
-    let _ = Command::new("kill")
-        .arg("-KILL")
-        .arg("--")
-        .arg(format!("-{pid}"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .await;
+fn kill_group(pid: Option<u32>) {
+    if let Some(pid) = pid {
+        crate::process_group::kill_group(pid);
+    }
 }
 
 /// Why a hook could not start, in words (no host path: the hook's folder is the user's own).

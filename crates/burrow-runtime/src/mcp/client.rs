@@ -149,12 +149,7 @@ impl Group {
         }
         if let Some(pid) = self.pid {
             // The server and every process it started (its own group).
-            let _ = std::process::Command::new("kill")
-                .args(["-KILL", "--", &format!("-{pid}")])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
+            crate::process_group::kill_group(pid);
         }
     }
 }
