@@ -333,91 +333,21 @@ async fn a_stream_cut_before_its_finish_reason_is_a_transport_failure() {
     assert_eq!(error.unwrap().kind, ModelErrorKind::Transport);
 }
 
-/// An answer of two `read_file` calls sent without ids (as some compatible servers do).
-fn two_calls_without_ids() -> Reply {
-    let chunk = |delta: &str, finish: &str| {
-        format!(
-            "data: {{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\"delta\":{delta},\"finish_reason\":{finish}}}]}}\n\n"
-        )
-    };
-    let call = |index: u32, path: &str| {
-        chunk(
-            &format!(
-                "{{\"tool_calls\":[{{\"index\":{index},\"type\":\"function\",\"function\":{{\"name\":\"read_file\",\"arguments\":\"{{\\\"file_path\\\":\\\"{path}\\\"}}\"}}}}]}}"
-            ),
-            "null",
-        )
-    };
-    Reply::sse(format!(
-        "{}{}{}data: [DONE]\n\n",
-        call(0, "/a.txt"),
-        call(1, "/b.txt"),
-        chunk("{}", "\"tool_calls\""),
-    ))
-}
-
-#[tokio::test]
-async fn ids_made_up_for_calls_without_ids_are_unique_across_turns() {
-    let server = ReplayServer::start([
-        two_calls_without_ids(),
-        two_calls_without_ids(),
-        sse("openai_chat/text.sse"),
-    ]);
-    let runs = Arc::new(AtomicUsize::new(0));
-    let mut tools = ToolRegistry::new();
-    let counter = runs.clone();
-    tools.add_typed("read_file", "Read a file.", move |_: ReadArgs, _| {
-        counter.fetch_add(1, Ordering::SeqCst);
-        async { Ok(ToolOutput::ok("contents")) }
-    });
-    let agent = Agent::new(Arc::new(model(&server))).with_tools(tools);
-    let mut history = Vec::new();
-    let result = agent.run(&mut history, "read both, twice").await;
-    assert_eq!(result.outcome, Outcome::Completed, "{:?}", result.outcome);
-    assert_eq!(runs.load(Ordering::SeqCst), 4, "every call ran");
-    let ids: Vec<String> = history
-        .iter()
-        .filter_map(|m| match m {
-            Message::ToolResult(r) => Some(r.call_id.clone()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(ids.len(), 4);
-    let distinct: std::collections::HashSet<&String> = ids.iter().collect();
-    assert_eq!(distinct.len(), 4, "made-up ids repeat: {ids:?}");
-    assert!(
-        ids.iter().all(|id| id.starts_with("call_burrow_")),
-        "{ids:?}"
-    );
-    // The provider sees the same ids on the calls and on their results.
-    let last = body(&server.requests()[2]);
-    let mut sent_calls = Vec::new();
-    let mut sent_results = Vec::new();
-    for message in last["messages"].as_array().unwrap() {
-        for call in message["tool_calls"].as_array().into_iter().flatten() {
-            sent_calls.push(call["id"].as_str().unwrap().to_owned());
-        }
-        if let Some(id) = message["tool_call_id"].as_str() {
-            sent_results.push(id.to_owned());
-        }
-    }
-    assert_eq!(sent_calls, ids);
-    assert_eq!(sent_results, ids);
-}
-
-/// An answer of `read_file` calls with the given ids (servers that number
-/// `call_0` in every turn, or send one id for several calls).
-fn calls_with_ids(ids: &[&str]) -> Reply {
+/// An answer of `read_file` calls, each `(id, path)`; an id of `None` is left
+/// out (as some compatible servers do), and servers that number `call_0` in
+/// every turn or send one id for several calls are given theirs.
+fn read_calls(calls: &[(Option<&str>, &str)]) -> Reply {
     let chunk = |delta: &str, finish: &str| {
         format!(
             "data: {{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\"delta\":{delta},\"finish_reason\":{finish}}}]}}\n\n"
         )
     };
     let mut text = String::new();
-    for (index, id) in ids.iter().enumerate() {
+    for (index, (id, path)) in calls.iter().enumerate() {
+        let id = id.map(|id| format!("\"id\":\"{id}\",")).unwrap_or_default();
         text.push_str(&chunk(
             &format!(
-                "{{\"tool_calls\":[{{\"index\":{index},\"id\":\"{id}\",\"type\":\"function\",\"function\":{{\"name\":\"read_file\",\"arguments\":\"{{\\\"file_path\\\":\\\"/a.txt\\\"}}\"}}}}]}}"
+                "{{\"tool_calls\":[{{\"index\":{index},{id}\"type\":\"function\",\"function\":{{\"name\":\"read_file\",\"arguments\":\"{{\\\"file_path\\\":\\\"{path}\\\"}}\"}}}}]}}"
             ),
             "null",
         ));
@@ -427,13 +357,9 @@ fn calls_with_ids(ids: &[&str]) -> Reply {
     Reply::sse(text)
 }
 
-#[tokio::test]
-async fn ids_a_server_repeats_in_a_turn_and_reuses_across_turns_are_renamed_consistently() {
-    let server = ReplayServer::start([
-        calls_with_ids(&["call_0", "call_0"]),
-        calls_with_ids(&["call_0"]),
-        sse("openai_chat/text.sse"),
-    ]);
+/// Runs an agent whose `read_file` counts its calls against `server`; returns
+/// the outcome, how many calls ran, and the call ids of the results in order.
+async fn run_counting_reads(server: &ReplayServer, prompt: &str) -> (Outcome, usize, Vec<String>) {
     let runs = Arc::new(AtomicUsize::new(0));
     let mut tools = ToolRegistry::new();
     let counter = runs.clone();
@@ -441,34 +367,68 @@ async fn ids_a_server_repeats_in_a_turn_and_reuses_across_turns_are_renamed_cons
         counter.fetch_add(1, Ordering::SeqCst);
         async { Ok(ToolOutput::ok("contents")) }
     });
-    let agent = Agent::new(Arc::new(model(&server))).with_tools(tools);
+    let agent = Agent::new(Arc::new(model(server))).with_tools(tools);
     let mut history = Vec::new();
-    let result = agent.run(&mut history, "read it three times").await;
-    assert_eq!(result.outcome, Outcome::Completed, "{:?}", result.outcome);
-    assert_eq!(runs.load(Ordering::SeqCst), 3, "every call ran once");
-    let ids: Vec<String> = history
+    let result = agent.run(&mut history, prompt).await;
+    let ids = history
         .iter()
         .filter_map(|m| match m {
             Message::ToolResult(r) => Some(r.call_id.clone()),
             _ => None,
         })
         .collect();
+    (result.outcome, runs.load(Ordering::SeqCst), ids)
+}
+
+/// The call ids a request sent on its assistant messages' calls and on its tool results.
+fn sent_ids(request: &Recorded) -> (Vec<String>, Vec<String>) {
+    let sent = body(request);
+    let mut calls = Vec::new();
+    let mut results = Vec::new();
+    for message in sent["messages"].as_array().unwrap() {
+        for call in message["tool_calls"].as_array().into_iter().flatten() {
+            calls.push(call["id"].as_str().unwrap().to_owned());
+        }
+        if let Some(id) = message["tool_call_id"].as_str() {
+            results.push(id.to_owned());
+        }
+    }
+    (calls, results)
+}
+
+#[tokio::test]
+async fn ids_made_up_for_calls_without_ids_are_unique_across_turns() {
+    let without_ids = || read_calls(&[(None, "/a.txt"), (None, "/b.txt")]);
+    let server = ReplayServer::start([without_ids(), without_ids(), sse("openai_chat/text.sse")]);
+    let (outcome, runs, ids) = run_counting_reads(&server, "read both, twice").await;
+    assert_eq!(outcome, Outcome::Completed, "{outcome:?}");
+    assert_eq!(runs, 4, "every call ran");
+    assert_eq!(ids.len(), 4);
+    let distinct: std::collections::HashSet<&String> = ids.iter().collect();
+    assert_eq!(distinct.len(), 4, "made-up ids repeat: {ids:?}");
+    assert!(
+        ids.iter().all(|id| id.starts_with("call_burrow_")),
+        "{ids:?}"
+    );
+    // The provider sees the same ids on the calls and on their results.
+    assert_eq!(sent_ids(&server.requests()[2]), (ids.clone(), ids));
+}
+
+#[tokio::test]
+async fn ids_a_server_repeats_in_a_turn_and_reuses_across_turns_are_renamed_consistently() {
+    let server = ReplayServer::start([
+        read_calls(&[(Some("call_0"), "/a.txt"), (Some("call_0"), "/a.txt")]),
+        read_calls(&[(Some("call_0"), "/a.txt")]),
+        sse("openai_chat/text.sse"),
+    ]);
+    let (outcome, runs, ids) = run_counting_reads(&server, "read it three times").await;
+    assert_eq!(outcome, Outcome::Completed, "{outcome:?}");
+    assert_eq!(runs, 3, "every call ran once");
     assert_eq!(ids, ["call_0", "call_0-2", "call_0-3"]);
     // Every later request sends the renamed ids on the calls and their results.
     for (request, expected) in server.requests()[1..].iter().zip([2, 3]) {
-        let sent = body(request);
-        let mut sent_calls = Vec::new();
-        let mut sent_results = Vec::new();
-        for message in sent["messages"].as_array().unwrap() {
-            for call in message["tool_calls"].as_array().into_iter().flatten() {
-                sent_calls.push(call["id"].as_str().unwrap().to_owned());
-            }
-            if let Some(id) = message["tool_call_id"].as_str() {
-                sent_results.push(id.to_owned());
-            }
-        }
-        assert_eq!(sent_calls, ids[..expected]);
-        assert_eq!(sent_results, ids[..expected]);
+        let prefix = ids[..expected].to_vec();
+        assert_eq!(sent_ids(request), (prefix.clone(), prefix));
     }
 }
 
