@@ -51,6 +51,8 @@ pub struct SseParser {
     scan: usize,
     /// Bytes looked at by line-end searches so far.
     scanned: u64,
+    /// Bytes copied so far: into the buffer, moved within it, into fields.
+    copied: u64,
     /// The longest line, and the largest event data, taken.
     max_line: usize,
     /// Whether the start of the stream was checked for a BOM.
@@ -91,6 +93,7 @@ impl SseParser {
             pos: 0,
             scan: 0,
             scanned: 0,
+            copied: 0,
             max_line,
             started: false,
             event: None,
@@ -107,6 +110,21 @@ impl SseParser {
         self.scanned
     }
 
+    /// How many bytes the parser has copied so far: pushed into its buffer,
+    /// moved to the buffer's front, and copied into events' fields. With
+    /// [`scanned_bytes`](Self::scanned_bytes) it is the parser's work, and
+    /// it stays within a small multiple of the input however the input was
+    /// split (growing the buffer's allocation, amortised, is not counted).
+    pub fn copied_bytes(&self) -> u64 {
+        self.copied
+    }
+
+    /// The bytes the parser's buffers have allocated now: the pending input
+    /// and the event being gathered.
+    pub fn allocated_bytes(&self) -> usize {
+        self.buf.capacity() + self.data.capacity()
+    }
+
     /// Appends the next bytes of the stream.
     pub fn push(&mut self, bytes: &[u8]) {
         if self.pos == self.buf.len() {
@@ -114,10 +132,12 @@ impl SseParser {
             self.pos = 0;
             self.scan = 0;
         } else if self.pos > 8192 && self.pos * 2 > self.buf.len() {
+            self.copied += (self.buf.len() - self.pos) as u64;
             self.buf.drain(..self.pos);
             self.scan = self.scan.saturating_sub(self.pos);
             self.pos = 0;
         }
+        self.copied += bytes.len() as u64;
         self.buf.extend_from_slice(bytes);
     }
 
@@ -249,6 +269,7 @@ impl SseParser {
         if line[0] == b':' {
             return;
         }
+        self.copied += line.len() as u64;
         let (name, value) = match line.iter().position(|&b| b == b':') {
             Some(colon) => {
                 let value = &line[colon + 1..];
@@ -395,6 +416,57 @@ mod tests {
             assert!(
                 scanned <= input + 2,
                 "{scanned} bytes scanned for {input} bytes of input"
+            );
+        }
+    }
+
+    /// The parser's work on one `data:` line of `len` bytes pushed in
+    /// `chunk`-byte pieces, asking for an event after each piece: bytes
+    /// scanned, bytes copied, and the most its buffers held at once.
+    fn work_on_line(len: usize, chunk: usize) -> (u64, u64, usize) {
+        let mut parser = SseParser::with_max_line(64 << 20);
+        parser.push(b"data: ");
+        let piece = vec![b'x'; chunk];
+        let (mut sent, mut most) = (0, 0);
+        while sent < len {
+            let n = chunk.min(len - sent);
+            parser.push(&piece[..n]);
+            sent += n;
+            assert_eq!(parser.next_event().unwrap(), None);
+            most = most.max(parser.allocated_bytes());
+        }
+        parser.push(b"\n\n");
+        let event = parser.next_event().unwrap().unwrap();
+        assert_eq!(event.data.len(), len);
+        most = most.max(parser.allocated_bytes() + event.data.capacity());
+        (parser.scanned_bytes(), parser.copied_bytes(), most)
+    }
+
+    #[test]
+    fn a_40_mb_line_costs_ten_times_the_work_of_a_4_mb_line() {
+        // The case (a 40 MB line took 74 s when every chunk restarted
+        // the scan): the limit is raised so the line is read. Work is counted,
+        // not timed: linear means ten times the bytes cost ten times the
+        // work, however the line was split.
+        for chunk in [16 * 1024, 997] {
+            let mut work = Vec::new();
+            for len in [4_000_000, 40_000_000] {
+                let (scanned, copied, most) = work_on_line(len, chunk);
+                let input = (len + 8) as u64;
+                assert!(scanned <= input + 2, "{scanned} bytes scanned for {input}");
+                // Each byte is copied into the buffer and once into the data.
+                assert!(copied <= 2 * input, "{copied} bytes copied for {input}");
+                // The buffer (grown by doubling) and the event's data.
+                assert!(
+                    most <= 3 * len + 3 * chunk,
+                    "{most} bytes held at once for a {len}-byte line"
+                );
+                work.push(scanned + copied);
+            }
+            let ratio = work[1] as f64 / work[0] as f64;
+            assert!(
+                (9.9..=10.1).contains(&ratio),
+                "40 MB cost {ratio:.2} times the work of 4 MB in {chunk}-byte chunks"
             );
         }
     }

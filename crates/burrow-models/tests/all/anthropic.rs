@@ -797,3 +797,18 @@ async fn a_native_tool_is_sent_as_its_type_with_its_beta() {
     );
     assert_eq!(requests[1].header("anthropic-beta"), None);
 }
+
+#[tokio::test]
+async fn ids_made_up_for_tool_use_blocks_without_ids_are_unique_across_turns() {
+    // The parallel-calls fixture with both `tool_use` ids left empty, twice.
+    let without_ids = fixture_text("anthropic/tool_calls_parallel.sse")
+        .replace("\"id\":\"toolu_01A\"", "\"id\":\"\"")
+        .replace("\"id\":\"toolu_01B\"", "\"id\":\"\"");
+    assert_eq!(without_ids.matches("\"id\":\"\"").count(), 2);
+    let server = ReplayServer::start([
+        Reply::sse(without_ids.clone()),
+        Reply::sse(without_ids),
+        sse("anthropic/text.sse"),
+    ]);
+    made_up_ids_across_turns(Arc::new(model(&server)), &server, 2).await;
+}

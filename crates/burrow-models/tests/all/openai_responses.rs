@@ -321,3 +321,18 @@ async fn the_request_matches_its_golden_file() {
         "{body}"
     );
 }
+
+#[tokio::test]
+async fn ids_made_up_for_function_calls_without_ids_are_unique_across_turns() {
+    // The whole-items fixture's function call with neither `call_id` nor `id`, twice.
+    let without_ids = fixture_text("openai_responses/whole_items.sse")
+        .replace("\"id\":\"fc_w\",", "")
+        .replace(",\"call_id\":\"call_w\"", "");
+    assert!(!without_ids.contains("call_w") && !without_ids.contains("fc_w"));
+    let server = ReplayServer::start([
+        Reply::sse(without_ids.clone()),
+        Reply::sse(without_ids),
+        sse("openai_responses/text.sse"),
+    ]);
+    made_up_ids_across_turns(std::sync::Arc::new(model(&server)), &server, 1).await;
+}

@@ -280,3 +280,61 @@ pub fn silent_server(head: &'static [u8]) -> (String, Arc<AtomicUsize>) {
 /// The head of a 200 event stream that ends when the connection closes.
 pub const STREAM_HEAD: &str =
     "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+
+/// Runs an agent over `model`, whose server answers twice with `read_file`
+/// calls sent without ids and then with text: every call runs once, the
+/// made-up ids are the adapter's (`call_burrow_...`), none repeats across
+/// the two turns, each result carries its call's id, and the last request
+/// sends the provider every id. Returns the ids.
+pub async fn made_up_ids_across_turns(
+    model: Arc<dyn burrow_runtime::model::Model>,
+    server: &ReplayServer,
+    calls_per_turn: usize,
+) -> Vec<String> {
+    use burrow_runtime::agent::{Agent, Outcome};
+    use burrow_runtime::tool::{ToolOutput, ToolRegistry};
+    let runs = Arc::new(AtomicUsize::new(0));
+    let mut tools = ToolRegistry::new();
+    let counter = runs.clone();
+    tools.add_typed("read_file", "Read a file.", move |_: Value, _| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        async { Ok(ToolOutput::ok("contents")) }
+    });
+    let agent = Agent::new(model).with_tools(tools);
+    let mut history = Vec::new();
+    let result = agent.run(&mut history, "read them, twice").await;
+    assert_eq!(result.outcome, Outcome::Completed, "{:?}", result.outcome);
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        2 * calls_per_turn,
+        "every call ran once"
+    );
+    let calls: Vec<String> = history
+        .iter()
+        .flat_map(|m| m.tool_calls().map(|c| c.id.clone()).collect::<Vec<_>>())
+        .collect();
+    let results: Vec<String> = history
+        .iter()
+        .filter_map(|m| match m {
+            Message::ToolResult(r) => Some(r.call_id.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(calls.len(), 2 * calls_per_turn, "{history:#?}");
+    assert_eq!(results, calls, "each result carries its call's id");
+    let distinct: std::collections::HashSet<&String> = calls.iter().collect();
+    assert_eq!(distinct.len(), calls.len(), "made-up ids repeat: {calls:?}");
+    assert!(
+        calls.iter().all(|id| id.starts_with("call_burrow_")),
+        "{calls:?}"
+    );
+    let requests = server.requests();
+    let last = body(&requests[requests.len() - 1]).to_string();
+    for id in &calls {
+        assert!(
+            last.matches(id.as_str()).count() >= 2,
+            "the last request sends {id} on its call and its result: {last}"
+        );
+    }
+    calls
+}

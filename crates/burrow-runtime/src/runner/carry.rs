@@ -16,7 +16,7 @@ use crate::session::{
 
 use super::engine::{Inner, RunHandle, Runner, Segment, TAKEN, new_id};
 use super::error::RunnerResult;
-use super::remote::Taken;
+use super::remote::{Outage, Taken};
 
 /// How a wait for a command's message ([`Runner::wait_carried`]) ended.
 #[derive(Debug, Clone)]
@@ -45,68 +45,99 @@ impl Runner {
     ///   abandoned after giving its calls their results, and carries the
     ///   message on in a new run here ([`Carried::Here`]).
     /// - Otherwise the record of the message's last run ([`Carried::Ended`]).
+    ///
+    /// A store that fails in a way that may pass (a lock, a lost connection,
+    /// a restart) is looked at again every `poll`, for up to the runner's
+    /// claim TTL of failures in a row, as [`Runner::wait_taken`] does
+    /// (ADR 0287).
     pub async fn wait_carried(
         &self,
         thread: &ThreadKey,
         message_id: &str,
         poll: Duration,
     ) -> RunnerResult<Carried> {
-        let store = self.store().clone();
+        let mut outage = Outage::new(self.inner.config.claim_ttl);
         loop {
-            let Some(message) = store.message(&thread.scope, message_id).await? else {
-                return Ok(Carried::Unknown);
-            };
-            if store.cursor(thread, TAKEN).await? < message.seq {
-                return Ok(match self.wait_taken(thread, message.seq, poll).await? {
-                    Taken::Here(handle) => Carried::Here(handle),
-                    Taken::Elsewhere(Some(run_id)) => {
-                        Carried::Ended(Box::new(self.wait_settled(thread, &run_id, poll).await?))
-                    }
-                    _ => Carried::Unknown,
-                });
-            }
-            let Some(run) = last_run_of(store.as_ref(), thread, message_id).await? else {
-                return Ok(Carried::Unknown);
-            };
-            if let Some(handle) = self.running(thread)
-                && handle.run_id() == run.run_id
-            {
-                return Ok(Carried::Here(handle));
-            }
-            let left = match run.status {
-                RunStatus::Running => self.claim_lapsed(thread).await?,
-                RunStatus::Failed => run.reason.as_deref() == Some("abandoned"),
-                _ => false,
-            };
-            if !left {
-                if run.status != RunStatus::Running {
-                    return Ok(Carried::Ended(Box::new(run)));
+            match self.look_carried(thread, message_id).await {
+                Ok(Look::Done(carried)) => return Ok(carried),
+                Ok(Look::Untaken(seq)) => {
+                    // The two waits ride out an outage of their own.
+                    return Ok(match self.wait_taken(thread, seq, poll).await? {
+                        Taken::Here(handle) => Carried::Here(handle),
+                        Taken::Elsewhere(Some(run_id)) => Carried::Ended(Box::new(
+                            self.wait_settled(thread, &run_id, poll).await?,
+                        )),
+                        _ => Carried::Unknown,
+                    });
                 }
-                tokio::time::sleep(poll).await;
-                continue;
+                Ok(Look::Wait) => outage.over(),
+                Err(e) if outage.rides(&e) => {}
+                Err(e) => return Err(e),
             }
-            if let Some(handle) = self.inner.take_for(thread, None, Some(message_id)).await? {
-                return Ok(Carried::Here(handle));
-            }
-            // Nothing started: another runner holds the thread, or the run
-            // needs no carrying on. Look again; a settled abandoned run with
-            // nothing to carry on is the answer.
-            let again = last_run_of(store.as_ref(), thread, message_id).await?;
-            let idle = store
-                .thread(thread)
-                .await?
-                .is_none_or(|info| info.status == ThreadStatus::Idle);
-            match again {
-                Some(again)
-                    if idle && again.run_id == run.run_id && again.status != RunStatus::Running =>
-                {
-                    return Ok(Carried::Ended(Box::new(again)));
-                }
-                None => return Ok(Carried::Unknown),
-                Some(_) => tokio::time::sleep(poll).await,
-            }
+            tokio::time::sleep(poll).await;
         }
     }
+
+    /// One look of [`Self::wait_carried`]: what it found, or that it waits.
+    async fn look_carried(&self, thread: &ThreadKey, message_id: &str) -> RunnerResult<Look> {
+        let store = self.store().clone();
+        let Some(message) = store.message(&thread.scope, message_id).await? else {
+            return Ok(Look::Done(Carried::Unknown));
+        };
+        if store.cursor(thread, TAKEN).await? < message.seq {
+            return Ok(Look::Untaken(message.seq));
+        }
+        let Some(run) = last_run_of(store.as_ref(), thread, message_id).await? else {
+            return Ok(Look::Done(Carried::Unknown));
+        };
+        if let Some(handle) = self.running(thread)
+            && handle.run_id() == run.run_id
+        {
+            return Ok(Look::Done(Carried::Here(handle)));
+        }
+        let left = match run.status {
+            RunStatus::Running => self.claim_lapsed(thread).await?,
+            RunStatus::Failed => run.reason.as_deref() == Some("abandoned"),
+            _ => false,
+        };
+        if !left {
+            if run.status != RunStatus::Running {
+                return Ok(Look::Done(Carried::Ended(Box::new(run))));
+            }
+            return Ok(Look::Wait);
+        }
+        if let Some(handle) = self.inner.take_for(thread, None, Some(message_id)).await? {
+            return Ok(Look::Done(Carried::Here(handle)));
+        }
+        // Nothing started: another runner holds the thread, or the run
+        // needs no carrying on. Look again; a settled abandoned run with
+        // nothing to carry on is the answer.
+        let again = last_run_of(store.as_ref(), thread, message_id).await?;
+        let idle = store
+            .thread(thread)
+            .await?
+            .is_none_or(|info| info.status == ThreadStatus::Idle);
+        Ok(match again {
+            Some(again)
+                if idle && again.run_id == run.run_id && again.status != RunStatus::Running =>
+            {
+                Look::Done(Carried::Ended(Box::new(again)))
+            }
+            None => Look::Done(Carried::Unknown),
+            Some(_) => Look::Wait,
+        })
+    }
+}
+
+/// What one look of [`Runner::wait_carried`] found.
+enum Look {
+    /// The wait's answer.
+    Done(Carried),
+    /// The message, at this seq, is not taken yet: wait for that.
+    Untaken(u64),
+    /// Its run is still running under a live claim, or another runner holds
+    /// the thread: look again after the poll.
+    Wait,
 }
 
 /// The thread's last run that carries out the posted message `message_id`.

@@ -286,14 +286,14 @@ impl Runner {
 /// every poll until the store has failed for a whole claim TTL in a row, so a
 /// sender waiting on its message outlasts any outage its message's run
 /// outlasts, and then says what happened to the message, not the outage.
-struct Outage {
+pub(super) struct Outage {
     /// When the failures in a row began.
     since: Option<tokio::time::Instant>,
     patience: Duration,
 }
 
 impl Outage {
-    fn new(patience: Duration) -> Self {
+    pub(super) fn new(patience: Duration) -> Self {
         Self {
             since: None,
             patience,
@@ -301,7 +301,7 @@ impl Outage {
     }
 
     /// Whether to look again after `e`.
-    fn rides(&mut self, e: &RunnerError) -> bool {
+    pub(super) fn rides(&mut self, e: &RunnerError) -> bool {
         if !e.transient() {
             return false;
         }
@@ -314,7 +314,7 @@ impl Outage {
     }
 
     /// A look succeeded: the outage, if any, is over.
-    fn over(&mut self) {
+    pub(super) fn over(&mut self) {
         self.since = None;
     }
 }

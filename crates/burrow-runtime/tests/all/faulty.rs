@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use burrow_runtime::agent::{Agent, Outcome};
 use burrow_runtime::message::Message;
 use burrow_runtime::model::{ScriptedModel, ScriptedResponse};
-use burrow_runtime::runner::{Runner, RunnerConfig, Taken};
+use burrow_runtime::runner::{Carried, Runner, RunnerConfig, Taken};
 use burrow_runtime::session::{
     Checkpoint, Claim, ClaimAttempt, CommandKey, Commit, Committed, Event, HistoryEntry,
     PostedMessage, RunRecord, RunStatus, Scope, SessionStore, SqliteStore, StoreError,
@@ -308,6 +308,7 @@ on_every_store!(
     an_outage_shorter_than_the_claim_costs_the_run_nothing,
     an_outage_longer_than_the_claim_costs_one_run_and_the_thread_goes_on,
     a_sender_waiting_on_its_message_rides_out_an_outage_of_its_store,
+    a_retried_command_waiting_on_its_run_rides_out_an_outage_of_its_store,
 );
 
 async fn a_store_failing_every_third_commit_costs_the_run_nothing(fx: Fixture) {
@@ -796,6 +797,48 @@ async fn a_sender_waiting_on_its_message_rides_out_an_outage_of_its_store(fx: Fi
     })
     .await;
     assert!(faulty.failures() > 0, "the sender met the outage");
+}
+
+/// A retried command (`Runner::wait_carried`) whose message the holder's
+/// run took and is still carrying out, while the retry's store is down for
+/// 1.5 s: the retry's own reads ride the outage out and it reports the run's
+/// real outcome, not the outage.
+async fn a_retried_command_waiting_on_its_run_rides_out_an_outage_of_its_store(fx: Fixture) {
+    let t = scope().thread("t1");
+    let seen = Arc::new(Seen::default());
+    let (during, started, go) = gate();
+    let holder = Runner::new(stepping_agent(seen.clone(), during), fx.store.clone());
+    let sent = holder.send(&t, "alice", "go", None).await.unwrap();
+    let run = sent.run.expect("the thread is idle");
+    let message_id = sent.message_id.expect("a posted message");
+    tokio::task::spawn_blocking(move || started.recv_timeout(Duration::from_secs(60)))
+        .await
+        .unwrap()
+        .expect("the holder's call started");
+    let faulty = Faulty::new(fx.store.clone(), 0);
+    let retry = Runner::new(
+        stepping_agent(seen.clone(), Arc::new(|| {})),
+        faulty.clone(),
+    );
+    let poll = Duration::from_millis(20);
+    let down = faulty.clone();
+    let release = async move {
+        down.go_down(Duration::from_millis(1500));
+        tokio::time::sleep(Duration::from_millis(1600)).await;
+        go.send(()).unwrap();
+    };
+    let (carried, ()) = tokio::join!(retry.wait_carried(&t, &message_id, poll), release);
+    let carried = carried.expect("the wait rides the outage out");
+    let Carried::Ended(record) = carried else {
+        panic!("the holder's run carried the message out: {carried:?}");
+    };
+    assert_eq!(record.run_id, run.run_id(), "the holder's run");
+    assert_eq!(record.status, RunStatus::Completed, "{record:?}");
+    assert!(faulty.failures() > 0, "the retry met the outage");
+    assert_eq!(run.wait().await.outcome, Outcome::Completed);
+    holder.drain().await;
+    retry.drain().await;
+    assert_sound(fx.store.as_ref(), &t, &seen).await;
 }
 
 #[cfg(feature = "postgres")]
