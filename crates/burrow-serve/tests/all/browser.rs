@@ -1,4 +1,4 @@
-//! The embedded page in a real browser: Debian's headless Chromium, driven over the DevTools protocol, opens the page with a token, sends a message to a scripted model, answers its question, and stops a run; a screenshot of each step.
+//! The embedded page in a real browser: Debian's headless Chromium, driven over the DevTools protocol, opens the page with a token, sends a message to a scripted model, answers its question, stops a run, and fits 360 px; a screenshot of each step.
 
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -257,11 +257,23 @@ async fn the_page_sends_answers_and_stops_runs_in_headless_chromium() {
         // The notice says "stop requested", then the watched run's end.
         page.wait_for(&shows("notice", "run stopped"), "the stopped run's end");
         let stopped = page.screenshot(&dir, "4-stopped");
+
+        // Readable at 360 px wide: nothing runs off the side.
+        page.call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": 360, "height": 800, "deviceScaleFactor": 1, "mobile": true}),
+        );
+        page.wait_for(
+            "window.innerWidth === 360 && document.documentElement.scrollWidth <= 360",
+            "the page within 360 px",
+        );
+        let narrow = page.screenshot(&dir, "5-narrow");
         for (name, size) in [
             ("connected", connected),
             ("question", question),
             ("answered", answered),
             ("stopped", stopped),
+            ("narrow", narrow),
         ] {
             assert!(
                 size > blank * 2,
