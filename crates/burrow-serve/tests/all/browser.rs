@@ -235,14 +235,26 @@ async fn the_page_sends_answers_and_stops_runs_in_headless_chromium() {
         page.wait_for(&shows("pending", "which colour?"), "the pending question");
         let question = page.screenshot(&dir, "2-question");
 
-        // Answer on the page: the run resumes and the model's answer streams in.
-        gate.add_permits(1);
+        // Answer on the page: the run resumes and the model's answer streams into the live
+        // view (watched with a MutationObserver: the page folds it into the history at the end).
+        page.eval(
+            "window.sawLive = false; \
+             new MutationObserver(() => { \
+               if (document.getElementById('live').innerText.includes('blue it is, painted')) window.sawLive = true; \
+             }).observe(document.getElementById('live'), {subtree: true, childList: true, characterData: true}); \
+             window.streams = 0; \
+             { const f = window.fetch; window.fetch = async (...a) => { \
+                 const r = await f(...a); if (String(a[0]).endsWith('/events')) window.streams += 1; return r; }; } true",
+        );
         page.eval(
             "{ const box = document.querySelector('#pending .pending'); \
              box.querySelector('input').value = 'blue'; \
              [...box.querySelectorAll('button')].find(b => b.textContent === 'Answer').click(); } true",
         );
-        page.wait_for(&shows("conversation", "blue it is, painted"), "the model's answer");
+        // The model answers once the page watches the resumed run (its event stream open).
+        page.wait_for("window.streams === 1", "the resumed run watched");
+        gate.add_permits(1);
+        page.wait_for("window.sawLive === true", "the answer streamed live");
         page.wait_for(ENDED, "the run's end");
         page.wait_for(&shows("history", "blue"), "the answer in the history");
         let answered = page.screenshot(&dir, "3-answered");
