@@ -32,6 +32,7 @@ pub const PROVIDERS: &[(Part, &str)] = &[
         Part::Postgres,
         "PostgreSQL server on 127.0.0.1 (Debian's packages)",
     ),
+    (Part::Chromium, "headless Chromium (Debian's package)"),
 ];
 
 /// The setup step that provides `part`.

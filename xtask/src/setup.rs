@@ -34,6 +34,7 @@ pub const STEPS: &[(&str, Step)] = &[
     }),
     ("Python packages for interop and MCP tests", python_packages),
     ("ripgrep (Debian's package)", ripgrep),
+    ("headless Chromium (Debian's package)", chromium),
     ("S3-compatible test server (moto) on 127.0.0.1", s3_server),
     (
         "PostgreSQL server on 127.0.0.1 (Debian's packages)",
@@ -306,6 +307,32 @@ fn ripgrep(setup: &mut Setup) -> anyhow::Result<()> {
         bail!("{rg} --version failed");
     }
     setup.export("BURROW_RG", &rg);
+    Ok(())
+}
+
+/// Headless Chromium, which the browser test of `burrow serve`'s page drives (ADR 0341):
+/// Debian's `chromium` when no `chromium` is on PATH. Exports `BURROW_CHROMIUM`, the
+/// binary's absolute path.
+fn chromium(setup: &mut Setup) -> anyhow::Result<()> {
+    let root = setup.root().to_path_buf();
+    if which("chromium").is_none() {
+        println!("  no chromium on PATH: installing Debian's chromium");
+        crate::docker_images::apt_install(&root, "chromium")?;
+    }
+    let Some(chromium) = which("chromium") else {
+        bail!("chromium is installed but no `chromium` is on PATH");
+    };
+    let chromium = chromium.to_string_lossy().into_owned();
+    if !Cmd::new(
+        &root,
+        &chromium,
+        &["--headless", "--no-sandbox", "--version"],
+    )
+    .succeeds_quietly()
+    {
+        bail!("{chromium} --version failed");
+    }
+    setup.export("BURROW_CHROMIUM", &chromium);
     Ok(())
 }
 

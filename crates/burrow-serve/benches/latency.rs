@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 use burrow_runtime::agent::Agent;
 use burrow_runtime::model::{ModelError, ScriptedModel, ScriptedResponse};
 use burrow_runtime::runner::{FanoutChannel, Runner, RunnerConfig};
-use burrow_runtime::session::{PostgresStore, SessionStore, SqliteStore};
+use burrow_runtime::session::{
+    PostgresOptions, PostgresStore, SessionStore, SqliteStore, SystemClock,
+};
 use burrow_serve::{Limits, Server, Tokens, add_token};
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -212,7 +214,19 @@ fn main() {
         latency("SQLite", sqlite.clone()).await;
         watchers("SQLite", sqlite).await;
         if let Ok(url) = std::env::var("BURROW_POSTGRES_URL") {
-            let pg: Arc<dyn SessionStore> = Arc::new(PostgresStore::connect(&url).await.unwrap());
+            // Idle connections kept: one per client at once, so no sample waits for a new
+            // connection (a backend process, its login and prepared statements);
+            // BURROW_BENCH_PG_POOL=4 measures the store's default.
+            let mut options = PostgresOptions::default();
+            options.pool = std::env::var("BURROW_BENCH_PG_POOL")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(CLIENTS + 4);
+            let pg: Arc<dyn SessionStore> = Arc::new(
+                PostgresStore::connect_with(&url, Arc::new(SystemClock), options)
+                    .await
+                    .unwrap(),
+            );
             latency("PostgreSQL", pg.clone()).await;
             watchers("PostgreSQL", pg).await;
         }

@@ -127,6 +127,11 @@ impl Server {
                     continue;
                 }
             };
+            // Small writes (an SSE frame, a short JSON answer) go out at once, not held
+            // back by Nagle's algorithm until the client's delayed ACK (ADR 0342).
+            if let Err(e) = stream.set_nodelay(true) {
+                tracing::debug!(error = %e, "TCP_NODELAY could not be set");
+            }
             let service = TowerToHyperService::new(router.clone());
             let mut builder = hyper::server::conn::http1::Builder::new();
             builder

@@ -4,6 +4,7 @@
 mod all {
     mod api;
     mod auth;
+    mod browser;
     mod events;
     mod limits;
     mod openapi;

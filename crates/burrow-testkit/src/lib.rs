@@ -1,4 +1,4 @@
-//! The real parts burrow's tests need (an S3 server, a Docker engine, Python packages, an MCP client, ripgrep, PostgreSQL): found, or the test fails naming what is missing.
+//! The real parts burrow's tests need (an S3 server, a Docker engine, Python packages, an MCP client, ripgrep, PostgreSQL, Chromium): found, or the test fails naming what is missing.
 //!
 //! Key decision: a test that needs a real part never returns early and passes. It calls
 //! [`require`], which hands back what `cargo xtask setup` exported for that part, or
@@ -43,11 +43,13 @@ pub enum Part {
     Ripgrep,
     /// A PostgreSQL server on 127.0.0.1.
     Postgres,
+    /// Headless Chromium (Debian's `chromium`), for the tests that drive a page.
+    Chromium,
 }
 
 impl Part {
     /// Every part, in a stable order.
-    pub const ALL: [Part; 7] = [
+    pub const ALL: [Part; 8] = [
         Part::S3,
         Part::Docker,
         Part::DockerPython,
@@ -55,6 +57,7 @@ impl Part {
         Part::McpClient,
         Part::Ripgrep,
         Part::Postgres,
+        Part::Chromium,
     ];
 
     /// The short tag used in reports and nextest filters (`s3`, `docker`, ...).
@@ -67,6 +70,7 @@ impl Part {
             Part::McpClient => "mcp_client",
             Part::Ripgrep => "ripgrep",
             Part::Postgres => "postgres",
+            Part::Chromium => "chromium",
         }
     }
 
@@ -80,6 +84,7 @@ impl Part {
             Part::McpClient => "mcp_client",
             Part::Ripgrep => "ripgrep",
             Part::Postgres => "postgres",
+            Part::Chromium => "browser",
         }
     }
 
@@ -120,6 +125,7 @@ impl Part {
             Part::McpClient => "BURROW_MCP_PYTHON",
             Part::Ripgrep => "BURROW_RG",
             Part::Postgres => "BURROW_POSTGRES_URL",
+            Part::Chromium => "BURROW_CHROMIUM",
         }
     }
 
@@ -135,6 +141,7 @@ impl Part {
             Part::McpClient => "Python 3 with pip and the official MCP SDK (`mcp`)",
             Part::Ripgrep => "ripgrep (`rg`, Debian's package)",
             Part::Postgres => "a PostgreSQL server on 127.0.0.1 (Debian's packages)",
+            Part::Chromium => "headless Chromium (Debian's `chromium`)",
         }
     }
 
