@@ -132,7 +132,6 @@ impl Served {
             .json(&body)
     }
 
-    /// Shuts the server down as SIGTERM does and waits until it has.
     /// Posts `body` to the thread's messages and returns the JSON answer.
     pub async fn message(&self, thread: &str, body: Value) -> Value {
         self.post(&format!("/v1/threads/{thread}/messages"), body)
@@ -144,6 +143,7 @@ impl Served {
             .unwrap()
     }
 
+    /// Shuts the server down as SIGTERM does and waits until it has.
     pub async fn shut_down(&mut self) {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
