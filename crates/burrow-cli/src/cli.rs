@@ -449,6 +449,11 @@ pub enum Command {
     #[cfg(feature = "run")]
     #[command(subcommand)]
     Thread(ThreadCommand),
+    /// The artifact workspace of a session: list, show, history, create, edit, archive,
+    /// and the agents' proposals (apply, reject). A person's change is attributed to --as.
+    #[cfg(feature = "artifacts")]
+    #[command(subcommand)]
+    Artifact(ArtifactCommand),
     /// Serve session threads over HTTP (JSON under /v1, live runs as Server-Sent Events,
     /// a page at /) to the bearer tokens of --tokens; `burrow serve token add` makes one.
     #[cfg(feature = "serve")]
@@ -732,4 +737,122 @@ pub enum DockerCommand {
     /// Remove the burrow sandbox containers of this host whose owner process is gone
     /// (with --json: {"removed": N}).
     Gc,
+}
+
+/// What every `burrow artifact` command names: the session and the kinds.
+#[cfg(feature = "artifacts")]
+#[derive(Debug, clap::Args)]
+pub struct ArtifactCommon {
+    /// The session the workspace lives in: sqlite:FILE.db or postgres://...
+    #[arg(long, value_name = "SESSION")]
+    pub session: String,
+    /// The folder of the kinds: DIR/KIND.schema.json (and an optional DIR/KIND.md).
+    #[arg(long, value_name = "DIR")]
+    pub artifacts: PathBuf,
+    /// Who the change is by (default: the login name, $USER or $LOGNAME, else "user").
+    #[arg(long = "as", value_name = "NAME")]
+    pub as_name: Option<String>,
+}
+
+/// `burrow artifact ...`: the artifact workspace of a session, by hand.
+#[cfg(feature = "artifacts")]
+#[derive(Debug, Subcommand)]
+pub enum ArtifactCommand {
+    /// List the artifacts: `ID KIND vVERSION UPDATED_BY` (with --json: {"artifacts": [...]}).
+    List {
+        /// Only this kind.
+        #[arg(long, value_name = "KIND")]
+        kind: Option<String>,
+        /// Archived ones too.
+        #[arg(long)]
+        all: bool,
+        #[command(flatten)]
+        common: ArtifactCommon,
+    },
+    /// Show an artifact, rendered (with --json: {"artifact": ...}).
+    Show {
+        /// The artifact.
+        id: String,
+        /// This version instead of the head.
+        #[arg(long, value_name = "N")]
+        version: Option<u64>,
+        #[command(flatten)]
+        common: ArtifactCommon,
+    },
+    /// An artifact's revisions, oldest first.
+    History {
+        /// The artifact.
+        id: String,
+        #[command(flatten)]
+        common: ArtifactCommon,
+    },
+    /// Create an artifact of KIND from the JSON in FILE.
+    Create {
+        /// One of the kinds of --artifacts.
+        kind: String,
+        /// The first snapshot, a JSON file.
+        file: PathBuf,
+        #[command(flatten)]
+        common: ArtifactCommon,
+    },
+    /// Change an artifact made at version --base: a JSON Patch, or one anchored text edit.
+    Edit {
+        /// The artifact.
+        id: String,
+        /// The version the change was made against (a stale one is a conflict).
+        #[arg(long, value_name = "N")]
+        base: u64,
+        /// An RFC 6902 JSON Patch file.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["old", "new", "field"])]
+        patch: Option<PathBuf>,
+        /// The text to replace: it occurs exactly once in the field.
+        #[arg(long, value_name = "TEXT", requires = "new")]
+        old: Option<String>,
+        /// The text that replaces it.
+        #[arg(long, value_name = "TEXT", requires = "old")]
+        new: Option<String>,
+        /// A JSON Pointer to the string field (default /text).
+        #[arg(long, value_name = "F")]
+        field: Option<String>,
+        /// What the change does, in a line.
+        #[arg(long, value_name = "TEXT")]
+        summary: Option<String>,
+        #[command(flatten)]
+        common: ArtifactCommon,
+    },
+    /// Archive an artifact: it stays readable and takes no more changes.
+    Archive {
+        /// The artifact.
+        id: String,
+        /// The version the archive was decided against.
+        #[arg(long, value_name = "N")]
+        base: u64,
+        #[command(flatten)]
+        common: ArtifactCommon,
+    },
+    /// The pending proposals (with --all, the decided ones too).
+    Proposals {
+        /// Decided ones too.
+        #[arg(long)]
+        all: bool,
+        #[command(flatten)]
+        common: ArtifactCommon,
+    },
+    /// Apply a pending proposal.
+    Apply {
+        /// The proposal.
+        proposal: u64,
+        #[command(flatten)]
+        common: ArtifactCommon,
+    },
+    /// Reject a pending proposal.
+    Reject {
+        /// The proposal.
+        proposal: u64,
+        /// Why.
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
+        #[command(flatten)]
+        common: ArtifactCommon,
+    },
 }

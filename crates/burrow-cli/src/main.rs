@@ -28,6 +28,8 @@
 
 #[cfg(feature = "run")]
 mod agent;
+#[cfg(feature = "artifacts")]
+mod artifact;
 mod batch;
 mod cli;
 mod display;
@@ -169,6 +171,11 @@ async fn run(cli: Cli) -> io::Result<Exit> {
     } = &cli.command
     {
         return serve::token_add(tokens, &cli.tenant, name, json);
+    }
+    // `burrow artifact ...` opens the session's artifact store, no backend.
+    #[cfg(feature = "artifacts")]
+    if let cli::Command::Artifact(command) = &cli.command {
+        return artifact::run(command, &cli.tenant, json).await;
     }
     // `burrow thread list|show|stop` open a session store, no backend.
     #[cfg(feature = "run")]

@@ -174,6 +174,13 @@ impl Op {
                     "thread works on session threads, not a file operation.",
                 ));
             }
+            // `burrow artifact ...` is run by main before any operation is built.
+            #[cfg(feature = "artifacts")]
+            Command::Artifact(_) => {
+                return Err(Error::invalid_argument(
+                    "artifact works on a session's artifact workspace, not a file operation.",
+                ));
+            }
             // `burrow serve` is run by main before any operation is built.
             #[cfg(feature = "serve")]
             Command::Serve { .. } => {

@@ -7,6 +7,8 @@
 #[cfg(test)]
 #[cfg(feature = "state")]
 mod all {
+    #[cfg(all(feature = "artifacts", feature = "sqlite"))]
+    mod artifact;
     mod batch;
     mod commands;
     #[cfg(all(feature = "composite", feature = "fs", feature = "sqlite"))]
