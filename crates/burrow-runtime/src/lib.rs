@@ -79,6 +79,7 @@ macro_rules! crash_point {
 pub(crate) use crash_point;
 
 pub mod agent;
+pub mod checkpoint;
 pub mod compaction;
 #[cfg(feature = "failpoints")]
 pub mod failpoint;

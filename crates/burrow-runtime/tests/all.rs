@@ -5,6 +5,7 @@ mod all {
     mod agent;
     mod call_ids;
     mod capability;
+    mod checkpoint;
     mod compaction;
     #[cfg(feature = "failpoints")]
     mod crash;
