@@ -35,7 +35,10 @@ fn binary(seed: u8) -> Vec<u8> {
 
 async fn versions_count_from_zero_and_each_loads_as_saved(fx: &Fixture) {
     let a = artifacts(&fx.one);
-    assert_eq!(a.list_versions("chart.png").await.unwrap(), Vec::<u64>::new());
+    assert_eq!(
+        a.list_versions("chart.png").await.unwrap(),
+        Vec::<u64>::new()
+    );
     for n in 0..3u8 {
         let v = a
             .save_artifact(
@@ -101,39 +104,73 @@ async fn bad_names_mime_types_and_sizes_are_refused_and_write_nothing(fx: &Fixtu
     let a = artifacts(&fx.one);
     let long = "n".repeat(MAX_NAME_BYTES + 1);
     for name in [
-        "", ".", "..", "a/b", "../up", "a\\b", "a\0b", "line\nbreak", " padded", long.as_str(),
+        "",
+        ".",
+        "..",
+        "a/b",
+        "../up",
+        "a\\b",
+        "a\0b",
+        "line\nbreak",
+        " padded",
+        long.as_str(),
     ] {
         let e = a
             .save_artifact(name, b"x", "text/plain", Map::new())
             .await
             .unwrap_err();
-        assert_eq!(e.kind(), &ArtifactErrorKind::InvalidArgument, "{name:?}: {e}");
-        assert!(e.message().ends_with("give one plain file name such as report.pdf."));
+        assert_eq!(
+            e.kind(),
+            &ArtifactErrorKind::InvalidArgument,
+            "{name:?}: {e}"
+        );
+        assert!(
+            e.message()
+                .ends_with("give one plain file name such as report.pdf.")
+        );
         let e = a.load_artifact(name, None).await.unwrap_err();
-        assert_eq!(e.kind(), &ArtifactErrorKind::InvalidArgument, "{name:?}: {e}");
+        assert_eq!(
+            e.kind(),
+            &ArtifactErrorKind::InvalidArgument,
+            "{name:?}: {e}"
+        );
         let e = a.list_versions(name).await.unwrap_err();
-        assert_eq!(e.kind(), &ArtifactErrorKind::InvalidArgument, "{name:?}: {e}");
+        assert_eq!(
+            e.kind(),
+            &ArtifactErrorKind::InvalidArgument,
+            "{name:?}: {e}"
+        );
     }
     for mime in ["", "png", "image/", "/png", "image/png\n"] {
         let e = a
             .save_artifact("ok.bin", b"x", mime, Map::new())
             .await
             .unwrap_err();
-        assert_eq!(e.kind(), &ArtifactErrorKind::InvalidArgument, "{mime:?}: {e}");
+        assert_eq!(
+            e.kind(),
+            &ArtifactErrorKind::InvalidArgument,
+            "{mime:?}: {e}"
+        );
     }
     let big_meta = meta(json!({"notes": "m".repeat(70 * 1024)}));
     let e = a
         .save_artifact("ok.bin", b"x", "text/plain", big_meta)
         .await
         .unwrap_err();
-    assert!(matches!(e.kind(), ArtifactErrorKind::TooLarge { .. }), "{e}");
+    assert!(
+        matches!(e.kind(), ArtifactErrorKind::TooLarge { .. }),
+        "{e}"
+    );
     let limit = fx.one.capabilities().limits.max_file_size;
     let too_big = vec![7u8; usize::try_from(limit).unwrap() + 1];
     let e = a
         .save_artifact("ok.bin", &too_big, "application/octet-stream", Map::new())
         .await
         .unwrap_err();
-    assert!(matches!(e.kind(), ArtifactErrorKind::TooLarge { .. }), "{e}");
+    assert!(
+        matches!(e.kind(), ArtifactErrorKind::TooLarge { .. }),
+        "{e}"
+    );
     assert!(!e.message().contains("/tmp"), "no host path: {e}");
     // Nothing was written: not even the folder.
     let root = fx
@@ -168,7 +205,11 @@ async fn concurrent_saves_never_overwrite_each_other(fx: &Fixture) {
         .collect();
     got.sort_unstable();
     let versions: Vec<u64> = got.iter().map(|(v, _)| *v).collect();
-    assert_eq!(versions, (0..16).collect::<Vec<_>>(), "each save its own number");
+    assert_eq!(
+        versions,
+        (0..16).collect::<Vec<_>>(),
+        "each save its own number"
+    );
     let a = artifacts(&fx.one);
     assert_eq!(
         a.list_versions("race.bin").await.unwrap(),
@@ -176,7 +217,11 @@ async fn concurrent_saves_never_overwrite_each_other(fx: &Fixture) {
     );
     for (v, n) in got {
         let loaded = a.load_artifact("race.bin", Some(v)).await.unwrap();
-        assert_eq!(loaded.bytes, binary(n), "version {v} holds saver {n}'s bytes");
+        assert_eq!(
+            loaded.bytes,
+            binary(n),
+            "version {v} holds saver {n}'s bytes"
+        );
         assert_eq!(loaded.info.metadata, meta(json!({"saver": n})));
     }
 }
@@ -187,9 +232,14 @@ async fn concurrent_saves_never_overwrite_each_other(fx: &Fixture) {
 async fn a_save_that_died_after_its_claim_spends_its_number(fx: &Fixture) {
     let a = artifacts(&fx.one);
     for n in 0..2u8 {
-        a.save_artifact("torn.bin", &binary(n), "application/octet-stream", Map::new())
-            .await
-            .unwrap();
+        a.save_artifact(
+            "torn.bin",
+            &binary(n),
+            "application/octet-stream",
+            Map::new(),
+        )
+        .await
+        .unwrap();
     }
     fx.one
         .make_dir(
@@ -200,7 +250,14 @@ async fn a_save_that_died_after_its_claim_spends_its_number(fx: &Fixture) {
         .await
         .unwrap();
     assert_eq!(a.list_versions("torn.bin").await.unwrap(), vec![0, 1]);
-    assert_eq!(a.load_artifact("torn.bin", None).await.unwrap().info.version, 1);
+    assert_eq!(
+        a.load_artifact("torn.bin", None)
+            .await
+            .unwrap()
+            .info
+            .version,
+        1
+    );
     let e = a.load_artifact("torn.bin", Some(2)).await.unwrap_err();
     assert_eq!(e.kind(), &ArtifactErrorKind::NotFound, "{e}");
     let v = a

@@ -7,10 +7,10 @@ use burrow_artifacts::{ArtifactStore, Change, SqliteArtifactStore};
 use burrow_runtime::agent::{Agent, Outcome};
 use burrow_runtime::message::Message;
 use burrow_runtime::model::{ScriptedModel, ScriptedResponse};
-use burrow_runtime::runner::{
-    FanoutChannel, LiveChannel, LiveEvent, Runner, RunnerConfig,
+use burrow_runtime::runner::{FanoutChannel, LiveChannel, LiveEvent, Runner, RunnerConfig};
+use burrow_runtime::session::{
+    MemoryStore, RequestKind, RunStatus, Scope, SessionStore, load_history,
 };
-use burrow_runtime::session::{MemoryStore, RequestKind, RunStatus, Scope, SessionStore, load_history};
 use burrow_runtime::tool::{CallContext, FnTool, ToolOutput, ToolRegistry};
 use futures::StreamExt;
 use schemars::JsonSchema;
@@ -75,7 +75,15 @@ async fn a_draft_reaches_a_live_watcher_with_its_kind_and_id_and_is_stored_nowhe
                 let mut snapshot = plan();
                 snapshot["goal"] = json!(args.goal);
                 let created = ws
-                    .submit(&cx, Change::Create { kind: "plan".into(), snapshot: snapshot.clone() }, false, None)
+                    .submit(
+                        &cx,
+                        Change::Create {
+                            kind: "plan".into(),
+                            snapshot: snapshot.clone(),
+                        },
+                        false,
+                        None,
+                    )
                     .await;
                 let Ok(Submitted::Applied(created)) = created else {
                     return Ok(ToolOutput::refused(format!("{created:?}")));
@@ -85,7 +93,10 @@ async fn a_draft_reaches_a_live_watcher_with_its_kind_and_id_and_is_stored_nowhe
                     .of(created.artifact.id.clone())
                     .emit(&cx);
                 watching.notified().await;
-                Ok(ToolOutput::ok(format!("wrote {} (draft live: {sent})", created.artifact.id)))
+                Ok(ToolOutput::ok(format!(
+                    "wrote {} (draft live: {sent})",
+                    created.artifact.id
+                )))
             }
         },
     )));
@@ -137,8 +148,12 @@ async fn a_draft_reaches_a_live_watcher_with_its_kind_and_id_and_is_stored_nowhe
     // Stored nowhere: not the artifact, its revisions or the workspace's
     // events; not the run's history; not a byte of the database.
     let head = artifacts.get(&scope(), "plan-1").await.unwrap();
-    assert_eq!((head.version, head.snapshot["notes"].clone()), (1, json!("")));
-    let revisions = serde_json::to_string(&artifacts.history(&scope(), "plan-1").await.unwrap()).unwrap();
+    assert_eq!(
+        (head.version, head.snapshot["notes"].clone()),
+        (1, json!(""))
+    );
+    let revisions =
+        serde_json::to_string(&artifacts.history(&scope(), "plan-1").await.unwrap()).unwrap();
     assert!(!revisions.contains(CANARY));
     let events = format!("{:?}", artifacts.events(&scope(), 0, 100).await.unwrap());
     assert!(!events.contains(CANARY));
@@ -147,7 +162,10 @@ async fn a_draft_reaches_a_live_watcher_with_its_kind_and_id_and_is_stored_nowhe
     assert!(history.iter().any(|m| matches!(m,
         Message::ToolResult(r) if r.content == "wrote plan-1 (draft live: true)")));
     drop((runner, ws, artifacts, sessions));
-    assert!(!contains(&bytes_in(dir.path()), CANARY), "the database holds the draft");
+    assert!(
+        !contains(&bytes_in(dir.path()), CANARY),
+        "the database holds the draft"
+    );
 }
 
 #[tokio::test]
@@ -162,7 +180,10 @@ async fn a_draft_outside_a_run_is_dropped() {
 /// The agent of the ask test: its first request asks which goal, its next
 /// creates the plan with the answer, then it is done. Each request's tool
 /// names are kept in `seen`.
-fn asking_agent(ws: &Arc<ArtifactWorkspace>, seen: Arc<std::sync::Mutex<Vec<Vec<String>>>>) -> Agent {
+fn asking_agent(
+    ws: &Arc<ArtifactWorkspace>,
+    seen: Arc<std::sync::Mutex<Vec<Vec<String>>>>,
+) -> Agent {
     let mut tools = ToolRegistry::new();
     ws.add_to(&mut tools);
     let model = ScriptedModel::new(move |request| {
@@ -215,7 +236,11 @@ async fn with_ask_the_agent_asks_the_run_pauses_and_the_answer_shapes_the_artifa
     assert!(ws.tool_names().contains(&"ask_user"));
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
     let config = ws.runner_config(RunnerConfig::default());
-    let runner = Runner::with_config(asking_agent(&ws, Arc::clone(&seen)), Arc::clone(&sessions), config.clone());
+    let runner = Runner::with_config(
+        asking_agent(&ws, Arc::clone(&seen)),
+        Arc::clone(&sessions),
+        config.clone(),
+    );
     let thread = scope().thread("t1");
     let run = runner
         .send(&thread, "alice", "plan the launch", None)
@@ -231,12 +256,20 @@ async fn with_ask_the_agent_asks_the_run_pauses_and_the_answer_shapes_the_artifa
     assert_eq!(paused.requests[0].spec.kind, RequestKind::Question);
     assert_eq!(paused.requests[0].spec.tool_name, "ask_user");
     assert!(
-        artifacts.list(&scope(), None, true).await.unwrap().is_empty(),
+        artifacts
+            .list(&scope(), None, true)
+            .await
+            .unwrap()
+            .is_empty(),
         "nothing is created while the question waits"
     );
 
     // A person answers (another runner, as another process would): the same run resumes.
-    let other = Runner::with_config(asking_agent(&ws, Arc::clone(&seen)), Arc::clone(&sessions), config);
+    let other = Runner::with_config(
+        asking_agent(&ws, Arc::clone(&seen)),
+        Arc::clone(&sessions),
+        config,
+    );
     let resumed = other
         .send(&thread, "alice", "Ship v2", None)
         .await
@@ -251,8 +284,18 @@ async fn with_ask_the_agent_asks_the_run_pauses_and_the_answer_shapes_the_artifa
     let seen = seen.lock().unwrap();
     assert!(seen.len() >= 3, "{seen:?}");
     for names in seen.iter() {
-        for tool in ["list_artifacts", "read_artifact", "create_artifact", "edit_artifact", "archive_artifact", "ask_user"] {
-            assert!(names.iter().any(|n| n == tool), "{tool} missing from {names:?}");
+        for tool in [
+            "list_artifacts",
+            "read_artifact",
+            "create_artifact",
+            "edit_artifact",
+            "archive_artifact",
+            "ask_user",
+        ] {
+            assert!(
+                names.iter().any(|n| n == tool),
+                "{tool} missing from {names:?}"
+            );
         }
     }
 }
@@ -283,5 +326,9 @@ async fn without_ask_there_is_no_ask_user() {
     assert_ne!(result.outcome.name(), "paused");
     let seen = seen.lock().unwrap();
     assert!(!seen[0].iter().any(|n| n == "ask_user"), "{:?}", seen[0]);
-    assert!(seen[0].iter().any(|n| n == "create_artifact"), "{:?}", seen[0]);
+    assert!(
+        seen[0].iter().any(|n| n == "create_artifact"),
+        "{:?}",
+        seen[0]
+    );
 }
