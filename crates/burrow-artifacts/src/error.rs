@@ -61,6 +61,9 @@ pub enum ArtifactErrorKind {
     InvalidState,
     /// An argument is malformed (a bad JSON Pointer, a schema that is not one).
     InvalidArgument,
+    /// The backend under the binary artifacts ([`crate::binary`]) refused:
+    /// its kind (`unsupported`, `quota_exceeded`, `permission_denied`, ...).
+    Backend(burrow_backend::ErrorKind),
     /// The store failed (I/O, a database error, a record it cannot decode).
     Store,
 }
@@ -78,6 +81,7 @@ impl ArtifactErrorKind {
             ArtifactErrorKind::Patch => "patch",
             ArtifactErrorKind::InvalidState => "invalid_state",
             ArtifactErrorKind::InvalidArgument => "invalid_argument",
+            ArtifactErrorKind::Backend(_) => "backend",
             ArtifactErrorKind::Store => "store",
         }
     }

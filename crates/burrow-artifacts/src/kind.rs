@@ -208,7 +208,7 @@ impl Kinds {
     /// naming the failing paths in one sentence.
     pub fn validate(&self, kind: &str, snapshot: &Value) -> Result<()> {
         let k = self.get(kind)?;
-        let size = serde_json::to_vec(snapshot).map(|v| v.len()).unwrap_or(0);
+        let size = json_size(snapshot);
         if size > self.max_snapshot_bytes {
             return Err(ArtifactError::new(
                 ArtifactErrorKind::TooLarge {
@@ -251,6 +251,24 @@ impl Kinds {
             message,
         ))
     }
+}
+
+/// The size of `value` as compact JSON, counted as it is written, never held.
+pub(crate) fn json_size(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing a `Value` to a counter cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 /// `s` cut to at most `max` characters, with "…" when cut.

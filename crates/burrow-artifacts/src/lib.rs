@@ -26,7 +26,15 @@
 //! The agent tools ([`tools::ArtifactWorkspace`]) sit on burrow-runtime's
 //! `Tool` trait: their definitions are built once and never change between
 //! requests, and every outcome is said in words ([`tools::describe_outcome`]).
+//! With `ask`, the runner adds its `ask_user`, which pauses the run until a
+//! person answers. A tool streams an unfinished artifact to live watchers
+//! with [`tools::ArtifactDraft`]; a draft is never stored.
+//!
+//! Files that are not JSON documents (images, PDFs) are binary artifacts
+//! ([`binary::BinaryArtifacts`], Google ADK's shape): versions 0, 1, 2...
+//! of a name over any `burrow_backend::Backend`, each claimed create-only.
 
+pub mod binary;
 pub mod change;
 pub mod conformance;
 mod error;
@@ -34,6 +42,7 @@ mod kind;
 pub mod store;
 pub mod tools;
 
+pub use binary::{BinaryArtifact, BinaryArtifacts, BinaryVersion};
 pub use change::Change;
 pub use error::{ArtifactError, ArtifactErrorKind, ChangeSince, Result};
 pub use kind::{Artifact, DEFAULT_MAX_SNAPSHOT_BYTES, Kind, Kinds};

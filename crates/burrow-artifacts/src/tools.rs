@@ -1,4 +1,4 @@
-//! The generic artifact tools over burrow-runtime's `Tool` trait (`list_artifacts`, `read_artifact`, `create_artifact`, `edit_artifact`, `archive_artifact`) and `describe_outcome`, which words every outcome for the model.
+//! The generic artifact tools over burrow-runtime's `Tool` trait (`list_artifacts`, `read_artifact`, `create_artifact`, `edit_artifact`, `archive_artifact`, and the runner's `ask_user` when `ask` is set), `describe_outcome`, which words every outcome for the model, and `ArtifactDraft`, a live-only snapshot.
 //!
 //! The definitions are built once from the workspace's kinds (their schemas
 //! are described once, in `create_artifact`'s description) and never change
@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use burrow_backend::Error;
+use burrow_runtime::runner::{RunnerConfig, emit_draft};
 use burrow_runtime::session::Scope;
 use burrow_runtime::tool::{CallContext, FnTool, Tool, ToolAnnotations, ToolOutput, ToolRegistry};
 use schemars::JsonSchema;
@@ -107,6 +108,7 @@ pub struct ArtifactWorkspace {
     policy: WritePolicy,
     max_render_chars: usize,
     max_summary_chars: usize,
+    ask: bool,
     followed: Mutex<BTreeSet<String>>,
 }
 
@@ -131,6 +133,7 @@ impl ArtifactWorkspace {
             policy: WritePolicy::Direct,
             max_render_chars: DEFAULT_MAX_RENDER_CHARS,
             max_summary_chars: DEFAULT_MAX_SUMMARY_CHARS,
+            ask: false,
             followed: Mutex::default(),
         }
     }
@@ -151,6 +154,38 @@ impl ArtifactWorkspace {
     pub fn with_max_summary_chars(mut self, chars: usize) -> Self {
         self.max_summary_chars = chars;
         self
+    }
+
+    /// The same workspace with (or without) `ask_user`, the question that
+    /// pauses the run until a person answers (false by default).
+    ///
+    /// The tool is the runner's own (a durable pause with a pending question,
+    /// answered by the thread's next message or an `Answer` command, ADR
+    /// 0336): give the runner [`ArtifactWorkspace::runner_config`].
+    pub fn with_ask(mut self, ask: bool) -> Self {
+        self.ask = ask;
+        self
+    }
+
+    /// Whether the agent gets `ask_user`.
+    pub fn ask(&self) -> bool {
+        self.ask
+    }
+
+    /// `config` with the workspace's `ask`: the runner then gives the agent
+    /// `ask_user` and pauses its run on a question.
+    pub fn runner_config(&self, config: RunnerConfig) -> RunnerConfig {
+        config.with_ask_user(self.ask)
+    }
+
+    /// The names of the tools the agent gets: the five artifact tools, and
+    /// `ask_user` when `ask` is set (the runner adds that one).
+    pub fn tool_names(&self) -> Vec<&'static str> {
+        let mut names = vec![LIST, READ, CREATE, EDIT, ARCHIVE];
+        if self.ask {
+            names.push(burrow_runtime::runner::ASK_USER);
+        }
+        names
     }
 
     /// The ids of the artifacts the agent follows (those it read or made), sorted.
@@ -406,6 +441,50 @@ impl ArtifactWorkspace {
             destructive: true,
             ..ToolAnnotations::default()
         })
+    }
+}
+
+/// A snapshot of an artifact a tool is still producing: sent to the live
+/// watchers of the run the call belongs to, as a `draft` frame with the
+/// artifact's kind and id, and never stored (not in the artifact store, not
+/// in the run's history or events).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArtifactDraft {
+    /// The artifact's kind.
+    pub kind: String,
+    /// The snapshot so far (not validated: it is unfinished).
+    pub snapshot: Value,
+    /// The artifact it will become or change, when it has an id already.
+    pub artifact_id: Option<String>,
+}
+
+impl ArtifactDraft {
+    /// A draft of a `kind` artifact not created yet.
+    pub fn new(kind: impl Into<String>, snapshot: Value) -> Self {
+        Self {
+            kind: kind.into(),
+            snapshot,
+            artifact_id: None,
+        }
+    }
+
+    /// The same draft, of the artifact `id`.
+    pub fn of(mut self, id: impl Into<String>) -> Self {
+        self.artifact_id = Some(id.into());
+        self
+    }
+
+    /// Sends the draft to the live channel of the run making the call `cx`.
+    /// Returns whether there was one: outside a runner's run (a plain
+    /// `Agent::run`, a test) the draft is dropped. Emit from the call's own
+    /// task.
+    pub fn emit(self, cx: &CallContext) -> bool {
+        emit_draft(
+            Some(&cx.call_id),
+            &self.kind,
+            self.snapshot,
+            self.artifact_id.as_deref(),
+        )
     }
 }
 

@@ -2,6 +2,8 @@
 
 #[cfg(test)]
 mod all {
+    mod binary;
+    mod drafts;
     mod kinds;
     mod replay;
     mod stores;

@@ -45,9 +45,9 @@ mod postgres {
     use burrow_testkit::{Part, require};
 
     /// Drops the test's schema (on a thread of its own: the test's runtime may be gone).
-    struct DropSchema {
-        url: String,
-        schema: String,
+    pub(super) struct DropSchema {
+        pub(super) url: String,
+        pub(super) schema: String,
     }
 
     impl Drop for DropSchema {
@@ -95,8 +95,9 @@ mod postgres {
 
 mod two_processes {
     //! Two real processes (this test binary run again as children) edit the same
-    //! artifacts of one SQLite file from one base version: each artifact gets
-    //! exactly one edit, the other is a conflict.
+    //! artifacts of one store (a SQLite file, a PostgreSQL schema) from one base
+    //! version: each artifact gets exactly one edit, the other is a conflict.
+    use std::path::Path;
     use std::process::{Command, Stdio};
     use std::sync::Arc;
 
@@ -105,9 +106,16 @@ mod two_processes {
     use burrow_runtime::session::Scope;
     use serde_json::json;
 
-    const CHILD: &str = "BURROW_ARTIFACTS_CHILD_DB";
+    /// The store the child opens: `sqlite:PATH` or `postgres:SCHEMA`.
+    const CHILD: &str = "BURROW_ARTIFACTS_CHILD_STORE";
+    const CHILD_DIR: &str = "BURROW_ARTIFACTS_CHILD_DIR";
+    const CHILD_NAME: &str = "BURROW_ARTIFACTS_CHILD_NAME";
     const ARTIFACTS: u64 = 30;
-    const TEST: &str = "all::stores::two_processes::two_processes_editing_from_one_base_apply_once";
+    const SQLITE_TEST: &str =
+        "all::stores::two_processes::two_processes_editing_from_one_base_apply_once";
+    #[cfg(feature = "postgres")]
+    const POSTGRES_TEST: &str =
+        "all::stores::two_processes::postgres::two_processes_editing_from_one_base_apply_once";
 
     fn edit(id: &str, who: &str) -> Change {
         Change::EditText {
@@ -120,18 +128,37 @@ mod two_processes {
         }
     }
 
+    async fn open(spec: &str) -> Arc<dyn ArtifactStore> {
+        if let Some(path) = spec.strip_prefix("sqlite:") {
+            return Arc::new(SqliteArtifactStore::open(path, kinds()).unwrap());
+        }
+        #[cfg(feature = "postgres")]
+        if let Some(schema) = spec.strip_prefix("postgres:") {
+            let url = burrow_testkit::require(burrow_testkit::Part::Postgres);
+            return Arc::new(
+                burrow_artifacts::store::PostgresArtifactStore::connect(
+                    &url,
+                    schema,
+                    Arc::new(kinds()),
+                )
+                .await
+                .unwrap(),
+            );
+        }
+        panic!("an unknown store {spec}")
+    }
+
     /// The child's part: edit every artifact from v1, printing each outcome.
-    fn child(db: &str, who: &str) {
+    fn child(spec: &str, dir: &Path, who: &str) {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
             .build()
             .unwrap();
         rt.block_on(async {
-            let store = SqliteArtifactStore::open(db, kinds()).unwrap();
+            let store = open(spec).await;
             let scope = Scope::new("t", "w");
             // Say ready, then wait for the parent's go, so both children edit at once.
-            let dir = std::path::Path::new(db).parent().unwrap();
             std::fs::write(dir.join(format!("ready-{who}")), b"").unwrap();
             while !dir.join("go").exists() {
                 std::thread::sleep(std::time::Duration::from_millis(1));
@@ -153,16 +180,21 @@ mod two_processes {
         });
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn two_processes_editing_from_one_base_apply_once() {
-        if let Ok(db) = std::env::var(CHILD) {
-            let who = std::env::var("BURROW_ARTIFACTS_CHILD_NAME").unwrap();
-            tokio::task::block_in_place(|| child(&db, &who));
-            return;
-        }
+    /// In a child, plays the child's part and returns true.
+    fn as_child() -> bool {
+        let Ok(spec) = std::env::var(CHILD) else {
+            return false;
+        };
+        let dir = std::env::var(CHILD_DIR).unwrap();
+        let who = std::env::var(CHILD_NAME).unwrap();
+        tokio::task::block_in_place(|| child(&spec, Path::new(&dir), &who));
+        true
+    }
+
+    /// Creates the artifacts in `store`, runs two children of `test` on
+    /// `spec`, and checks each artifact took exactly one of their edits.
+    async fn two_children(store: Arc<dyn ArtifactStore>, spec: &str, test: &str) {
         let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("two.db");
-        let store = Arc::new(SqliteArtifactStore::open(&db, kinds()).unwrap());
         let scope = Scope::new("t", "w");
         for _ in 1..=ARTIFACTS {
             store
@@ -182,9 +214,10 @@ mod two_processes {
             .iter()
             .map(|who| {
                 Command::new(&exe)
-                    .args([TEST, "--exact", "--nocapture", "--test-threads", "1"])
-                    .env(CHILD, &db)
-                    .env("BURROW_ARTIFACTS_CHILD_NAME", who)
+                    .args([test, "--exact", "--nocapture", "--test-threads", "1"])
+                    .env(CHILD, spec)
+                    .env(CHILD_DIR, dir.path())
+                    .env(CHILD_NAME, who)
                     .stdout(Stdio::piped())
                     .stderr(Stdio::inherit())
                     .spawn()
@@ -227,5 +260,37 @@ mod two_processes {
         let log = store.events(&scope, 0, 1000).await.unwrap();
         let seqs: Vec<u64> = log.iter().map(|e| e.seq).collect();
         assert_eq!(seqs, (1..=2 * ARTIFACTS).collect::<Vec<_>>());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn two_processes_editing_from_one_base_apply_once() {
+        if as_child() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("two.db");
+        let spec = format!("sqlite:{}", db.display());
+        let store = open(&spec).await;
+        two_children(store, &spec, SQLITE_TEST).await;
+    }
+
+    #[cfg(feature = "postgres")]
+    mod postgres {
+        //! The same on one PostgreSQL schema, dropped when the test ends.
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn two_processes_editing_from_one_base_apply_once() {
+            if super::as_child() {
+                return;
+            }
+            let url = burrow_testkit::require(burrow_testkit::Part::Postgres);
+            let schema = format!("a_{}", uuid::Uuid::now_v7().simple());
+            let _drop = super::super::postgres::DropSchema {
+                url,
+                schema: schema.clone(),
+            };
+            let spec = format!("postgres:{schema}");
+            let store = super::open(&spec).await;
+            super::two_children(store, &spec, super::POSTGRES_TEST).await;
+        }
     }
 }
