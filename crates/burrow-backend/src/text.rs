@@ -28,7 +28,7 @@ impl<'a> Iterator for Lines<'a> {
         if self.rest.is_empty() {
             return None;
         }
-        match self.rest.find('\n') {
+        match memchr::memchr(b'\n', self.rest.as_bytes()) {
             Some(i) => {
                 let line = &self.rest[..i];
                 self.rest = &self.rest[i + 1..];
@@ -45,7 +45,7 @@ impl<'a> Iterator for Lines<'a> {
 
 /// How many lines [`lines`] yields for `bytes`, without decoding them.
 pub fn line_count(bytes: &[u8]) -> usize {
-    let newlines = bytes.iter().filter(|&&b| b == b'\n').count();
+    let newlines = memchr::memchr_iter(b'\n', bytes).count();
     match bytes.last() {
         None => 0,
         Some(b'\n') => newlines,
@@ -139,13 +139,14 @@ pub enum LineEnding {
 pub fn line_ending(text: &str) -> Option<LineEnding> {
     let bytes = text.as_bytes();
     let (mut crlf, mut lf) = (false, false);
-    for (i, &b) in bytes.iter().enumerate() {
-        if b == b'\n' {
-            if i > 0 && bytes[i - 1] == b'\r' {
-                crlf = true;
-            } else {
-                lf = true;
-            }
+    for i in memchr::memchr_iter(b'\n', bytes) {
+        if i > 0 && bytes[i - 1] == b'\r' {
+            crlf = true;
+        } else {
+            lf = true;
+        }
+        if crlf && lf {
+            break;
         }
     }
     match (crlf, lf) {
@@ -157,6 +158,10 @@ pub fn line_ending(text: &str) -> Option<LineEnding> {
 
 /// `s` with every line ending ("\r\n" or "\n") written as `ending`.
 pub fn with_line_ending(s: &str, ending: LineEnding) -> String {
+    if memchr::memchr(b'\n', s.as_bytes()).is_none() {
+        // No line ending to rewrite (the common edit of part of one line).
+        return s.to_owned();
+    }
     let lf = s.replace("\r\n", "\n");
     match ending {
         LineEnding::Lf => lf,
@@ -194,7 +199,20 @@ pub fn apply_edit(
             "; there is nothing to change.",
         ));
     }
-    let count = text.matches(old.as_str()).count();
+    // Every occurrence found once (non-overlapping, left to right, as
+    // `str::matches` finds them), then the new text built from them.
+    let finder = memchr::memmem::Finder::new(old.as_bytes());
+    let mut found: Vec<usize> = Vec::new();
+    let mut from = 0;
+    while let Some(at) = text
+        .as_bytes()
+        .get(from..)
+        .and_then(|rest| finder.find(rest))
+    {
+        found.push(from + at);
+        from += at + old.len();
+    }
+    let count = found.len();
     if count == 0 {
         return Err(Error::refusal_at(
             ErrorKind::InvalidArgument,
@@ -211,12 +229,17 @@ pub fn apply_edit(
             "; include more surrounding text to make it unique, or replace all.",
         ));
     }
-    let replaced = if replace_all {
-        text.replace(old.as_str(), &new)
-    } else {
-        text.replacen(old.as_str(), &new, 1)
-    };
-    Ok((replaced.into_bytes(), count))
+    let bytes = text.as_bytes();
+    let mut replaced =
+        Vec::with_capacity(bytes.len().saturating_sub(old.len() * count) + new.len() * count);
+    let mut start = 0;
+    for at in found {
+        replaced.extend_from_slice(bytes.get(start..at).unwrap_or_default());
+        replaced.extend_from_slice(new.as_bytes());
+        start = at + old.len();
+    }
+    replaced.extend_from_slice(bytes.get(start..).unwrap_or_default());
+    Ok((replaced, count))
 }
 
 /// The `EditResult` for a successful edit of `path`.

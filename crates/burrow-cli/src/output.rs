@@ -223,9 +223,22 @@ fn push_json_str(out: &mut String, text: &str) {
             continue;
         }
         // A byte that may need escaping lies in the next sixteen, or the
-        // text ends within them: go byte by byte.
+        // text ends within them: escape the block's first such byte and go on in blocks after it.
         let end = (at + STEP).min(bytes.len());
-        for (i, &byte) in bytes.iter().enumerate().take(end).skip(at) {
+        let Some(i) = bytes
+            .get(at..end)
+            .and_then(|block| {
+                block
+                    .iter()
+                    .position(|&b| b < 0x20 || b == b'"' || b == b'\\')
+            })
+            .map(|i| at + i)
+        else {
+            at = end;
+            continue;
+        };
+        let byte = bytes[i];
+        {
             let escape = match byte {
                 b'"' => "\\\"",
                 b'\\' => "\\\\",
@@ -234,8 +247,7 @@ fn push_json_str(out: &mut String, text: &str) {
                 b'\t' => "\\t",
                 0x08 => "\\b",
                 0x0c => "\\f",
-                0x00..=0x1f => "",
-                _ => continue,
+                _ => "",
             };
             out.push_str(text.get(start..i).unwrap_or_default());
             start = i + 1;
@@ -245,7 +257,7 @@ fn push_json_str(out: &mut String, text: &str) {
                 out.push_str(escape);
             }
         }
-        at = end;
+        at = i + 1;
     }
     out.push_str(text.get(start..).unwrap_or_default());
     out.push('"');

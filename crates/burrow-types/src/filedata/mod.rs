@@ -406,7 +406,8 @@ fn write_json_lines(out: &mut String, text: &str) {
 ///
 /// Sixteen bytes are tested at a time for one that needs escaping (a fold
 /// the compiler turns into a few vector compares), and only a block that
-/// holds one is gone through byte by byte: every byte that needs escaping
+/// holds one is searched for its first such byte, after which the blocks
+/// start again from the next byte: every byte that needs escaping
 /// is ASCII, so each one found is a char boundary and the runs between are
 /// copied whole.
 fn write_escaped(out: &mut String, text: &str, lines: bool) {
@@ -428,11 +429,23 @@ fn write_escaped(out: &mut String, text: &str, lines: bool) {
             at += STEP;
             continue;
         }
+        // The block holds a byte to escape (or the text ends within it):
+        // find the first, escape it, and go on in blocks from the byte after.
         let end = (at + STEP).min(bytes.len());
-        for (index, &byte) in bytes.iter().enumerate().take(end).skip(at) {
-            if byte >= b' ' && byte != b'"' && byte != b'\\' {
-                continue;
-            }
+        let Some(index) = bytes
+            .get(at..end)
+            .and_then(|block| {
+                block
+                    .iter()
+                    .position(|&b| b < b' ' || b == b'"' || b == b'\\')
+            })
+            .map(|i| at + i)
+        else {
+            at = end;
+            continue;
+        };
+        let byte = bytes[index];
+        {
             out.push_str(text.get(start..index).unwrap_or_default());
             start = index + 1;
             match byte {
@@ -450,7 +463,7 @@ fn write_escaped(out: &mut String, text: &str, lines: bool) {
                 }
             }
         }
-        at = end;
+        at = index + 1;
     }
     out.push_str(text.get(start..).unwrap_or_default());
 }
