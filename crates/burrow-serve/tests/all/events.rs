@@ -190,6 +190,9 @@ async fn a_watcher_that_stops_reading_is_given_a_gap_not_the_runs_time() {
         gated: true,
         live_buffer: 4,
         script,
+        // Forty turns of 512 KiB each: on a loaded machine a 5 s claim can
+        // lapse between renewals, and the run would end claim_lost.
+        claim_ttl: burrow_runtime::runner::DEFAULT_CLAIM_TTL,
         ..Setup::default()
     })
     .await;

@@ -40,6 +40,8 @@ pub struct Setup {
     pub store: Option<Arc<dyn SessionStore>>,
     /// The tenant of `Served::token`.
     pub tenant: String,
+    /// How long the runner's claim on a thread lasts unrenewed.
+    pub claim_ttl: Duration,
 }
 
 impl Default for Setup {
@@ -51,6 +53,7 @@ impl Default for Setup {
             live_buffer: 1024,
             store: None,
             tenant: "acme".to_owned(),
+            claim_ttl: Duration::from_secs(5),
         }
     }
 }
@@ -92,7 +95,7 @@ pub async fn start(setup: Setup) -> Served {
     };
     let config = RunnerConfig::default()
         .with_ask_user(true)
-        .with_claim_ttl(Duration::from_secs(5))
+        .with_claim_ttl(setup.claim_ttl)
         .with_live(Arc::new(FanoutChannel::new(setup.live_buffer)));
     let runner = Runner::with_config(Agent::new(Arc::new(model)), store.clone(), config);
     let server = Server::new(runner, tokens, "default", setup.limits);
@@ -159,7 +162,8 @@ impl Served {
 
     /// Waits until `thread`'s last run has ended, and returns its status.
     pub async fn settled(&self, thread: &str) -> String {
-        for _ in 0..200 {
+        // Generous: a loaded CI machine runs the long scripts slowly.
+        for _ in 0..1200 {
             let v: Value = self
                 .get(&format!("/v1/threads/{thread}"))
                 .send()
