@@ -511,6 +511,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 10,
           value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub header_timeout: u64,
+    /// Idle PostgreSQL connections kept for reuse with a postgres:// session (about one
+    /// per client served at once; more are opened when needed).
+    #[arg(long, value_name = "N", default_value_t = 32,
+          value_parser = clap::value_parser!(u32).range(1..=10000))]
+    pub pg_pool: u32,
 }
 
 /// `burrow serve token ...`.

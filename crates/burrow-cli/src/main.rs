@@ -644,7 +644,8 @@ async fn run_agent(
             let Some(spec) = serve_args.session.clone() else {
                 return Ok(Exit::Failed);
             };
-            let store = match session::open_store(&spec).await {
+            let pool = usize::try_from(serve_args.pg_pool).ok();
+            let store = match session::open_store_pooled(&spec, pool).await {
                 Ok(store) => store,
                 Err(refused) => return refused.report(json),
             };

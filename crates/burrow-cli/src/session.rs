@@ -337,6 +337,15 @@ const BROKEN_PIPE: &str = "broken_pipe";
 
 /// Opens the session store `spec` names.
 pub async fn open_store(spec: &str) -> Result<Arc<dyn SessionStore>, Refused> {
+    open_store_pooled(spec, None).await
+}
+
+/// Opens the session store `spec` names, keeping up to `pg_pool` idle PostgreSQL
+/// connections (`None`: the store's default); `burrow serve` sizes it (docs/adr/0343).
+pub async fn open_store_pooled(
+    spec: &str,
+    pg_pool: Option<usize>,
+) -> Result<Arc<dyn SessionStore>, Refused> {
     if spec == "memory:" {
         return Ok(Arc::new(MemoryStore::new()));
     }
@@ -349,7 +358,7 @@ pub async fn open_store(spec: &str) -> Result<Arc<dyn SessionStore>, Refused> {
         return open_sqlite(path);
     }
     if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
-        return open_postgres(spec).await;
+        return open_postgres(spec, pg_pool).await;
     }
     Err(Refused::usage(format!(
         "{} is not a session burrow knows: give sqlite:FILE.db, postgres://... or memory:",
@@ -372,15 +381,20 @@ fn open_sqlite(_path: &str) -> Result<Arc<dyn SessionStore>, Refused> {
 }
 
 #[cfg(feature = "postgres")]
-async fn open_postgres(url: &str) -> Result<Arc<dyn SessionStore>, Refused> {
-    burrow_runtime::session::PostgresStore::connect(url)
+async fn open_postgres(url: &str, pool: Option<usize>) -> Result<Arc<dyn SessionStore>, Refused> {
+    use burrow_runtime::session::{PostgresOptions, PostgresStore, SystemClock};
+    let mut options = PostgresOptions::default();
+    if let Some(pool) = pool {
+        options.pool = pool;
+    }
+    PostgresStore::connect_with(url, Arc::new(SystemClock), options)
         .await
         .map(|s| Arc::new(s) as Arc<dyn SessionStore>)
         .map_err(|e| Refused::usage(format!("the session store cannot be opened: {e}")))
 }
 
 #[cfg(not(feature = "postgres"))]
-async fn open_postgres(_url: &str) -> Result<Arc<dyn SessionStore>, Refused> {
+async fn open_postgres(_url: &str, _pool: Option<usize>) -> Result<Arc<dyn SessionStore>, Refused> {
     Err(Refused::usage(
         "PostgreSQL sessions are not built into this burrow (rebuild burrow-agent-cli with its `postgres` feature)",
     ))

@@ -1,4 +1,4 @@
-//! `burrow serve` through the binary: `serve token add` prints a token once and appends its line; a server on a SQLite session answers that token through reqwest, shares its threads with `burrow thread show`, and shuts down on SIGTERM.
+//! `burrow serve` through the binary: `serve token add` prints a token once and appends its line; a server on a SQLite session answers that token through reqwest, shares its threads with `burrow thread show`, and shuts down on SIGTERM; `--pg-pool` is refused when 0 or no number, and a server on the real PostgreSQL with it answers.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -88,14 +88,73 @@ fn serve_without_tokens_or_session_is_refused() {
 }
 
 #[test]
+fn a_pg_pool_of_zero_or_no_number_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = script(dir.path(), "m.jsonl", &[json!({"text": "hi"})]);
+    let tokens = dir.path().join("tokens");
+    for bad in ["0", "many", "-3"] {
+        let run = burrow_in(
+            dir.path(),
+            &[
+                "serve",
+                "--model",
+                &model,
+                "--session",
+                &session_spec(dir.path()),
+                "--tokens",
+                tokens.to_str().unwrap(),
+                "--listen",
+                "127.0.0.1:0",
+                &format!("--pg-pool={bad}"),
+            ],
+            b"",
+        );
+        run.assert_code(2);
+        let first = run.stderr.lines().next().unwrap_or_default();
+        assert!(first.starts_with("burrow: "), "{bad}: {}", run.stderr);
+        assert!(first.contains("--pg-pool"), "{bad}: {}", run.stderr);
+        // Refused before anything was opened.
+        assert!(!dir.path().join("session.db").exists(), "{bad}");
+    }
+}
+
+#[test]
 fn a_served_thread_runs_is_shown_by_the_cli_and_sigterm_ends_the_server() {
     let dir = tempfile::tempdir().unwrap();
-    let tokens = dir.path().join("tokens");
+    served_thread_runs(dir.path(), &session_spec(dir.path()), &[]);
+}
+
+/// Needs the real PostgreSQL server (BURROW_POSTGRES_URL).
+mod postgres {
+    use burrow_testkit::{Part, require};
+
+    #[test]
+    fn a_server_on_postgresql_with_a_pg_pool_answers() {
+        let url = require(Part::Postgres);
+        let dir = tempfile::tempdir().unwrap();
+        super::served_thread_runs(dir.path(), &url, &["--pg-pool", "8"]);
+    }
+}
+
+/// Serves `session` with `extra` options, runs thread t1 through the API as a fresh
+/// tenant's token, checks `burrow thread show` sees it under that tenant only, and ends the
+/// server with SIGTERM.
+fn served_thread_runs(dir: &std::path::Path, session: &str, extra: &[&str]) {
+    // Unique on a PostgreSQL other tests share.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let tenant = format!("acme{}x{nanos}", std::process::id());
+    let tenant = tenant.as_str();
+    let thread = format!("t{nanos}");
+    let thread = thread.as_str();
+    let tokens = dir.join("tokens");
     let add = burrow_in(
-        dir.path(),
+        dir,
         &[
             "--tenant",
-            "acme",
+            tenant,
             "serve",
             "token",
             "add",
@@ -108,13 +167,12 @@ fn a_served_thread_runs_is_shown_by_the_cli_and_sigterm_ends_the_server() {
     );
     add.assert_code(0);
     let token = add.out().trim().to_owned();
-    let model = script(dir.path(), "m.jsonl", &[json!({"text": "served hello"})]);
-    let session = session_spec(dir.path());
+    let model = script(dir, "m.jsonl", &[json!({"text": "served hello"})]);
     let mut child = Command::new(env!("CARGO_BIN_EXE_burrow"))
         .args([
             "serve",
             "--session",
-            &session,
+            session,
             "--model",
             &model,
             "--tokens",
@@ -122,7 +180,8 @@ fn a_served_thread_runs_is_shown_by_the_cli_and_sigterm_ends_the_server() {
             "--listen",
             "127.0.0.1:0",
         ])
-        .current_dir(dir.path())
+        .args(extra)
+        .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -140,7 +199,7 @@ fn a_served_thread_runs_is_shown_by_the_cli_and_sigterm_ends_the_server() {
     let unauthorized = client.get(format!("{base}/v1/threads")).send().unwrap();
     assert_eq!(unauthorized.status().as_u16(), 401);
     let posted: Value = client
-        .post(format!("{base}/v1/threads/t1/messages"))
+        .post(format!("{base}/v1/threads/{thread}/messages"))
         .bearer_auth(&token)
         .json(&json!({"content": "hello there"}))
         .send()
@@ -151,7 +210,7 @@ fn a_served_thread_runs_is_shown_by_the_cli_and_sigterm_ends_the_server() {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let view: Value = client
-            .get(format!("{base}/v1/threads/t1"))
+            .get(format!("{base}/v1/threads/{thread}"))
             .bearer_auth(&token)
             .send()
             .unwrap()
@@ -166,16 +225,16 @@ fn a_served_thread_runs_is_shown_by_the_cli_and_sigterm_ends_the_server() {
     // The CLI sees the server's thread under the token's tenant.
     let shown = {
         let run = burrow_in(
-            dir.path(),
+            dir,
             &[
                 "--json",
                 "--tenant",
-                "acme",
+                tenant,
                 "thread",
                 "show",
-                "t1",
+                thread,
                 "--session",
-                &session,
+                session,
             ],
             b"",
         );
@@ -185,8 +244,8 @@ fn a_served_thread_runs_is_shown_by_the_cli_and_sigterm_ends_the_server() {
     assert!(shown["history"].to_string().contains("served hello"));
     // Not under another tenant's.
     let other = burrow_in(
-        dir.path(),
-        &["--json", "thread", "show", "t1", "--session", &session],
+        dir,
+        &["--json", "thread", "show", thread, "--session", session],
         b"",
     );
     other.assert_code(1);
