@@ -26,8 +26,14 @@ fn setup(dir: &Path) {
 
 /// `burrow --json artifact ARGS... --session sqlite:s.db --artifacts kinds` as USER=ana.
 fn artifact(dir: &Path, args: &[&str]) -> Run {
+    artifact_as(dir, &["--json"], args)
+}
+
+/// `burrow GLOBAL... artifact ARGS...` on the test's session file and kinds, as "ana".
+fn artifact_as(dir: &Path, global: &[&str], args: &[&str]) -> Run {
     let spec = format!("sqlite:{}", dir.join("s.db").display());
-    let mut all = vec!["--json", "artifact"];
+    let mut all = global.to_vec();
+    all.push("artifact");
     all.extend_from_slice(args);
     all.extend_from_slice(&["--session", &spec, "--artifacts", "kinds"]);
     burrow_in_env(dir, &all, b"", &[("USER", "ana")])
@@ -308,20 +314,7 @@ fn an_agents_proposals_are_listed_applied_and_rejected_by_a_person() {
     );
 
     // The text listing: one line a proposal.
-    let spec = format!("sqlite:{}", dir.join("s.db").display());
-    let text = burrow_in_env(
-        dir,
-        &[
-            "artifact",
-            "proposals",
-            "--session",
-            &spec,
-            "--artifacts",
-            "kinds",
-        ],
-        b"",
-        &[],
-    );
+    let text = artifact_as(dir, &[], &["proposals"]);
     assert_eq!(text.code, 0, "{}", text.stderr);
     let stdout = String::from_utf8(text.stdout.clone()).unwrap();
     let lines: Vec<&str> = stdout.lines().collect();
@@ -467,21 +460,7 @@ fn a_decided_unknown_or_stale_proposal_is_refused_and_changes_nothing() {
     assert_eq!(proposal(dir, 2)["status"], json!({"status": "pending"}));
 
     // Without --json the refusal is one line on stderr, no host path.
-    let spec = format!("sqlite:{}", dir.join("s.db").display());
-    let plain = burrow_in_env(
-        dir,
-        &[
-            "artifact",
-            "apply",
-            "9",
-            "--session",
-            &spec,
-            "--artifacts",
-            "kinds",
-        ],
-        b"",
-        &[],
-    );
+    let plain = artifact_as(dir, &[], &["apply", "9"]);
     assert_eq!(plain.code, 1);
     assert_eq!(
         plain.stderr.trim(),
