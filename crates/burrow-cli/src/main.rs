@@ -82,7 +82,7 @@ fn main() -> ExitCode {
     // Two workers: a run, its claim renewal and its printer never share one
     // thread's time with a blocked write (docs/adr/0262). A file operation
     // or batch on in-memory and state-file backends runs on this thread
-    // alone (docs/adr/0240): no worker to start, wake or join.
+    // alone (docs/adr/0246): no worker to start, wake or join.
     let mut builder = if one_thread_suffices(&cli) {
         tokio::runtime::Builder::new_current_thread()
     } else {
@@ -112,7 +112,7 @@ fn main() -> ExitCode {
 /// True when the command needs no thread but this one: a file operation,
 /// a batch or `state compact` (not `run`, `thread`, `mcp` or `docker gc`)
 /// on `memory:` and `state:` backends only, which never spawn a task, wait
-/// on another thread or block in place (docs/adr/0240).
+/// on another thread or block in place (docs/adr/0246).
 fn one_thread_suffices(cli: &Cli) -> bool {
     use cli::Command as C;
     let file_operation = matches!(
