@@ -12,7 +12,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::{Outcome, RunFailure};
-use crate::message::ToolCall;
+use crate::message::{Message, ToolCall};
 use crate::tool::ToolOutput;
 
 /// What a capability knows about the run it wraps.
@@ -68,6 +68,22 @@ pub trait Capability: Send + Sync {
     /// Called for every capability whose `before_run` was called (also when a
     /// later one refused the run), in reverse registration order.
     async fn after_run(&self, _run: &RunInfo, _outcome: &Outcome) {}
+
+    /// Called before each model request of the run (the first included),
+    /// after the driver's steering is appended.
+    ///
+    /// # Behavior
+    /// Returns messages to append to the history before the request is made
+    /// (notes of what changed around the run); they are kept in the history
+    /// like any other message. Capabilities are asked in registration order.
+    /// An `Err` ends the run `failed` with the error's reason, before the request.
+    async fn before_request(
+        &self,
+        _run: &RunInfo,
+        _history: &[Message],
+    ) -> Result<Vec<Message>, RunFailure> {
+        Ok(Vec::new())
+    }
 
     /// Called before a call that is about to run.
     ///

@@ -721,6 +721,9 @@ impl Agent {
                 Err(failure) => return Some(failure.into_outcome()),
             }
         }
+        if let Err(failure) = self.capability_notes(history, options, state).await {
+            return Some(failure.into_outcome());
+        }
         let system = match self.instructions.render(history).await {
             Ok(system) => system,
             Err(e) => {
@@ -984,6 +987,27 @@ impl Agent {
             history.push(Message::user(text));
         }
         None
+    }
+
+    /// Appends what each capability's `before_request` returns to the history.
+    async fn capability_notes(
+        &self,
+        history: &mut Vec<Message>,
+        options: &RunOptions,
+        state: &RunState,
+    ) -> Result<(), RunFailure> {
+        if self.capabilities.is_empty() {
+            return Ok(());
+        }
+        let run = RunInfo {
+            run_id: state.run_id.to_string(),
+            thread_id: options.thread_id.clone(),
+        };
+        for capability in &self.capabilities {
+            let notes = capability.before_request(&run, history).await?;
+            history.extend(notes);
+        }
+        Ok(())
     }
 
     /// Appends steering messages to the history, each user message through
