@@ -134,6 +134,24 @@ impl Kinds {
         Ok(self)
     }
 
+    /// Adds the kind `name` with the JSON Schema `schema`, rendered through
+    /// `template` (a `KIND.md` file's), its summary the rendering's first
+    /// non-blank line. A schema that does not compile is refused with InvalidArgument.
+    pub fn with_template(
+        mut self,
+        name: &str,
+        schema: Value,
+        template: crate::template::Template,
+    ) -> Result<Self> {
+        let render: RenderFn = Arc::new(move |snapshot: &Value| {
+            let text = template.render(snapshot);
+            let summary = crate::template::Template::summary(&text);
+            Some((text, summary))
+        });
+        self.insert(name, schema, Some(render))?;
+        Ok(self)
+    }
+
     /// The same kinds with a snapshot size limit of `bytes` (as compact JSON).
     pub fn with_max_snapshot_bytes(mut self, bytes: usize) -> Self {
         self.max_snapshot_bytes = bytes;

@@ -39,7 +39,9 @@ pub mod change;
 pub mod conformance;
 mod error;
 mod kind;
+pub mod notices;
 pub mod store;
+pub mod template;
 pub mod tools;
 
 pub use binary::{BinaryArtifact, BinaryArtifacts, BinaryVersion};

@@ -7,9 +7,11 @@
 //! `is_error` that says what to do next; only a store failure is an `Err`.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use burrow_backend::Error;
+use burrow_runtime::agent::Agent;
 use burrow_runtime::runner::{RunnerConfig, emit_draft};
 use burrow_runtime::session::Scope;
 use burrow_runtime::tool::{CallContext, FnTool, Tool, ToolAnnotations, ToolOutput, ToolRegistry};
@@ -102,14 +104,20 @@ fn capital(s: &str) -> String {
 /// An agent's place in a workspace: its store, workspace, name and limits,
 /// from which the tools are made.
 pub struct ArtifactWorkspace {
-    store: Arc<dyn ArtifactStore>,
-    scope: Scope,
-    agent: String,
+    pub(crate) store: Arc<dyn ArtifactStore>,
+    pub(crate) scope: Scope,
+    pub(crate) agent: String,
     policy: WritePolicy,
     max_render_chars: usize,
-    max_summary_chars: usize,
+    pub(crate) max_summary_chars: usize,
     ask: bool,
     followed: Mutex<BTreeSet<String>>,
+    /// Change notes before each model request ([`crate::notices`]).
+    notices: bool,
+    /// The seq after which others' changes are noted, when the history has no note yet.
+    pub(crate) watch_after: u64,
+    /// The last seq this process looked at, so a look does not read it again.
+    pub(crate) seen: AtomicU64,
 }
 
 impl std::fmt::Debug for ArtifactWorkspace {
@@ -135,7 +143,47 @@ impl ArtifactWorkspace {
             max_summary_chars: DEFAULT_MAX_SUMMARY_CHARS,
             ask: false,
             followed: Mutex::default(),
+            notices: true,
+            watch_after: 0,
+            seen: AtomicU64::new(0),
         }
+    }
+
+    /// The same workspace with (or without) change notes: what others did
+    /// after `watch_after` told to the agent as a run starts and before each
+    /// later model request (on by default; see [`crate::notices`]).
+    pub fn with_notices(mut self, notices: bool) -> Self {
+        self.notices = notices;
+        self
+    }
+
+    /// The same workspace noting only changes after the log's seq `seq`
+    /// (0 by default: every change others made) while the history holds no
+    /// note yet; a history's last note says where the next look starts.
+    pub fn with_watch_after(mut self, seq: u64) -> Self {
+        self.watch_after = seq;
+        self
+    }
+
+    /// Whether the agent gets change notes.
+    pub fn notices(&self) -> bool {
+        self.notices
+    }
+
+    /// `agent` in this workspace: with the five tools, the artifacts it
+    /// follows rendered into every request's instructions, and with
+    /// `notices` the change notes before each request. (Give its runner
+    /// [`ArtifactWorkspace::runner_config`] for `ask_user`.)
+    pub fn install(self: &Arc<Self>, agent: Agent) -> Agent {
+        let mut tools = agent.tools().clone();
+        self.add_to(&mut tools);
+        let mut agent = agent
+            .with_tools(tools)
+            .with_provider(Arc::new(crate::notices::Followed(Arc::clone(self))));
+        if self.notices {
+            agent = agent.with_capability(Arc::new(crate::notices::Notices(Arc::clone(self))));
+        }
+        agent
     }
 
     /// The same workspace with `policy`.

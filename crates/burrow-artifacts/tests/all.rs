@@ -5,6 +5,7 @@ mod all {
     mod binary;
     mod drafts;
     mod kinds;
+    mod notices;
     mod replay;
     mod stores;
     mod support;
