@@ -77,6 +77,9 @@ pub struct Config {
     mcp: Option<Arc<McpServers>>,
     /// Warnings for stderr (MCP servers that are not used).
     warnings: Vec<String>,
+    /// The artifact workspace of `--artifacts DIR` (ADR 0332), if given.
+    #[cfg(feature = "artifacts")]
+    artifacts: Option<Arc<burrow_artifacts::tools::ArtifactWorkspace>>,
 }
 
 impl Config {
@@ -113,6 +116,8 @@ impl Config {
             large_result_chars: None,
             mcp: None,
             warnings: Vec::new(),
+            #[cfg(feature = "artifacts")]
+            artifacts: None,
         })
     }
 
@@ -237,6 +242,16 @@ impl Config {
         self
     }
 
+    /// The same configuration, with the artifact workspace when given (`--artifacts`).
+    #[cfg(feature = "artifacts")]
+    pub fn with_artifacts(
+        mut self,
+        workspace: Option<Arc<burrow_artifacts::tools::ArtifactWorkspace>>,
+    ) -> Self {
+        self.artifacts = workspace;
+        self
+    }
+
     /// The same configuration, with `write_todos` when `todos` (`--todos`).
     pub fn with_todos(mut self, todos: bool) -> Self {
         self.todos = todos;
@@ -358,6 +373,10 @@ impl Config {
         }
         if let Some(uploads) = self.uploads {
             agent = burrow_runtime::uploads::with_uploads(agent, uploads);
+        }
+        #[cfg(feature = "artifacts")]
+        if let Some(workspace) = &self.artifacts {
+            agent = workspace.install(agent);
         }
         let mut children = None;
         if let Some(agents) = self.agents {

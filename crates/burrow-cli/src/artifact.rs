@@ -14,7 +14,7 @@ use crate::display;
 use crate::output::Exit;
 
 /// The workspace the CLI's artifacts live in (the session's, as for `burrow thread`).
-const WORKSPACE: &str = "default";
+pub(crate) const WORKSPACE: &str = "default";
 
 /// A refusal or failure of an artifact command: its exit, kind and one sentence.
 struct Refused {
@@ -104,7 +104,8 @@ fn person(given: Option<&str>) -> Actor {
     Actor::person(name)
 }
 
-/// The kinds of `DIR/KIND.schema.json`, sorted by name.
+/// The kinds of `DIR/KIND.schema.json`, sorted by name, each rendered through
+/// `DIR/KIND.md` when there is one (ADR 0333), else as pretty JSON.
 pub fn read_kinds(dir: &Path) -> Result<Kinds, String> {
     let entries = std::fs::read_dir(dir)
         .map_err(|e| format!("the artifacts folder cannot be read: {}", e.kind()))?;
@@ -127,9 +128,16 @@ pub fn read_kinds(dir: &Path) -> Result<Kinds, String> {
             .map_err(|e| format!("{kind}.schema.json cannot be read: {}", e.kind()))?;
         let schema: Value = serde_json::from_str(&text)
             .map_err(|e| format!("{kind}.schema.json is not JSON: {e}"))?;
-        kinds = kinds
-            .with_schema(&kind, schema)
-            .map_err(|e| format!("{kind}.schema.json: {}", e.message()))?;
+        let template = dir.join(format!("{kind}.md"));
+        let added = if template.is_file() {
+            let text = std::fs::read_to_string(&template)
+                .map_err(|e| format!("{kind}.md cannot be read: {}", e.kind()))?;
+            let template = burrow_artifacts::template::Template::parse(&text);
+            kinds.with_template(&kind, schema, template)
+        } else {
+            kinds.with_schema(&kind, schema)
+        };
+        kinds = added.map_err(|e| format!("{kind}.schema.json: {}", e.message()))?;
     }
     Ok(kinds)
 }

@@ -173,6 +173,15 @@ not a plain file name, or a file over the backend's size limit, is refused (exit
 anything is written or run. With --json each upload is an upload event (path, original_name,
 size, line_count, mime_type, encoding).
 
+--artifacts DIR: the artifact workspace (typed, versioned JSON documents the agent and people
+change together): kinds from DIR/KIND.schema.json, each rendered through DIR/KIND.md when there is
+one ({{field}} and {{/json/pointer}} are replaced by the snapshot's values). The agent gets
+list_artifacts, read_artifact, create_artifact, edit_artifact and archive_artifact; every request's
+instructions render the artifacts it made or read, fresh, in <artifact id kind version> tags; and
+what others changed since it last looked (`burrow artifact edit`, another thread's agent) comes
+before its next request as a <workspace-changes> note kept in the thread (--no-notices: none). The
+store is --session's, shared with `burrow artifact`; without --session it is in memory.
+
 --skills DIR / --workspace-skills PATH: Agent Skills folders (NAME/SKILL.md: frontmatter name,
 description, ...; the body is the instructions) from this machine (mounted at
 /.burrow/skills/host-N) or the workspace. Each request lists them (--skill-listing-chars bounds
@@ -431,6 +440,18 @@ pub enum Command {
         #[arg(long, value_name = "N", default_value_t = 50,
               value_parser = clap::value_parser!(u32).range(1..))]
         task_max_turns: u32,
+        /// Give the agent the artifact workspace: kinds from DIR/KIND.schema.json (each rendered
+        /// through DIR/KIND.md when there is one), the artifact tools, the artifacts it follows
+        /// in every request, and notes of others' changes. The store is --session's (the same
+        /// SQLite file or PostgreSQL); without --session it is in memory, gone when burrow exits.
+        #[cfg(feature = "artifacts")]
+        #[arg(long, value_name = "DIR")]
+        artifacts: Option<PathBuf>,
+        /// With --artifacts: no notes of others' changes (the followed artifacts are still
+        /// rendered fresh in every request).
+        #[cfg(feature = "artifacts")]
+        #[arg(long, requires = "artifacts")]
+        no_notices: bool,
         /// Run in a session thread: sqlite:FILE.db, postgres://... or memory: (per process).
         #[arg(long, value_name = "SESSION", requires = "thread")]
         session: Option<String>,

@@ -46,6 +46,8 @@ mod output;
 mod permissions;
 #[cfg(feature = "run")]
 mod pipe;
+#[cfg(feature = "artifacts")]
+mod run_artifacts;
 #[cfg(feature = "serve")]
 mod serve;
 #[cfg(feature = "run")]
@@ -550,6 +552,14 @@ async fn run_agent(
 ) -> io::Result<Exit> {
     let json = cli.json;
     let ctx = FileContext::for_tenant(cli.tenant.clone());
+    #[cfg(feature = "artifacts")]
+    let config = match run_artifacts::for_run(&cli).await {
+        Ok(workspace) => config.with_artifacts(workspace),
+        Err(message) => {
+            writeln!(io::stderr(), "burrow: {message}")?;
+            return Ok(Exit::Failed);
+        }
+    };
     let config = match discover_skills(&cli, opened, &ctx).await? {
         Ok(skills) => config.with_skills(skills),
         Err(exit) => return Ok(exit),

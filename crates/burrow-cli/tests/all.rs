@@ -32,6 +32,13 @@ mod all {
     #[cfg(feature = "run")]
     mod run;
     #[cfg(all(
+        feature = "artifacts",
+        feature = "openai",
+        feature = "fs",
+        feature = "sqlite"
+    ))]
+    mod run_artifacts;
+    #[cfg(all(
         any(feature = "openai", feature = "anthropic"),
         feature = "fs",
         feature = "sqlite"
