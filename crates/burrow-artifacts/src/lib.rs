@@ -30,6 +30,12 @@
 //! person answers. A tool streams an unfinished artifact to live watchers
 //! with [`tools::ArtifactDraft`]; a draft is never stored.
 //!
+//! In a run, [`tools::ArtifactWorkspace::install`] gives an agent the tools,
+//! renders the artifacts it follows fresh into every request's instructions
+//! and, with `notices`, appends a change note of what others did since its
+//! last look before each model request ([`notices`]). A schema kind renders
+//! through a `KIND.md` [`template::Template`] when it has one.
+//!
 //! Files that are not JSON documents (images, PDFs) are binary artifacts
 //! ([`binary::BinaryArtifacts`], Google ADK's shape): versions 0, 1, 2...
 //! of a name over any `burrow_backend::Backend`, each claimed create-only.
