@@ -452,3 +452,226 @@ fn an_approved_ask_resumes_and_runs_the_call() {
     cat.assert_code(0);
     assert_eq!(cat.out(), "approved\n");
 }
+
+/// The folder the mode tests put their files in on a backend: under the
+/// composite's mount, so the rules are decided across it.
+fn base(label: &str) -> &'static str {
+    if label == "composite" { "/other" } else { "" }
+}
+
+/// `burrow --json run go` on `specs` with the permissions `permissions`, one model turn of `calls`, and `extra` flags.
+fn run_on(
+    dir: &std::path::Path,
+    specs: &[String],
+    name: &str,
+    permissions: Value,
+    calls: Vec<Value>,
+    extra: &[&str],
+) -> (super::support::Run, Vec<Value>) {
+    let settings = dir.join(format!("{name}.settings.json"));
+    std::fs::write(&settings, json!({ "permissions": permissions }).to_string()).unwrap();
+    let model = script(
+        dir,
+        &format!("{name}.jsonl"),
+        &[json!({ "tool_calls": calls }), json!({"text": "done"})],
+    );
+    let mut args = backend_args(specs);
+    args.extend([
+        "--json",
+        "run",
+        "go",
+        "--model",
+        &model,
+        "--settings",
+        settings.to_str().unwrap(),
+    ]);
+    args.extend(extra);
+    let run = burrow_in(dir, &args, b"");
+    let events = json_lines(&run);
+    (run, events)
+}
+
+/// What `burrow cat path` prints on `specs`, `None` when it fails.
+fn cat(dir: &std::path::Path, specs: &[String], path: &str) -> Option<String> {
+    let mut args = backend_args(specs);
+    args.extend(["cat", path]);
+    let out = burrow_in(dir, &args, b"");
+    (out.code == 0).then(|| out.out().to_owned())
+}
+
+fn write(id: &str, path: &str) -> Value {
+    call(
+        id,
+        "write_file",
+        json!({"file_path": path, "content": "x\n"}),
+    )
+}
+
+#[test]
+fn each_mode_decides_through_the_binary_on_every_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    for (label, specs) in backends(dir.path()) {
+        let b = base(label);
+        let doc = format!("{b}/docs/a.md");
+        put(dir.path(), &specs, &doc, "alpha\n");
+        let read = || call("r", "read_file", json!({"file_path": doc}));
+        let run = |mode: &str, permissions: Value, calls: Vec<Value>, extra: &[&str]| {
+            run_on(
+                dir.path(),
+                &specs,
+                &format!("{label}-{mode}"),
+                permissions,
+                calls,
+                extra,
+            )
+        };
+        let is_error = |events: &[Value], id: &str| result_of(events, id)["is_error"].clone();
+
+        // default: an ask rule pauses the run (exit 3) before the call runs.
+        let (out, events) = run(
+            "default",
+            json!({"ask": [format!("Edit({b}/docs/**)")]}),
+            vec![write("w", &format!("{b}/docs/asked.md"))],
+            &[],
+        );
+        out.assert_code(3);
+        let end = events.iter().find(|e| e["type"] == "run_ended").unwrap();
+        assert_eq!(end["outcome"], "paused", "{label}: {end}");
+        assert_eq!(
+            cat(dir.path(), &specs, &format!("{b}/docs/asked.md")),
+            None,
+            "{label}"
+        );
+
+        // acceptEdits: the same ask rule on an edit runs without approval.
+        let (out, events) = run(
+            "accept",
+            json!({"ask": [format!("Edit({b}/docs/**)")], "defaultMode": "acceptEdits"}),
+            vec![write("w", &format!("{b}/docs/accepted.md"))],
+            &[],
+        );
+        out.assert_code(0);
+        assert_eq!(is_error(&events, "w"), false, "{label}");
+        assert_eq!(
+            cat(dir.path(), &specs, &format!("{b}/docs/accepted.md")).as_deref(),
+            Some("x\n"),
+            "{label}"
+        );
+
+        // plan: reads run, nothing that changes anything does.
+        let (out, events) = run(
+            "plan",
+            json!({"defaultMode": "plan"}),
+            vec![read(), write("w", &format!("{b}/planned.md"))],
+            &[],
+        );
+        out.assert_code(0);
+        assert_eq!(is_error(&events, "r"), false, "{label}");
+        assert_eq!(is_error(&events, "w"), true, "{label}");
+        assert_eq!(
+            cat(dir.path(), &specs, &format!("{b}/planned.md")),
+            None,
+            "{label}"
+        );
+
+        // bypassPermissions (from --permission-mode): no approval asked, deny still holds.
+        let (out, events) = run(
+            "bypass",
+            json!({"ask": ["Edit"], "deny": [format!("Read({b}/docs)")]}),
+            vec![write("w", &format!("{b}/bypassed.md")), read()],
+            &["--permission-mode", "bypassPermissions"],
+        );
+        out.assert_code(0);
+        assert_eq!(is_error(&events, "w"), false, "{label}");
+        let r = result_of(&events, "r");
+        assert_eq!(r["is_error"], true, "{label}: {r}");
+        assert!(
+            !r["content"].as_str().unwrap().contains("alpha"),
+            "{label}: {r}"
+        );
+        assert!(
+            cat(dir.path(), &specs, &format!("{b}/bypassed.md")).is_some(),
+            "{label}"
+        );
+
+        // dontAsk: what is allowed runs, everything else is refused.
+        let (out, events) = run(
+            "dontask",
+            json!({"allow": [format!("Read({b}/docs/**)")], "defaultMode": "dontAsk"}),
+            vec![read(), write("w", &format!("{b}/refused.md"))],
+            &[],
+        );
+        out.assert_code(0);
+        assert_eq!(is_error(&events, "r"), false, "{label}");
+        assert_eq!(is_error(&events, "w"), true, "{label}");
+        assert_eq!(
+            cat(dir.path(), &specs, &format!("{b}/refused.md")),
+            None,
+            "{label}"
+        );
+    }
+}
+
+/// An ask rule pauses the run on each backend; `burrow thread answer
+/// --approve` resumes it in another process and the call runs once there.
+#[cfg(feature = "sqlite")]
+#[test]
+fn an_approved_ask_resumes_on_every_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = super::support::session_spec(dir.path());
+    for (label, specs) in backends(dir.path()) {
+        let b = base(label);
+        let target = format!("{b}/docs/{label}.md");
+        let thread = format!("t-{label}");
+        let (out, events) = run_on(
+            dir.path(),
+            &specs,
+            label,
+            json!({"ask": [format!("Edit({b}/docs/**)")]}),
+            vec![write("w", &target)],
+            &["--session", &session, "--thread", &thread],
+        );
+        out.assert_code(3);
+        let request = events
+            .iter()
+            .find(|e| e["type"] == "request")
+            .unwrap_or_else(|| panic!("{label}: {events:?}"));
+        let request_id = request["request_id"].as_str().unwrap().to_owned();
+        assert_eq!(
+            cat(dir.path(), &specs, &target),
+            None,
+            "{label}: not before approval"
+        );
+        script(
+            dir.path(),
+            &format!("{label}.jsonl"),
+            &[json!({"text": "done"})],
+        );
+        let mut args = backend_args(&specs);
+        args.extend([
+            "--json",
+            "thread",
+            "answer",
+            &thread,
+            "--request",
+            &request_id,
+            "yes",
+            "--approve",
+            "--session",
+            &session,
+        ]);
+        let answered = burrow_in(dir.path(), &args, b"");
+        answered.assert_code(0);
+        let events = json_lines(&answered);
+        assert!(
+            events.iter().all(|e| e["type"] != "request"),
+            "{label}: approved once, not asked again: {events:?}"
+        );
+        assert_eq!(
+            cat(dir.path(), &specs, &target).as_deref(),
+            Some("x\n"),
+            "{label}"
+        );
+    }
+}
+
