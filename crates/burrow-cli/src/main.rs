@@ -238,7 +238,9 @@ async fn run(cli: Cli) -> io::Result<Exit> {
         if let cli::Command::Mcp { settings } = &cli.command {
             files.extend(settings.iter().cloned());
         }
-        match permissions::path_rules(&files) {
+        match permissions::path_rules(&files)
+            .and_then(|rules| permissions::refuse_sandbox(&cli.backends, &rules).map(|()| rules))
+        {
             Ok(rules) => rules,
             Err(message) => {
                 writeln!(io::stderr(), "burrow: {message}")?;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use burrow::permissions::{PathRules, PermissionBackend, PermissionSettings};
 
-use crate::spec::Opened;
+use crate::spec::{BackendArg, Opened};
 
 /// The deny path rules of `files`, merged in order; `Err` is one sentence.
 pub fn path_rules(files: &[PathBuf]) -> Result<PathRules, String> {
@@ -29,6 +29,33 @@ fn read(file: &Path) -> Result<PermissionSettings, String> {
         .map_err(|e| format!("the settings file {shown} cannot be read: {e}"))?;
     PermissionSettings::from_settings_json(&text)
         .map_err(|e| format!("the settings file {shown} cannot be used: {e}"))
+}
+
+/// Refuses `rules` over a backend that runs commands: a command in the
+/// sandbox reads and writes its files directly, below the rules, so a run
+/// there would have a gap the rules do not show (docs/adr/0317). `Err` is
+/// one sentence naming the first rule and the sandbox.
+pub fn refuse_sandbox(backends: &[BackendArg], rules: &PathRules) -> Result<(), String> {
+    let Some(rule) = rules.texts().next() else {
+        return Ok(());
+    };
+    match backends.iter().find(|arg| runs_commands(arg)) {
+        Some(arg) => Err(format!(
+            "the permission rule {rule} cannot be enforced inside the sandbox {}, whose commands reach its files directly, so nothing runs; drop the Read and Edit deny rules or use a backend that runs no commands.",
+            arg.spec
+        )),
+        None => Ok(()),
+    }
+}
+
+/// True when `arg` opens a sandbox (as the default or a mount, the composite runs commands in it).
+fn runs_commands(arg: &BackendArg) -> bool {
+    match &arg.spec {
+        #[cfg(feature = "docker")]
+        crate::spec::Spec::Docker(_) => true,
+        #[allow(unreachable_patterns)]
+        _ => false,
+    }
 }
 
 /// `opened` with its backend behind `rules`, when there are any.

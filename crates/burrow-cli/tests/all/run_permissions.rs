@@ -675,3 +675,83 @@ fn an_approved_ask_resumes_on_every_backend() {
     }
 }
 
+/// Path rules over a real Docker sandbox (`burrow_testkit::Part::Docker`).
+#[cfg(feature = "docker")]
+mod docker {
+    use super::*;
+
+    /// A run (and `burrow mcp`) whose Read or Edit deny rules a sandbox's
+    /// commands would walk past refuses to start, naming the rule, whether
+    /// the sandbox is the default backend or a mount; tool rules alone run,
+    /// and decide `execute` calls in the container.
+    #[test]
+    fn path_rules_over_a_sandbox_refuse_to_start_and_tool_rules_run() {
+        let image = burrow_testkit::require(burrow_testkit::Part::Docker);
+        let dir = tempfile::tempdir().unwrap();
+        let sandbox = format!("docker:{image}");
+        let mounted = vec![
+            format!("state:{}", dir.path().join("ws.json").display()),
+            format!("/box={sandbox}"),
+        ];
+        for (rule, specs) in [
+            ("Read(/secrets)", vec![sandbox.clone()]),
+            ("Edit(*.lock)", vec![sandbox.clone()]),
+            ("Read(.env)", mounted),
+        ] {
+            let (out, events) = run_on(
+                dir.path(),
+                &specs,
+                "refused",
+                json!({"deny": [rule]}),
+                vec![call("x", "execute", json!({"command": "echo ran"}))],
+                &[],
+            );
+            out.assert_code(2);
+            assert!(
+                out.stderr.contains(&format!(
+                    "permission rule {rule} cannot be enforced inside the sandbox docker:"
+                )),
+                "{rule}: {}",
+                out.stderr
+            );
+            assert!(events.is_empty(), "{rule}: nothing ran: {events:?}");
+            let settings = dir.path().join("refused.settings.json");
+            let mut args = backend_args(&specs);
+            args.extend(["mcp", "--settings", settings.to_str().unwrap()]);
+            let mcp = burrow_in(dir.path(), &args, b"");
+            mcp.assert_code(2);
+            assert!(mcp.stderr.contains(rule), "{rule}: {}", mcp.stderr);
+        }
+        // Tool rules are decided per call: the allowed command runs in the container.
+        let (out, events) = run_on(
+            dir.path(),
+            std::slice::from_ref(&sandbox),
+            "tools",
+            json!({"deny": ["Bash(cat:*)"]}),
+            vec![
+                call(
+                    "ok",
+                    "execute",
+                    json!({"command": "echo ran in $(uname -s)"}),
+                ),
+                call("no", "execute", json!({"command": "cat /etc/passwd"})),
+            ],
+            &[],
+        );
+        out.assert_code(0);
+        let ok = result_of(&events, "ok");
+        assert_eq!(ok["is_error"], false, "{ok}");
+        assert!(
+            ok["content"].as_str().unwrap().contains("ran in Linux"),
+            "{ok}"
+        );
+        let no = result_of(&events, "no");
+        assert_eq!(no["is_error"], true, "{no}");
+        let text = no["content"].as_str().unwrap();
+        assert!(
+            text.contains("Bash(cat:*)") && !text.contains("root:"),
+            "{text}"
+        );
+    }
+}
+
