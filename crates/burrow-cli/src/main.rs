@@ -50,6 +50,8 @@ mod pipe;
 mod serve;
 #[cfg(feature = "run")]
 mod session;
+#[cfg(feature = "run")]
+mod settings_files;
 mod spec;
 #[cfg(feature = "state")]
 mod state_file;
@@ -186,9 +188,10 @@ async fn run(cli: Cli) -> io::Result<Exit> {
     // a bad one runs nothing (no container is started, no file created).
     #[cfg(feature = "run")]
     let run_config = match run_setup(&cli).await? {
-        Ok(Some(setup)) => match setup.load(request_timeout(&cli)).and_then(|config| {
-            config.with_permissions(setup.settings.as_deref(), permission_mode(&cli))
-        }) {
+        Ok(Some(setup)) => match setup
+            .load(request_timeout(&cli))
+            .and_then(|config| config.with_permissions(&setup.settings, permission_mode(&cli)))
+        {
             Ok(config) => Some((config, setup)),
             Err(message) => {
                 writeln!(io::stderr(), "burrow: {message}")?;
@@ -211,7 +214,7 @@ async fn run(cli: Cli) -> io::Result<Exit> {
             },
         ) => match config
             .with_mcp(
-                setup.settings.as_deref(),
+                &setup.settings,
                 *strict_mcp,
                 std::time::Duration::from_secs(*mcp_timeout),
             )
@@ -483,7 +486,7 @@ async fn run_setup(cli: &Cli) -> io::Result<Result<Option<session::Setup>, Exit>
             large_result_tokens,
             ..
         } => Ok(Ok(Some(
-            session::Setup::given(model, settings.as_deref(), *max_turns, *todos)
+            session::Setup::given(model, settings, *max_turns, *todos)
                 .with_memory(*memory)
                 .with_compaction(*compact_at, Some(*compact_keep))
                 .with_large_result_tokens(Some(*large_result_tokens))
@@ -533,7 +536,7 @@ async fn run_setup(cli: &Cli) -> io::Result<Result<Option<session::Setup>, Exit>
             };
             Ok(Ok(Some(session::Setup::given(
                 model,
-                args.settings.as_deref(),
+                args.settings.as_slice(),
                 args.max_turns,
                 args.todos,
             ))))
@@ -710,7 +713,7 @@ async fn thread_command(cli: &Cli) -> io::Result<Option<Exit>> {
         } => {
             let given = session::Setup {
                 model: model.clone(),
-                settings: settings.clone(),
+                settings: settings.iter().cloned().collect(),
                 ..session::Setup::default()
             };
             session::compact(

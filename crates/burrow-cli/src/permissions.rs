@@ -13,14 +13,15 @@ use crate::spec::{BackendArg, Opened};
 
 /// The deny path rules of `files`, merged in order; `Err` is one sentence.
 pub fn path_rules(files: &[PathBuf]) -> Result<PathRules, String> {
-    let mut layers = Vec::with_capacity(files.len());
-    for file in files {
-        layers.push(read(file)?);
-    }
-    let permissions = PermissionSettings::merged(layers)
+    let permissions = PermissionSettings::merged(layers(files)?)
         .compile()
         .map_err(|e| format!("the settings' permissions cannot be used: {e}"))?;
     Ok(permissions.path_rules())
+}
+
+/// The permissions of each of `files`, in order.
+fn layers(files: &[PathBuf]) -> Result<Vec<PermissionSettings>, String> {
+    files.iter().map(|file| read(file)).collect()
 }
 
 fn read(file: &Path) -> Result<PermissionSettings, String> {
@@ -70,12 +71,12 @@ pub fn guard(opened: &mut Opened, rules: PathRules) {
 const READ_ONLY_TOOLS: &[&str] = &["skill", "write_todos", "ask_user"];
 
 /// A `PreToolUse` handler hook that decides each call by the permissions of
-/// `file` (ask pauses the call as an `ask` hook does, deny refuses it with
-/// the rule's sentence) in `mode` (else the file's `defaultMode`), and that
-/// mode; `None` when there are no rules and no mode.
+/// `files`, merged in order (ask pauses the call as an `ask` hook does, deny
+/// refuses it with the rule's sentence) in `mode` (else the last
+/// `defaultMode`), and that mode; `None` when there are no rules and no mode.
 #[cfg(feature = "run")]
 pub fn hook(
-    file: Option<&Path>,
+    files: &[PathBuf],
     mode: Option<&str>,
 ) -> Result<
     Option<(
@@ -86,10 +87,7 @@ pub fn hook(
 > {
     use burrow::permissions::{Decision, ToolUse};
     use burrow_runtime::hooks::{Hook, HookEvent, HookInput, HookOutput};
-    let mut settings = match file {
-        Some(file) => read(file)?,
-        None => PermissionSettings::default(),
-    };
+    let mut settings = PermissionSettings::merged(layers(files)?);
     if let Some(mode) = mode {
         settings.default_mode = Some(mode.to_owned());
     }

@@ -1,4 +1,4 @@
-//! `burrow mcp --settings FILE` end to end: the official Python MCP SDK (fixture `mcp_permissions_client.py`) cannot read, list, glob or grep a denied folder.
+//! `burrow mcp --settings FILE` end to end: the official Python MCP SDK (fixture `mcp_permissions_client.py`) cannot read, list, glob or grep a denied folder, nor edit a locked file, with the rules in two layered files.
 //!
 //! Needs Python with the `mcp` package (`burrow_testkit::Part::McpClient`); the
 //! test lives in a module named `mcp_client` so `cargo xtask test` reports it as
@@ -28,6 +28,13 @@ mod mcp_client {
             json!({"permissions": {"deny": ["Read(/secrets)", "Read(.env)"]}}).to_string(),
         )
         .unwrap();
+        // A second file layered over the first: its rule holds beside the first's.
+        let locks = ws.dir().join("locks.json");
+        std::fs::write(
+            &locks,
+            json!({"permissions": {"deny": ["Edit(/app/**)"]}}).to_string(),
+        )
+        .unwrap();
         let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/mcp_permissions_client.py");
         let out = Command::new(python)
@@ -35,6 +42,7 @@ mod mcp_client {
             .arg(env!("CARGO_BIN_EXE_burrow"))
             .arg(&ws.state)
             .arg(&settings)
+            .arg(&locks)
             .current_dir(ws.dir())
             .output()
             .unwrap();
@@ -68,9 +76,15 @@ mod mcp_client {
                 .contains("needle main")
         );
         assert_eq!(report["read_ok"]["is_error"], false);
-        // The file is untouched: the refused write changed nothing.
+        assert_eq!(report["edit_locked"]["is_error"], true, "{report}");
+        let text = report["edit_locked"]["text"].as_str().unwrap();
+        assert!(text.contains("permission rule Edit(/app/**)"), "{text}");
+        // The files are untouched: the refused write and edit changed nothing.
         let cat = ws.run(&["cat", "/secrets/key.txt"]);
         cat.assert_code(0);
         assert_eq!(cat.out(), "needle secret\n");
+        let cat = ws.run(&["cat", "/app/main.rs"]);
+        cat.assert_code(0);
+        assert_eq!(cat.out(), "needle main\n");
     }
 }

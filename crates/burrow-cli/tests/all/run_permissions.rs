@@ -1,4 +1,4 @@
-//! `burrow run --settings` and `burrow mcp --settings` with permission rules through the binary: a denied folder is unreadable by read_file and absent from ls, glob and grep, over its parent and over "/", on each backend.
+//! `burrow run --settings` and `burrow mcp --settings` with permission rules through the binary: a denied folder is unreadable by read_file and absent from ls, glob and grep, over its parent and over "/", each mode, on each backend; several settings files layered; path rules over a Docker sandbox refused.
 
 use serde_json::{Value, json};
 
@@ -755,3 +755,222 @@ mod docker {
     }
 }
 
+/// Writes `value` as the settings file `name` in `dir`; its path as text.
+fn settings_file(dir: &std::path::Path, name: &str, value: Value) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, value.to_string()).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+/// A PostToolUse hook on write_file that creates `marker`.
+fn marker_hook(marker: &std::path::Path) -> Value {
+    json!({"PostToolUse": [{"matcher": "write_file", "hooks": [
+        {"type": "command", "command": format!("touch '{}'", marker.display())}
+    ]}]})
+}
+
+#[test]
+fn several_settings_files_layer_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = format!("state:{}", dir.path().join("ws.json").display());
+    let specs = std::slice::from_ref(&state);
+    put(dir.path(), specs, "/secrets/k.txt", "needle\n");
+    put(dir.path(), specs, "/docs/a.md", "alpha\n");
+    let (one, two) = (dir.path().join("ran-one"), dir.path().join("ran-two"));
+    let first = settings_file(
+        dir.path(),
+        "one.json",
+        json!({"hooks": marker_hook(&one),
+               "permissions": {"deny": ["Read(/secrets)"], "defaultMode": "plan"}}),
+    );
+    let second = settings_file(
+        dir.path(),
+        "two.json",
+        json!({"hooks": marker_hook(&two),
+               "permissions": {"deny": ["Edit(/docs/**)"], "defaultMode": "acceptEdits"}}),
+    );
+    let model = script(
+        dir.path(),
+        "s.jsonl",
+        &[
+            json!({"tool_calls": [
+                write("w", "/b.md"),
+                write("d", "/docs/a.md"),
+                call("r", "read_file", json!({"file_path": "/secrets/k.txt"})),
+                call("ls", "ls", json!({"path": "/"})),
+            ]}),
+            json!({"text": "done"}),
+        ],
+    );
+    let run = burrow_in(
+        dir.path(),
+        &[
+            "--backend",
+            &state,
+            "--json",
+            "run",
+            "go",
+            "--model",
+            &model,
+            "--settings",
+            &first,
+            "--settings",
+            &second,
+        ],
+        b"",
+    );
+    run.assert_code(0);
+    let events = json_lines(&run);
+    // The later defaultMode wins: acceptEdits, not plan, so the write runs,
+    // and both files' hooks ran after it.
+    assert_eq!(result_of(&events, "w")["is_error"], false, "{events:?}");
+    assert!(one.exists() && two.exists(), "both files' hooks ran");
+    // Both files' deny rules hold.
+    let d = result_of(&events, "d");
+    assert_eq!(d["is_error"], true, "{d}");
+    assert!(
+        d["content"].as_str().unwrap().contains("Edit(/docs/**)"),
+        "{d}"
+    );
+    let r = result_of(&events, "r");
+    assert_eq!(r["is_error"], true, "{r}");
+    assert!(
+        r["content"].as_str().unwrap().contains("Read(/secrets)"),
+        "{r}"
+    );
+    assert!(
+        !result_of(&events, "ls")["content"]
+            .as_str()
+            .unwrap()
+            .contains("secrets")
+    );
+    assert_eq!(
+        cat(dir.path(), specs, "/docs/a.md").as_deref(),
+        Some("alpha\n")
+    );
+    // A bad second file runs nothing, naming it.
+    let bad = settings_file(dir.path(), "bad.json", json!(["not", "an", "object"]));
+    let run = burrow_in(
+        dir.path(),
+        &[
+            "--backend",
+            &state,
+            "run",
+            "go",
+            "--model",
+            &model,
+            "--settings",
+            &first,
+            "--settings",
+            &bad,
+        ],
+        b"",
+    );
+    run.assert_code(2);
+    assert!(run.stderr.contains("bad.json"), "{}", run.stderr);
+}
+
+/// The run's record keeps every settings file: a resumed run decides and
+/// hooks by all of them without --settings being given again.
+#[cfg(feature = "sqlite")]
+#[test]
+fn a_resumed_run_keeps_all_its_settings_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = format!("state:{}", dir.path().join("ws.json").display());
+    let session = super::support::session_spec(dir.path());
+    let marker = dir.path().join("ran-one");
+    let first = settings_file(
+        dir.path(),
+        "one.json",
+        json!({"hooks": marker_hook(&marker)}),
+    );
+    let second = settings_file(
+        dir.path(),
+        "two.json",
+        json!({"permissions": {"ask": ["Edit(/late/**)"], "deny": ["Read(/secrets)"]}}),
+    );
+    let model = script(
+        dir.path(),
+        "s.jsonl",
+        &[
+            json!({"tool_calls": [write("w", "/late/a.md")]}),
+            json!({"text": "done"}),
+        ],
+    );
+    let paused = burrow_in(
+        dir.path(),
+        &[
+            "--backend",
+            &state,
+            "--json",
+            "run",
+            "go",
+            "--model",
+            &model,
+            "--settings",
+            &first,
+            "--settings",
+            &second,
+            "--session",
+            &session,
+            "--thread",
+            "t",
+        ],
+        b"",
+    );
+    paused.assert_code(3);
+    assert!(!marker.exists(), "the asked call has not run");
+    let events = json_lines(&paused);
+    let request = events.iter().find(|e| e["type"] == "request").unwrap();
+    let request_id = request["request_id"].as_str().unwrap().to_owned();
+    script(
+        dir.path(),
+        "s.jsonl",
+        &[
+            json!({"tool_calls": [
+                call("r", "read_file", json!({"file_path": "/secrets/k.txt"}))
+            ]}),
+            json!({"text": "done"}),
+        ],
+    );
+    put(
+        dir.path(),
+        std::slice::from_ref(&state),
+        "/secrets/k.txt",
+        "needle\n",
+    );
+    let answered = burrow_in(
+        dir.path(),
+        &[
+            "--backend",
+            &state,
+            "--json",
+            "thread",
+            "answer",
+            "t",
+            "--request",
+            &request_id,
+            "yes",
+            "--approve",
+            "--session",
+            &session,
+        ],
+        b"",
+    );
+    answered.assert_code(0);
+    let events = json_lines(&answered);
+    assert!(
+        marker.exists(),
+        "the first file's hook ran in the resumed process"
+    );
+    let r = result_of(&events, "r");
+    assert_eq!(r["is_error"], true, "the second file's deny holds: {r}");
+    assert!(
+        r["content"].as_str().unwrap().contains("Read(/secrets)"),
+        "{r}"
+    );
+    assert_eq!(
+        cat(dir.path(), std::slice::from_ref(&state), "/late/a.md").as_deref(),
+        Some("x\n")
+    );
+}
