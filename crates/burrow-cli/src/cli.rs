@@ -332,8 +332,9 @@ pub enum Command {
     #[cfg(feature = "mcp")]
     #[command(long_about = MCP_HELP)]
     Mcp {
-        /// A Claude Code settings file whose permissions' Read(...)/Edit(...) deny rules hold
-        /// for every client (repeatable: merged in order).
+        /// A Claude Code settings file whose permissions hold for every client (repeatable:
+        /// merged in order): Read(...)/Edit(...) deny rules below every tool, the other rules
+        /// and defaultMode on each call (an ask is refused: a client cannot approve).
         #[arg(long = "settings", value_name = "FILE")]
         settings: Vec<PathBuf>,
     },

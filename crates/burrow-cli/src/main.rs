@@ -38,6 +38,8 @@ mod docker;
 mod log;
 #[cfg(feature = "mcp")]
 mod mcp;
+#[cfg(feature = "mcp")]
+mod mcp_permissions;
 #[cfg(feature = "composite")]
 mod mounts;
 mod op;
@@ -776,8 +778,8 @@ async fn run_on(cli: Cli, opened: spec::Opened) -> io::Result<Exit> {
     let ctx = FileContext::for_tenant(cli.tenant);
     let json = cli.json;
     #[cfg(feature = "mcp")]
-    if let cli::Command::Mcp { .. } = cli.command {
-        return mcp::run(opened, ctx).await;
+    if let cli::Command::Mcp { settings } = &cli.command {
+        return mcp::run(opened, ctx, settings).await;
     }
     let max_input = opened.backend.capabilities().limits.max_file_size;
     let op = match Op::from_command(cli.command, max_input) {

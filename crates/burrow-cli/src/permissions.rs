@@ -20,7 +20,7 @@ pub fn path_rules(files: &[PathBuf]) -> Result<PathRules, String> {
 }
 
 /// The permissions of each of `files`, in order.
-fn layers(files: &[PathBuf]) -> Result<Vec<PermissionSettings>, String> {
+pub fn layers(files: &[PathBuf]) -> Result<Vec<PermissionSettings>, String> {
     files.iter().map(|file| read(file)).collect()
 }
 
@@ -85,7 +85,7 @@ pub fn hook(
     )>,
     String,
 > {
-    use burrow::permissions::{Decision, ToolUse};
+    use burrow::permissions::Decision;
     use burrow_runtime::hooks::{Hook, HookEvent, HookInput, HookOutput};
     let mut settings = PermissionSettings::merged(layers(files)?);
     if let Some(mode) = mode {
@@ -107,22 +107,8 @@ pub fn hook(
     let decide = move |input: HookInput| {
         let name = input.tool_name.unwrap_or_default();
         let args = input.tool_input.unwrap_or_default();
-        let text = |key: &str| args.get(key).and_then(|v| v.as_str()).map(str::to_owned);
-        let path = text("file_path")
-            .or_else(|| text("path"))
-            .and_then(|p| burrow::VPath::parse(&p).ok());
-        let command = text("command");
-        let mut call = ToolUse::new(&name);
-        if READ_ONLY_TOOLS.contains(&name.as_str()) {
-            call = call.read_only(true);
-        }
-        if let Some(path) = &path {
-            call = call.with_path(path);
-        }
-        if let Some(command) = &command {
-            call = call.with_command(command);
-        }
-        let verdict = permissions.decide(&call);
+        let read_only = READ_ONLY_TOOLS.contains(&name.as_str());
+        let verdict = verdict(&permissions, &name, &args, read_only);
         let output = match verdict.decision {
             // Neutral: the other hooks (and the default) decide an allowed call.
             Decision::Allow => HookOutput::default(),
@@ -134,4 +120,30 @@ pub fn hook(
     let hook = Hook::handler(HookEvent::PreToolUse, None, decide)
         .map_err(|e| format!("the permission hook cannot be made: {}", e.0))?;
     Ok(Some((hook, mode)))
+}
+
+/// The decision of `permissions` for a call of the tool `name` with `args`
+/// (its `file_path` or `path`, its `command`), `read_only` when the tool
+/// changes nothing.
+pub fn verdict(
+    permissions: &burrow::permissions::Permissions,
+    name: &str,
+    args: &serde_json::Value,
+    read_only: bool,
+) -> burrow::permissions::Verdict {
+    let text = |key: &str| args.get(key).and_then(|v| v.as_str());
+    let path = text("file_path")
+        .or_else(|| text("path"))
+        .and_then(|p| burrow::VPath::parse(p).ok());
+    let mut call = burrow::permissions::ToolUse::new(name);
+    if read_only {
+        call = call.read_only(true);
+    }
+    if let Some(path) = &path {
+        call = call.with_path(path);
+    }
+    if let Some(command) = text("command") {
+        call = call.with_command(command);
+    }
+    permissions.decide(&call)
 }
