@@ -77,6 +77,8 @@ pub struct Config {
     mcp: Option<Arc<McpServers>>,
     /// Warnings for stderr (MCP servers that are not used).
     warnings: Vec<String>,
+    /// The settings' permissions, which withhold tools (plan mode, bare deny rules).
+    permissions: Option<Arc<burrow::permissions::Permissions>>,
 }
 
 impl Config {
@@ -113,6 +115,7 @@ impl Config {
             large_result_chars: None,
             mcp: None,
             warnings: Vec::new(),
+            permissions: None,
         })
     }
 
@@ -160,9 +163,11 @@ impl Config {
         settings: &[PathBuf],
         mode: Option<&str>,
     ) -> Result<Self, String> {
-        if let Some((hook, mode)) = crate::permissions::hook(settings, mode)? {
+        if let Some((hook, permissions)) = crate::permissions::hook(settings, mode)? {
             self.hooks.add(hook);
-            self.hooks = std::mem::take(&mut self.hooks).with_permission_mode(mode.as_str());
+            self.hooks =
+                std::mem::take(&mut self.hooks).with_permission_mode(permissions.mode().as_str());
+            self.permissions = Some(permissions);
         }
         Ok(self)
     }
@@ -334,6 +339,9 @@ impl Config {
                 opened.backend.clone(),
                 memory_ctx,
             ));
+        }
+        if let Some(permissions) = &self.permissions {
+            tools = crate::permissions::offered(tools, permissions, |tool| tool);
         }
         let model = self.model.clone();
         let mut hooks = self

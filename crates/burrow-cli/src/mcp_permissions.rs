@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use burrow::LockKey;
-use burrow::permissions::{Decision, PermissionSettings, Permissions, ToolUse};
+use burrow::permissions::{Decision, PermissionSettings, Permissions};
 use burrow_runtime::tool::{CallContext, Tool, ToolAnnotations, ToolOutput, ToolRegistry};
 use serde_json::Value;
 
@@ -31,29 +31,13 @@ pub fn decide_tools(tools: ToolRegistry, files: &[PathBuf]) -> Result<ToolRegist
             .compile()
             .map_err(|e| format!("the permissions cannot be used: {e}"))?,
     );
-    let mut out = ToolRegistry::new();
-    for (name, why) in tools.absent() {
-        out.note_absent(name, why);
-    }
-    for tool in tools.tools() {
-        // A reading file tool, or one annotated read-only, changes nothing.
-        let changes = ToolUse::new(tool.name()).changes && !tool.annotations().read_only;
-        if permissions.offers(tool.name(), changes) {
-            out.add_arc(Arc::new(Decided {
-                inner: tool.clone(),
-                permissions: permissions.clone(),
-            }));
-        } else {
-            out.note_absent(
-                tool.name(),
-                format!(
-                    "the permissions withhold it (the {} mode, or a deny rule naming it)",
-                    permissions.mode()
-                ),
-            );
-        }
-    }
-    Ok(out)
+    let decided = permissions.clone();
+    Ok(crate::permissions::offered(tools, &permissions, |tool| {
+        Arc::new(Decided {
+            inner: tool,
+            permissions: decided.clone(),
+        })
+    }))
 }
 
 /// A served tool whose calls the permissions decide first.

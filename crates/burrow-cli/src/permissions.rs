@@ -67,13 +67,12 @@ pub fn guard(opened: &mut Opened, rules: PathRules) {
 }
 
 /// The tools that change nothing, besides the reading file tools, for plan mode.
-#[cfg(feature = "run")]
 const READ_ONLY_TOOLS: &[&str] = &["skill", "write_todos", "ask_user"];
 
 /// A `PreToolUse` handler hook that decides each call by the permissions of
 /// `files`, merged in order (ask pauses the call as an `ask` hook does, deny
 /// refuses it with the rule's sentence) in `mode` (else the last
-/// `defaultMode`), and that mode; `None` when there are no rules and no mode.
+/// `defaultMode`), and those permissions; `None` when there are no rules and no mode.
 #[cfg(feature = "run")]
 pub fn hook(
     files: &[PathBuf],
@@ -81,7 +80,7 @@ pub fn hook(
 ) -> Result<
     Option<(
         burrow_runtime::hooks::Hook,
-        burrow::permissions::PermissionMode,
+        Arc<burrow::permissions::Permissions>,
     )>,
     String,
 > {
@@ -103,12 +102,12 @@ pub fn hook(
             .compile()
             .map_err(|e| format!("the permissions cannot be used: {e}"))?,
     );
-    let mode = permissions.mode();
+    let decided = permissions.clone();
     let decide = move |input: HookInput| {
         let name = input.tool_name.unwrap_or_default();
         let args = input.tool_input.unwrap_or_default();
         let read_only = READ_ONLY_TOOLS.contains(&name.as_str());
-        let verdict = verdict(&permissions, &name, &args, read_only);
+        let verdict = verdict(&decided, &name, &args, read_only);
         let output = match verdict.decision {
             // Neutral: the other hooks (and the default) decide an allowed call.
             Decision::Allow => HookOutput::default(),
@@ -119,7 +118,7 @@ pub fn hook(
     };
     let hook = Hook::handler(HookEvent::PreToolUse, None, decide)
         .map_err(|e| format!("the permission hook cannot be made: {}", e.0))?;
-    Ok(Some((hook, mode)))
+    Ok(Some((hook, permissions)))
 }
 
 /// The decision of `permissions` for a call of the tool `name` with `args`
@@ -146,4 +145,39 @@ pub fn verdict(
         call = call.with_command(command);
     }
     permissions.decide(&call)
+}
+
+/// The tools of `tools` that `permissions` offer, each passed through
+/// `wrap`: a tool a bare deny rule names is withheld, and in plan mode every
+/// tool that changes something (a reading file tool, or one annotated
+/// read-only, changes nothing); a withheld tool's name says why when called.
+pub fn offered(
+    tools: burrow_runtime::tool::ToolRegistry,
+    permissions: &burrow::permissions::Permissions,
+    wrap: impl Fn(Arc<dyn burrow_runtime::tool::Tool>) -> Arc<dyn burrow_runtime::tool::Tool>,
+) -> burrow_runtime::tool::ToolRegistry {
+    use burrow::permissions::{PermissionMode, ToolUse};
+    let mut out = burrow_runtime::tool::ToolRegistry::new();
+    for (name, why) in tools.absent() {
+        out.note_absent(name, why);
+    }
+    for tool in tools.tools() {
+        let changes = ToolUse::new(tool.name()).changes
+            && !tool.annotations().read_only
+            && !READ_ONLY_TOOLS.contains(&tool.name());
+        if permissions.offers(tool.name(), changes) {
+            out.add_arc(wrap(tool.clone()));
+        } else if permissions.mode() == PermissionMode::Plan && changes {
+            out.note_absent(
+                tool.name(),
+                "plan mode offers no tool that changes anything",
+            );
+        } else {
+            // The bare deny rule naming it, in its sentence.
+            let verdict = permissions.decide(&ToolUse::new(tool.name()).read_only(!changes));
+            let reason = verdict.reason();
+            out.note_absent(tool.name(), reason.trim_end_matches('.'));
+        }
+    }
+    out
 }

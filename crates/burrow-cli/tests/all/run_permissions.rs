@@ -222,7 +222,11 @@ fn tool_rules_deny_naming_the_rule_and_ask_pauses_the_run() {
     run.assert_code(0);
     let r = result_of(&events, "w");
     assert_eq!(r["is_error"], true, "{r}");
-    assert!(r["content"].as_str().unwrap().contains("write_file"), "{r}");
+    let content = r["content"].as_str().unwrap();
+    assert!(
+        content.contains("(denied by the permission rule write_file)"),
+        "withheld, naming the rule: {content}"
+    );
 
     let (run, events, _dir) = run_with(
         json!({"ask": ["Edit(/docs/**)"]}),
@@ -568,6 +572,15 @@ fn each_mode_decides_through_the_binary_on_every_backend() {
         out.assert_code(0);
         assert_eq!(is_error(&events, "r"), false, "{label}");
         assert_eq!(is_error(&events, "w"), true, "{label}");
+        // Not offered at all: the model is told it has no such tool, and why.
+        let w = result_of(&events, "w")["content"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            w.contains("no tool named \"write_file\" (plan mode"),
+            "{label}: {w}"
+        );
         assert_eq!(
             cat(dir.path(), &specs, &format!("{b}/planned.md")),
             None,
