@@ -47,8 +47,9 @@ fn read(file: &Path) -> Result<Value, String> {
     let shown = crate::display::name(&file.to_string_lossy()).into_owned();
     let text = std::fs::read_to_string(file)
         .map_err(|e| format!("the settings file {shown} cannot be read: {e}"))?;
-    let value: Value = serde_json::from_str(&text)
-        .map_err(|e| format!("the settings file {shown} cannot be used: {e}"))?;
+    let value: Value = serde_json::from_str(&text).map_err(|e| {
+        format!("the settings file {shown} cannot be used: it is not valid JSON ({e}).")
+    })?;
     if !value.is_object() {
         return Err(format!(
             "the settings file {shown} cannot be used: it is not a JSON object."
