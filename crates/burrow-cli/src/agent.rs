@@ -80,19 +80,21 @@ pub struct Config {
     /// The artifact workspace of `--artifacts DIR` (ADR 0332), if given.
     #[cfg(feature = "artifacts")]
     artifacts: Option<Arc<burrow_artifacts::tools::ArtifactWorkspace>>,
+    /// The settings' permissions, which withhold tools (plan mode, bare deny rules).
+    permissions: Option<Arc<burrow::permissions::Permissions>>,
 }
 
 impl Config {
     /// Reads the model spec and the settings file; an `Err` is one sentence.
     pub fn load(
         model: &str,
-        settings: Option<&Path>,
+        settings: &[PathBuf],
         max_turns: u32,
         request_timeout: Duration,
     ) -> Result<Config, String> {
         let model = open_model(model, request_timeout)?;
-        let (hooks, notes) = match settings {
-            Some(path) => load_hooks(path)?,
+        let (hooks, notes) = match crate::settings_files::merged(settings)? {
+            Some(merged) => load_hooks(&merged)?,
             None => (Hooks::new(), Vec::new()),
         };
         let subagent_note = hooks
@@ -118,6 +120,7 @@ impl Config {
             warnings: Vec::new(),
             #[cfg(feature = "artifacts")]
             artifacts: None,
+            permissions: None,
         })
     }
 
@@ -128,20 +131,17 @@ impl Config {
     /// `mcpServers` that cannot be read is an `Err`. Each is one sentence.
     pub async fn with_mcp(
         mut self,
-        settings: Option<&Path>,
+        settings: &[PathBuf],
         strict: bool,
         timeout: Duration,
     ) -> Result<Self, String> {
-        let Some(path) = settings else {
+        let Some(merged) = crate::settings_files::merged(settings)? else {
             return Ok(self);
         };
-        let shown = path.display();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("the settings file {shown} cannot be read: {e}"))?;
-        let value: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| format!("the settings file {shown} cannot be used: {e}"))?;
-        let (servers, mut failures) = burrow_runtime::mcp::client::servers_from_settings(&value)
-            .map_err(|e| format!("the settings file {shown} cannot be used: {e}"))?;
+        let shown = &merged.shown;
+        let (servers, mut failures) =
+            burrow_runtime::mcp::client::servers_from_settings(&merged.value)
+                .map_err(|e| format!("{shown} cannot be used: {e}"))?;
         if servers.is_empty() && failures.is_empty() {
             return Ok(self);
         }
@@ -165,12 +165,14 @@ impl Config {
     /// given, else the settings' `defaultMode`; `Err` is one sentence.
     pub fn with_permissions(
         mut self,
-        settings: Option<&Path>,
+        settings: &[PathBuf],
         mode: Option<&str>,
     ) -> Result<Self, String> {
-        if let Some((hook, mode)) = crate::permissions::hook(settings, mode)? {
+        if let Some((hook, permissions)) = crate::permissions::hook(settings, mode)? {
             self.hooks.add(hook);
-            self.hooks = std::mem::take(&mut self.hooks).with_permission_mode(mode.as_str());
+            self.hooks =
+                std::mem::take(&mut self.hooks).with_permission_mode(permissions.mode().as_str());
+            self.permissions = Some(permissions);
         }
         Ok(self)
     }
@@ -352,6 +354,9 @@ impl Config {
                 opened.backend.clone(),
                 memory_ctx,
             ));
+        }
+        if let Some(permissions) = &self.permissions {
+            tools = crate::permissions::offered(tools, permissions, |tool| tool);
         }
         let model = self.model.clone();
         let mut hooks = self
@@ -755,13 +760,10 @@ fn unknown_model(spec: &str) -> String {
     )
 }
 
-/// The hooks of a settings file, and notes about hooks that will not run.
-fn load_hooks(path: &Path) -> Result<(Hooks, Vec<String>), String> {
-    let shown = display::name(&path.to_string_lossy()).into_owned();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("the settings file {shown} cannot be read: {e}"))?;
-    let hooks = Hooks::from_settings(&text)
-        .map_err(|e| format!("the settings file {shown} cannot be used: {e}"))?;
+/// The hooks of the settings files, and notes about hooks that will not run.
+fn load_hooks(merged: &crate::settings_files::Merged) -> Result<(Hooks, Vec<String>), String> {
+    let hooks = Hooks::from_settings(&merged.text())
+        .map_err(|e| format!("{} cannot be used: {e}", merged.shown))?;
     let mut notes = Vec::new();
     for name in hooks.ignored_events() {
         notes.push(format!(

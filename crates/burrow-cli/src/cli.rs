@@ -144,7 +144,8 @@ thread_id), text_delta (text), thinking_delta (text), tool_call (id, name, argum
 tool_result (id, name, content, is_error), usage (usage), run_ended (outcome, reason, message,
 usage). A usage count the model did not report is left out (unknown is not zero).
 
---settings FILE: hooks in Claude Code's settings form; command hooks run on this machine with
+--settings FILE (repeatable, layered in order: lists concatenated, later values win): hooks in
+Claude Code's settings form; command hooks run on this machine with
 sh -c, in the current directory. A failing PreToolUse hook denies the call unless it says
 \"on_error\": \"allow\". A state:FILE.json workspace is saved after every change, before the
 tool result reaches the model. Its permissions' Read(...) and Edit(...) deny rules are enforced
@@ -340,8 +341,9 @@ pub enum Command {
     #[cfg(feature = "mcp")]
     #[command(long_about = MCP_HELP)]
     Mcp {
-        /// A Claude Code settings file whose permissions' Read(...)/Edit(...) deny rules hold
-        /// for every client (repeatable: merged in order).
+        /// A Claude Code settings file whose permissions hold for every client (repeatable:
+        /// merged in order): Read(...)/Edit(...) deny rules below every tool, the other rules
+        /// and defaultMode on each call (an ask is refused: a client cannot approve).
         #[arg(long = "settings", value_name = "FILE")]
         settings: Vec<PathBuf>,
     },
@@ -364,9 +366,10 @@ pub enum Command {
         #[arg(long, value_name = "MODEL")]
         model: String,
         /// Hooks and permissions in Claude Code's settings form ({"hooks": {"PreToolUse": [...]},
-        /// "permissions": {"deny": ["Read(/secrets/**)"]}}).
+        /// "permissions": {"deny": ["Read(/secrets/**)"]}}); repeatable, later files layered
+        /// over earlier ones (lists concatenated, later scalar values win).
         #[arg(long, value_name = "FILE")]
-        settings: Option<PathBuf>,
+        settings: Vec<PathBuf>,
         /// Most model requests in the run.
         #[arg(long, value_name = "N", default_value_t = 100,
               value_parser = clap::value_parser!(u32).range(1..))]
@@ -603,9 +606,9 @@ pub enum ThreadCommand {
         /// default the one the run was started with.
         #[arg(long, value_name = "MODEL")]
         model: Option<String>,
-        /// Hooks in Claude Code's settings form; by default the run's own.
+        /// Hooks in Claude Code's settings form (repeatable, as for `burrow run`); by default the run's own.
         #[arg(long, value_name = "FILE")]
-        settings: Option<PathBuf>,
+        settings: Vec<PathBuf>,
         /// Most model requests in the resumed segment; by default the run's own (else 100).
         #[arg(long, value_name = "N",
               value_parser = clap::value_parser!(u32).range(1..))]

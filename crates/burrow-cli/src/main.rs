@@ -38,6 +38,8 @@ mod docker;
 mod log;
 #[cfg(feature = "mcp")]
 mod mcp;
+#[cfg(feature = "mcp")]
+mod mcp_permissions;
 #[cfg(feature = "composite")]
 mod mounts;
 mod op;
@@ -52,6 +54,8 @@ mod run_artifacts;
 mod serve;
 #[cfg(feature = "run")]
 mod session;
+#[cfg(feature = "run")]
+mod settings_files;
 mod spec;
 #[cfg(feature = "state")]
 mod state_file;
@@ -188,9 +192,10 @@ async fn run(cli: Cli) -> io::Result<Exit> {
     // a bad one runs nothing (no container is started, no file created).
     #[cfg(feature = "run")]
     let run_config = match run_setup(&cli).await? {
-        Ok(Some(setup)) => match setup.load(request_timeout(&cli)).and_then(|config| {
-            config.with_permissions(setup.settings.as_deref(), permission_mode(&cli))
-        }) {
+        Ok(Some(setup)) => match setup
+            .load(request_timeout(&cli))
+            .and_then(|config| config.with_permissions(&setup.settings, permission_mode(&cli)))
+        {
             Ok(config) => Some((config, setup)),
             Err(message) => {
                 writeln!(io::stderr(), "burrow: {message}")?;
@@ -213,7 +218,7 @@ async fn run(cli: Cli) -> io::Result<Exit> {
             },
         ) => match config
             .with_mcp(
-                setup.settings.as_deref(),
+                &setup.settings,
                 *strict_mcp,
                 std::time::Duration::from_secs(*mcp_timeout),
             )
@@ -240,7 +245,9 @@ async fn run(cli: Cli) -> io::Result<Exit> {
         if let cli::Command::Mcp { settings } = &cli.command {
             files.extend(settings.iter().cloned());
         }
-        match permissions::path_rules(&files) {
+        match permissions::path_rules(&files)
+            .and_then(|rules| permissions::refuse_sandbox(&cli.backends, &rules).map(|()| rules))
+        {
             Ok(rules) => rules,
             Err(message) => {
                 writeln!(io::stderr(), "burrow: {message}")?;
@@ -483,7 +490,7 @@ async fn run_setup(cli: &Cli) -> io::Result<Result<Option<session::Setup>, Exit>
             large_result_tokens,
             ..
         } => Ok(Ok(Some(
-            session::Setup::given(model, settings.as_deref(), *max_turns, *todos)
+            session::Setup::given(model, settings, *max_turns, *todos)
                 .with_memory(*memory)
                 .with_compaction(*compact_at, Some(*compact_keep))
                 .with_large_result_tokens(Some(*large_result_tokens))
@@ -533,7 +540,7 @@ async fn run_setup(cli: &Cli) -> io::Result<Result<Option<session::Setup>, Exit>
             };
             Ok(Ok(Some(session::Setup::given(
                 model,
-                args.settings.as_deref(),
+                args.settings.as_slice(),
                 args.max_turns,
                 args.todos,
             ))))
@@ -718,7 +725,7 @@ async fn thread_command(cli: &Cli) -> io::Result<Option<Exit>> {
         } => {
             let given = session::Setup {
                 model: model.clone(),
-                settings: settings.clone(),
+                settings: settings.iter().cloned().collect(),
                 ..session::Setup::default()
             };
             session::compact(
@@ -781,8 +788,8 @@ async fn run_on(cli: Cli, opened: spec::Opened) -> io::Result<Exit> {
     let ctx = FileContext::for_tenant(cli.tenant);
     let json = cli.json;
     #[cfg(feature = "mcp")]
-    if let cli::Command::Mcp { .. } = cli.command {
-        return mcp::run(opened, ctx).await;
+    if let cli::Command::Mcp { settings } = &cli.command {
+        return mcp::run(opened, ctx, settings).await;
     }
     let max_input = opened.backend.capabilities().limits.max_file_size;
     let op = match Op::from_command(cli.command, max_input) {

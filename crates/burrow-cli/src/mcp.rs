@@ -11,6 +11,7 @@
 //! answer (docs/adr/0112).
 
 use std::io::{self, Write};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -40,12 +41,20 @@ impl AfterChange for SaveOnChange {
     }
 }
 
-/// Serves the tools over `opened` as `ctx` until the client disconnects.
-pub async fn run(opened: Opened, ctx: FileContext) -> io::Result<Exit> {
+/// Serves the tools over `opened` as `ctx` until the client disconnects,
+/// each call decided by the permissions of `settings` (docs/adr/0319).
+pub async fn run(opened: Opened, ctx: FileContext, settings: &[PathBuf]) -> io::Result<Exit> {
     let (requests, mut pending) = mpsc::channel::<SaveRequest>(16);
     let tools = Toolset::new(opened.backend.clone(), ctx)
         .with_after_change(Arc::new(SaveOnChange { requests }))
         .into_registry();
+    let tools = match crate::mcp_permissions::decide_tools(tools, settings) {
+        Ok(tools) => tools,
+        Err(message) => {
+            writeln!(io::stderr(), "burrow: {message}")?;
+            return Ok(Exit::Failed);
+        }
+    };
     let server = burrow_runtime::mcp::serve_stdio(tools);
     tokio::pin!(server);
     let served = loop {

@@ -9,18 +9,19 @@ use std::sync::Arc;
 
 use burrow::permissions::{PathRules, PermissionBackend, PermissionSettings};
 
-use crate::spec::Opened;
+use crate::spec::{BackendArg, Opened};
 
 /// The deny path rules of `files`, merged in order; `Err` is one sentence.
 pub fn path_rules(files: &[PathBuf]) -> Result<PathRules, String> {
-    let mut layers = Vec::with_capacity(files.len());
-    for file in files {
-        layers.push(read(file)?);
-    }
-    let permissions = PermissionSettings::merged(layers)
+    let permissions = PermissionSettings::merged(layers(files)?)
         .compile()
         .map_err(|e| format!("the settings' permissions cannot be used: {e}"))?;
     Ok(permissions.path_rules())
+}
+
+/// The permissions of each of `files`, in order.
+pub fn layers(files: &[PathBuf]) -> Result<Vec<PermissionSettings>, String> {
+    files.iter().map(|file| read(file)).collect()
 }
 
 fn read(file: &Path) -> Result<PermissionSettings, String> {
@@ -31,6 +32,33 @@ fn read(file: &Path) -> Result<PermissionSettings, String> {
         .map_err(|e| format!("the settings file {shown} cannot be used: {e}"))
 }
 
+/// Refuses `rules` over a backend that runs commands: a command in the
+/// sandbox reads and writes its files directly, below the rules, so a run
+/// there would have a gap the rules do not show (docs/adr/0317). `Err` is
+/// one sentence naming the first rule and the sandbox.
+pub fn refuse_sandbox(backends: &[BackendArg], rules: &PathRules) -> Result<(), String> {
+    let Some(rule) = rules.texts().next() else {
+        return Ok(());
+    };
+    match backends.iter().find(|arg| runs_commands(arg)) {
+        Some(arg) => Err(format!(
+            "the permission rule {rule} cannot be enforced inside the sandbox {}, whose commands reach its files directly, so nothing runs; drop the Read and Edit deny rules or use a backend that runs no commands.",
+            arg.spec
+        )),
+        None => Ok(()),
+    }
+}
+
+/// True when `arg` opens a sandbox (as the default or a mount, the composite runs commands in it).
+fn runs_commands(arg: &BackendArg) -> bool {
+    match &arg.spec {
+        #[cfg(feature = "docker")]
+        crate::spec::Spec::Docker(_) => true,
+        #[allow(unreachable_patterns)]
+        _ => false,
+    }
+}
+
 /// `opened` with its backend behind `rules`, when there are any.
 pub fn guard(opened: &mut Opened, rules: PathRules) {
     if !rules.is_empty() {
@@ -39,30 +67,26 @@ pub fn guard(opened: &mut Opened, rules: PathRules) {
 }
 
 /// The tools that change nothing, besides the reading file tools, for plan mode.
-#[cfg(feature = "run")]
 const READ_ONLY_TOOLS: &[&str] = &["skill", "write_todos", "ask_user"];
 
 /// A `PreToolUse` handler hook that decides each call by the permissions of
-/// `file` (ask pauses the call as an `ask` hook does, deny refuses it with
-/// the rule's sentence) in `mode` (else the file's `defaultMode`), and that
-/// mode; `None` when there are no rules and no mode.
+/// `files`, merged in order (ask pauses the call as an `ask` hook does, deny
+/// refuses it with the rule's sentence) in `mode` (else the last
+/// `defaultMode`), and those permissions; `None` when there are no rules and no mode.
 #[cfg(feature = "run")]
 pub fn hook(
-    file: Option<&Path>,
+    files: &[PathBuf],
     mode: Option<&str>,
 ) -> Result<
     Option<(
         burrow_runtime::hooks::Hook,
-        burrow::permissions::PermissionMode,
+        Arc<burrow::permissions::Permissions>,
     )>,
     String,
 > {
-    use burrow::permissions::{Decision, ToolUse};
+    use burrow::permissions::Decision;
     use burrow_runtime::hooks::{Hook, HookEvent, HookInput, HookOutput};
-    let mut settings = match file {
-        Some(file) => read(file)?,
-        None => PermissionSettings::default(),
-    };
+    let mut settings = PermissionSettings::merged(layers(files)?);
     if let Some(mode) = mode {
         settings.default_mode = Some(mode.to_owned());
     }
@@ -78,26 +102,12 @@ pub fn hook(
             .compile()
             .map_err(|e| format!("the permissions cannot be used: {e}"))?,
     );
-    let mode = permissions.mode();
+    let decided = permissions.clone();
     let decide = move |input: HookInput| {
         let name = input.tool_name.unwrap_or_default();
         let args = input.tool_input.unwrap_or_default();
-        let text = |key: &str| args.get(key).and_then(|v| v.as_str()).map(str::to_owned);
-        let path = text("file_path")
-            .or_else(|| text("path"))
-            .and_then(|p| burrow::VPath::parse(&p).ok());
-        let command = text("command");
-        let mut call = ToolUse::new(&name);
-        if READ_ONLY_TOOLS.contains(&name.as_str()) {
-            call = call.read_only(true);
-        }
-        if let Some(path) = &path {
-            call = call.with_path(path);
-        }
-        if let Some(command) = &command {
-            call = call.with_command(command);
-        }
-        let verdict = permissions.decide(&call);
+        let read_only = READ_ONLY_TOOLS.contains(&name.as_str());
+        let verdict = verdict(&decided, &name, &args, read_only);
         let output = match verdict.decision {
             // Neutral: the other hooks (and the default) decide an allowed call.
             Decision::Allow => HookOutput::default(),
@@ -108,5 +118,66 @@ pub fn hook(
     };
     let hook = Hook::handler(HookEvent::PreToolUse, None, decide)
         .map_err(|e| format!("the permission hook cannot be made: {}", e.0))?;
-    Ok(Some((hook, mode)))
+    Ok(Some((hook, permissions)))
+}
+
+/// The decision of `permissions` for a call of the tool `name` with `args`
+/// (its `file_path` or `path`, its `command`), `read_only` when the tool
+/// changes nothing.
+pub fn verdict(
+    permissions: &burrow::permissions::Permissions,
+    name: &str,
+    args: &serde_json::Value,
+    read_only: bool,
+) -> burrow::permissions::Verdict {
+    let text = |key: &str| args.get(key).and_then(|v| v.as_str());
+    let path = text("file_path")
+        .or_else(|| text("path"))
+        .and_then(|p| burrow::VPath::parse(p).ok());
+    let mut call = burrow::permissions::ToolUse::new(name);
+    if read_only {
+        call = call.read_only(true);
+    }
+    if let Some(path) = &path {
+        call = call.with_path(path);
+    }
+    if let Some(command) = text("command") {
+        call = call.with_command(command);
+    }
+    permissions.decide(&call)
+}
+
+/// The tools of `tools` that `permissions` offer, each passed through
+/// `wrap`: a tool a bare deny rule names is withheld, and in plan mode every
+/// tool that changes something (a reading file tool, or one annotated
+/// read-only, changes nothing); a withheld tool's name says why when called.
+pub fn offered(
+    tools: burrow_runtime::tool::ToolRegistry,
+    permissions: &burrow::permissions::Permissions,
+    wrap: impl Fn(Arc<dyn burrow_runtime::tool::Tool>) -> Arc<dyn burrow_runtime::tool::Tool>,
+) -> burrow_runtime::tool::ToolRegistry {
+    use burrow::permissions::{PermissionMode, ToolUse};
+    let mut out = burrow_runtime::tool::ToolRegistry::new();
+    for (name, why) in tools.absent() {
+        out.note_absent(name, why);
+    }
+    for tool in tools.tools() {
+        let changes = ToolUse::new(tool.name()).changes
+            && !tool.annotations().read_only
+            && !READ_ONLY_TOOLS.contains(&tool.name());
+        if permissions.offers(tool.name(), changes) {
+            out.add_arc(wrap(tool.clone()));
+        } else if permissions.mode() == PermissionMode::Plan && changes {
+            out.note_absent(
+                tool.name(),
+                "plan mode offers no tool that changes anything",
+            );
+        } else {
+            // The bare deny rule naming it, in its sentence.
+            let verdict = permissions.decide(&ToolUse::new(tool.name()).read_only(!changes));
+            let reason = verdict.reason();
+            out.note_absent(tool.name(), reason.trim_end_matches('.'));
+        }
+    }
+    out
 }

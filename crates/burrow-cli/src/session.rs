@@ -62,6 +62,15 @@ pub struct SessionArgs {
     pub setup: Setup,
 }
 
+/// The label of the `i`th settings file (from 0): the first keeps the label
+/// one file always had, the next are `burrow.settings.2`, `.3`, ...
+fn settings_label(i: usize) -> String {
+    match i {
+        0 => SETTINGS_LABEL.to_owned(),
+        _ => format!("{SETTINGS_LABEL}.{}", i + 1),
+    }
+}
+
 /// How a run is set up: the model, the hooks' settings file and the turn
 /// limit. `burrow run` keeps it in the labels of the runs it starts, so that
 /// `burrow thread answer` resumes a run as it was started, in any process.
@@ -69,8 +78,8 @@ pub struct SessionArgs {
 pub struct Setup {
     /// The model spec (`scripted:FILE`, `openai:NAME`, ...).
     pub model: Option<String>,
-    /// The settings file with the hooks.
-    pub settings: Option<PathBuf>,
+    /// The settings files with the hooks and permissions, layered in order.
+    pub settings: Vec<PathBuf>,
     /// The most model requests per segment.
     pub max_turns: Option<u32>,
     /// The agent has `write_todos` (`--todos`).
@@ -94,14 +103,14 @@ pub struct Setup {
 impl Setup {
     /// The setup given on the command line, its file paths made absolute (the
     /// process that resumes the run may work in another folder).
-    pub fn given(model: &str, settings: Option<&Path>, max_turns: u32, todos: bool) -> Self {
+    pub fn given(model: &str, settings: &[PathBuf], max_turns: u32, todos: bool) -> Self {
         let model = match model.strip_prefix("scripted:") {
             Some(file) => format!("scripted:{}", absolute(Path::new(file)).display()),
             None => model.to_owned(),
         };
         Self {
             model: Some(model),
-            settings: settings.map(absolute),
+            settings: settings.iter().map(|f| absolute(f)).collect(),
             max_turns: Some(max_turns),
             todos,
             memory: false,
@@ -155,7 +164,7 @@ impl Setup {
         };
         crate::agent::Config::load(
             model,
-            self.settings.as_deref(),
+            &self.settings,
             self.max_turns.unwrap_or(DEFAULT_MAX_TURNS),
             request_timeout,
         )
@@ -180,7 +189,11 @@ impl Setup {
     pub fn or(self, recorded: Setup) -> Self {
         Self {
             model: self.model.or(recorded.model),
-            settings: self.settings.or(recorded.settings),
+            settings: if self.settings.is_empty() {
+                recorded.settings
+            } else {
+                self.settings
+            },
             max_turns: self.max_turns.or(recorded.max_turns),
             todos: self.todos || recorded.todos,
             memory: self.memory || recorded.memory,
@@ -198,8 +211,8 @@ impl Setup {
         if let Some(model) = &self.model {
             labels.insert(MODEL_LABEL.to_owned(), model.clone());
         }
-        if let Some(settings) = &self.settings {
-            labels.insert(SETTINGS_LABEL.to_owned(), settings.display().to_string());
+        for (i, settings) in self.settings.iter().enumerate() {
+            labels.insert(settings_label(i), settings.display().to_string());
         }
         if let Some(n) = self.max_turns {
             labels.insert(MAX_TURNS_LABEL.to_owned(), n.to_string());
@@ -234,7 +247,9 @@ impl Setup {
     fn from_labels(labels: &BTreeMap<String, String>) -> Self {
         Self {
             model: labels.get(MODEL_LABEL).cloned(),
-            settings: labels.get(SETTINGS_LABEL).map(PathBuf::from),
+            settings: (0..)
+                .map_while(|i| labels.get(&settings_label(i)).map(PathBuf::from))
+                .collect(),
             max_turns: labels.get(MAX_TURNS_LABEL).and_then(|n| n.parse().ok()),
             todos: labels.get(TODOS_LABEL).is_some_and(|v| v == "true"),
             memory: labels.get(MEMORY_LABEL).is_some_and(|v| v == "true"),

@@ -1,4 +1,4 @@
-//! `burrow mcp --settings FILE` end to end: the official Python MCP SDK (fixture `mcp_permissions_client.py`) cannot read, list, glob or grep a denied folder.
+//! `burrow mcp --settings FILE` end to end: the official Python MCP SDK (fixture `mcp_permissions_client.py`) cannot read, list, glob or grep a denied folder, nor edit a locked file, with the rules in two layered files.
 //!
 //! Needs Python with the `mcp` package (`burrow_testkit::Part::McpClient`); the
 //! test lives in a module named `mcp_client` so `cargo xtask test` reports it as
@@ -28,6 +28,13 @@ mod mcp_client {
             json!({"permissions": {"deny": ["Read(/secrets)", "Read(.env)"]}}).to_string(),
         )
         .unwrap();
+        // A second file layered over the first: its rule holds beside the first's.
+        let locks = ws.dir().join("locks.json");
+        std::fs::write(
+            &locks,
+            json!({"permissions": {"deny": ["Edit(/app/**)"]}}).to_string(),
+        )
+        .unwrap();
         let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/mcp_permissions_client.py");
         let out = Command::new(python)
@@ -35,6 +42,7 @@ mod mcp_client {
             .arg(env!("CARGO_BIN_EXE_burrow"))
             .arg(&ws.state)
             .arg(&settings)
+            .arg(&locks)
             .current_dir(ws.dir())
             .output()
             .unwrap();
@@ -68,9 +76,147 @@ mod mcp_client {
                 .contains("needle main")
         );
         assert_eq!(report["read_ok"]["is_error"], false);
-        // The file is untouched: the refused write changed nothing.
+        assert_eq!(report["edit_locked"]["is_error"], true, "{report}");
+        let text = report["edit_locked"]["text"].as_str().unwrap();
+        assert!(text.contains("permission rule Edit(/app/**)"), "{text}");
+        // The files are untouched: the refused write and edit changed nothing.
         let cat = ws.run(&["cat", "/secrets/key.txt"]);
         cat.assert_code(0);
         assert_eq!(cat.out(), "needle secret\n");
+        let cat = ws.run(&["cat", "/app/main.rs"]);
+        cat.assert_code(0);
+        assert_eq!(cat.out(), "needle main\n");
+    }
+}
+
+/// The tool rules and modes of `burrow mcp --settings`.
+mod tool_rules {
+    use super::*;
+
+    /// Through the Python MCP SDK (fixture `mcp_rules_client.py`; `burrow_testkit::Part::McpClient`).
+    mod mcp_client {
+        use super::*;
+
+        /// Runs the fixture over a workspace holding /app/main.rs with `permissions`,
+        /// making `calls`; the report: the listed tools and each call's result.
+        fn serve(permissions: Value, calls: Value) -> (Value, Workspace) {
+            let python = burrow_testkit::require(burrow_testkit::Part::McpClient);
+            let ws = Workspace::new();
+            ws.put("/app/main.rs", "needle main\n");
+            let settings = ws.dir().join("settings.json");
+            std::fs::write(&settings, json!({ "permissions": permissions }).to_string()).unwrap();
+            let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/mcp_rules_client.py");
+            let mut child = Command::new(python)
+                .arg(script)
+                .arg(env!("CARGO_BIN_EXE_burrow"))
+                .arg(&ws.state)
+                .arg(&settings)
+                .current_dir(ws.dir())
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            use std::io::Write as _;
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(calls.to_string().as_bytes())
+                .unwrap();
+            let out = child.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "the MCP client failed\nstdout: {}\nstderr: {}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            (serde_json::from_slice(&out.stdout).unwrap(), ws)
+        }
+
+        fn listed(report: &Value, name: &str) -> bool {
+            report["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t == name)
+        }
+
+        #[test]
+        fn tool_rules_deny_and_an_ask_is_refused_naming_the_rule() {
+            let (report, ws) = serve(
+                json!({"deny": ["write_file(/out/**)", "glob"], "ask": ["edit_file"]}),
+                json!({
+                    "denied": ["write_file", {"file_path": "/out/x.txt", "content": "x"}],
+                    "allowed": ["write_file", {"file_path": "/ok.txt", "content": "ok\n"}],
+                    "asked": ["edit_file", {"file_path": "/app/main.rs", "old_string": "main", "new_string": "changed"}],
+                    "read": ["read_file", {"file_path": "/app/main.rs"}],
+                }),
+            );
+            let results = &report["results"];
+            assert!(
+                !listed(&report, "glob"),
+                "a bare deny withholds the tool: {report}"
+            );
+            assert!(listed(&report, "write_file"), "{report}");
+            assert_eq!(results["denied"]["is_error"], true, "{report}");
+            let text = results["denied"]["text"].as_str().unwrap();
+            assert!(text.contains("write_file(/out/**)"), "{text}");
+            assert_eq!(results["allowed"]["is_error"], false, "{report}");
+            assert_eq!(results["asked"]["is_error"], true, "{report}");
+            let text = results["asked"]["text"].as_str().unwrap();
+            assert!(
+                text.contains("edit_file") && text.contains("approval"),
+                "{text}"
+            );
+            assert_eq!(results["read"]["is_error"], false, "{report}");
+            // Only the allowed write happened.
+            assert_eq!(ws.run(&["cat", "/ok.txt"]).out(), "ok\n");
+            ws.run(&["cat", "/out/x.txt"]).assert_code(1);
+            assert_eq!(ws.run(&["cat", "/app/main.rs"]).out(), "needle main\n");
+        }
+
+        #[test]
+        fn plan_mode_offers_no_changing_tool_and_dont_ask_refuses_what_is_not_allowed() {
+            let (report, _ws) = serve(
+                json!({"defaultMode": "plan"}),
+                json!({"read": ["read_file", {"file_path": "/app/main.rs"}]}),
+            );
+            for name in ["write_file", "edit_file"] {
+                assert!(!listed(&report, name), "plan offers no {name}: {report}");
+            }
+            assert!(listed(&report, "grep"), "{report}");
+            assert_eq!(report["results"]["read"]["is_error"], false, "{report}");
+
+            let (report, ws) = serve(
+                json!({"allow": ["read_file"], "defaultMode": "dontAsk"}),
+                json!({
+                    "read": ["read_file", {"file_path": "/app/main.rs"}],
+                    "write": ["write_file", {"file_path": "/new.txt", "content": "x"}],
+                }),
+            );
+            let results = &report["results"];
+            assert_eq!(results["read"]["is_error"], false, "{report}");
+            assert_eq!(results["write"]["is_error"], true, "{report}");
+            assert!(
+                results["write"]["text"]
+                    .as_str()
+                    .unwrap()
+                    .contains("dontAsk"),
+                "{report}"
+            );
+            ws.run(&["cat", "/new.txt"]).assert_code(1);
+        }
+
+        #[test]
+        fn bypass_permissions_runs_an_ask_without_approval() {
+            let (report, ws) = serve(
+                json!({"ask": ["write_file"], "defaultMode": "bypassPermissions"}),
+                json!({"write": ["write_file", {"file_path": "/new.txt", "content": "x\n"}]}),
+            );
+            assert_eq!(report["results"]["write"]["is_error"], false, "{report}");
+            assert_eq!(ws.run(&["cat", "/new.txt"]).out(), "x\n");
+        }
     }
 }

@@ -1,4 +1,4 @@
-//! `burrow run --settings` and `burrow mcp --settings` with permission rules through the binary: a denied folder is unreadable by read_file and absent from ls, glob and grep, over its parent and over "/", on each backend.
+//! `burrow run --settings` and `burrow mcp --settings` with permission rules through the binary: a denied folder is unreadable by read_file and absent from ls, glob and grep, over its parent and over "/", each mode, on each backend; several settings files layered; path rules over a Docker sandbox refused.
 
 use serde_json::{Value, json};
 
@@ -222,7 +222,11 @@ fn tool_rules_deny_naming_the_rule_and_ask_pauses_the_run() {
     run.assert_code(0);
     let r = result_of(&events, "w");
     assert_eq!(r["is_error"], true, "{r}");
-    assert!(r["content"].as_str().unwrap().contains("write_file"), "{r}");
+    let content = r["content"].as_str().unwrap();
+    assert!(
+        content.contains("(denied by the permission rule write_file)"),
+        "withheld, naming the rule: {content}"
+    );
 
     let (run, events, _dir) = run_with(
         json!({"ask": ["Edit(/docs/**)"]}),
@@ -451,4 +455,535 @@ fn an_approved_ask_resumes_and_runs_the_call() {
     let cat = burrow_in(dir.path(), &["--backend", &state, "cat", "/docs/b.md"], b"");
     cat.assert_code(0);
     assert_eq!(cat.out(), "approved\n");
+}
+
+/// The folder the mode tests put their files in on a backend: under the
+/// composite's mount, so the rules are decided across it.
+fn base(label: &str) -> &'static str {
+    if label == "composite" { "/other" } else { "" }
+}
+
+/// `burrow --json run go` on `specs` with the permissions `permissions`, one model turn of `calls`, and `extra` flags.
+fn run_on(
+    dir: &std::path::Path,
+    specs: &[String],
+    name: &str,
+    permissions: Value,
+    calls: Vec<Value>,
+    extra: &[&str],
+) -> (super::support::Run, Vec<Value>) {
+    let settings = dir.join(format!("{name}.settings.json"));
+    std::fs::write(&settings, json!({ "permissions": permissions }).to_string()).unwrap();
+    let model = script(
+        dir,
+        &format!("{name}.jsonl"),
+        &[json!({ "tool_calls": calls }), json!({"text": "done"})],
+    );
+    let mut args = backend_args(specs);
+    args.extend([
+        "--json",
+        "run",
+        "go",
+        "--model",
+        &model,
+        "--settings",
+        settings.to_str().unwrap(),
+    ]);
+    args.extend(extra);
+    let run = burrow_in(dir, &args, b"");
+    let events = json_lines(&run);
+    (run, events)
+}
+
+/// What `burrow cat path` prints on `specs`, `None` when it fails.
+fn cat(dir: &std::path::Path, specs: &[String], path: &str) -> Option<String> {
+    let mut args = backend_args(specs);
+    args.extend(["cat", path]);
+    let out = burrow_in(dir, &args, b"");
+    (out.code == 0).then(|| out.out().to_owned())
+}
+
+fn write(id: &str, path: &str) -> Value {
+    call(
+        id,
+        "write_file",
+        json!({"file_path": path, "content": "x\n"}),
+    )
+}
+
+#[test]
+fn each_mode_decides_through_the_binary_on_every_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    for (label, specs) in backends(dir.path()) {
+        let b = base(label);
+        let doc = format!("{b}/docs/a.md");
+        put(dir.path(), &specs, &doc, "alpha\n");
+        let read = || call("r", "read_file", json!({"file_path": doc}));
+        let run = |mode: &str, permissions: Value, calls: Vec<Value>, extra: &[&str]| {
+            run_on(
+                dir.path(),
+                &specs,
+                &format!("{label}-{mode}"),
+                permissions,
+                calls,
+                extra,
+            )
+        };
+        let is_error = |events: &[Value], id: &str| result_of(events, id)["is_error"].clone();
+
+        // default: an ask rule pauses the run (exit 3) before the call runs.
+        let (out, events) = run(
+            "default",
+            json!({"ask": [format!("Edit({b}/docs/**)")]}),
+            vec![write("w", &format!("{b}/docs/asked.md"))],
+            &[],
+        );
+        out.assert_code(3);
+        let end = events.iter().find(|e| e["type"] == "run_ended").unwrap();
+        assert_eq!(end["outcome"], "paused", "{label}: {end}");
+        assert_eq!(
+            cat(dir.path(), &specs, &format!("{b}/docs/asked.md")),
+            None,
+            "{label}"
+        );
+
+        // acceptEdits: the same ask rule on an edit runs without approval.
+        let (out, events) = run(
+            "accept",
+            json!({"ask": [format!("Edit({b}/docs/**)")], "defaultMode": "acceptEdits"}),
+            vec![write("w", &format!("{b}/docs/accepted.md"))],
+            &[],
+        );
+        out.assert_code(0);
+        assert_eq!(is_error(&events, "w"), false, "{label}");
+        assert_eq!(
+            cat(dir.path(), &specs, &format!("{b}/docs/accepted.md")).as_deref(),
+            Some("x\n"),
+            "{label}"
+        );
+
+        // plan: reads run, nothing that changes anything does.
+        let (out, events) = run(
+            "plan",
+            json!({"defaultMode": "plan"}),
+            vec![read(), write("w", &format!("{b}/planned.md"))],
+            &[],
+        );
+        out.assert_code(0);
+        assert_eq!(is_error(&events, "r"), false, "{label}");
+        assert_eq!(is_error(&events, "w"), true, "{label}");
+        // Not offered at all: the model is told it has no such tool, and why.
+        let w = result_of(&events, "w")["content"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            w.contains("no tool named \"write_file\" (plan mode"),
+            "{label}: {w}"
+        );
+        assert_eq!(
+            cat(dir.path(), &specs, &format!("{b}/planned.md")),
+            None,
+            "{label}"
+        );
+
+        // bypassPermissions (from --permission-mode): no approval asked, deny still holds.
+        let (out, events) = run(
+            "bypass",
+            json!({"ask": ["Edit"], "deny": [format!("Read({b}/docs)")]}),
+            vec![write("w", &format!("{b}/bypassed.md")), read()],
+            &["--permission-mode", "bypassPermissions"],
+        );
+        out.assert_code(0);
+        assert_eq!(is_error(&events, "w"), false, "{label}");
+        let r = result_of(&events, "r");
+        assert_eq!(r["is_error"], true, "{label}: {r}");
+        assert!(
+            !r["content"].as_str().unwrap().contains("alpha"),
+            "{label}: {r}"
+        );
+        assert!(
+            cat(dir.path(), &specs, &format!("{b}/bypassed.md")).is_some(),
+            "{label}"
+        );
+
+        // dontAsk: what is allowed runs, everything else is refused.
+        let (out, events) = run(
+            "dontask",
+            json!({"allow": [format!("Read({b}/docs/**)")], "defaultMode": "dontAsk"}),
+            vec![read(), write("w", &format!("{b}/refused.md"))],
+            &[],
+        );
+        out.assert_code(0);
+        assert_eq!(is_error(&events, "r"), false, "{label}");
+        assert_eq!(is_error(&events, "w"), true, "{label}");
+        assert_eq!(
+            cat(dir.path(), &specs, &format!("{b}/refused.md")),
+            None,
+            "{label}"
+        );
+    }
+}
+
+/// An ask rule pauses the run on each backend; `burrow thread answer
+/// --approve` resumes it in another process and the call runs once there.
+#[cfg(feature = "sqlite")]
+#[test]
+fn an_approved_ask_resumes_on_every_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = super::support::session_spec(dir.path());
+    for (label, specs) in backends(dir.path()) {
+        let b = base(label);
+        let target = format!("{b}/docs/{label}.md");
+        let thread = format!("t-{label}");
+        let (out, events) = run_on(
+            dir.path(),
+            &specs,
+            label,
+            json!({"ask": [format!("Edit({b}/docs/**)")]}),
+            vec![write("w", &target)],
+            &["--session", &session, "--thread", &thread],
+        );
+        out.assert_code(3);
+        let request = events
+            .iter()
+            .find(|e| e["type"] == "request")
+            .unwrap_or_else(|| panic!("{label}: {events:?}"));
+        let request_id = request["request_id"].as_str().unwrap().to_owned();
+        assert_eq!(
+            cat(dir.path(), &specs, &target),
+            None,
+            "{label}: not before approval"
+        );
+        script(
+            dir.path(),
+            &format!("{label}.jsonl"),
+            &[json!({"text": "done"})],
+        );
+        let mut args = backend_args(&specs);
+        args.extend([
+            "--json",
+            "thread",
+            "answer",
+            &thread,
+            "--request",
+            &request_id,
+            "yes",
+            "--approve",
+            "--session",
+            &session,
+        ]);
+        let answered = burrow_in(dir.path(), &args, b"");
+        answered.assert_code(0);
+        let events = json_lines(&answered);
+        assert!(
+            events.iter().all(|e| e["type"] != "request"),
+            "{label}: approved once, not asked again: {events:?}"
+        );
+        assert_eq!(
+            cat(dir.path(), &specs, &target).as_deref(),
+            Some("x\n"),
+            "{label}"
+        );
+    }
+}
+
+/// Path rules over a real Docker sandbox (`burrow_testkit::Part::Docker`).
+#[cfg(feature = "docker")]
+mod docker {
+    use super::*;
+
+    /// A run (and `burrow mcp`) whose Read or Edit deny rules a sandbox's
+    /// commands would walk past refuses to start, naming the rule, whether
+    /// the sandbox is the default backend or a mount; tool rules alone run,
+    /// and decide `execute` calls in the container.
+    #[test]
+    fn path_rules_over_a_sandbox_refuse_to_start_and_tool_rules_run() {
+        let image = burrow_testkit::require(burrow_testkit::Part::Docker);
+        let dir = tempfile::tempdir().unwrap();
+        let sandbox = format!("docker:{image}");
+        let mounted = vec![
+            format!("state:{}", dir.path().join("ws.json").display()),
+            format!("/box={sandbox}"),
+        ];
+        for (rule, specs) in [
+            ("Read(/secrets)", vec![sandbox.clone()]),
+            ("Edit(*.lock)", vec![sandbox.clone()]),
+            ("Read(.env)", mounted),
+        ] {
+            let (out, events) = run_on(
+                dir.path(),
+                &specs,
+                "refused",
+                json!({"deny": [rule]}),
+                vec![call("x", "execute", json!({"command": "echo ran"}))],
+                &[],
+            );
+            out.assert_code(2);
+            assert!(
+                out.stderr.contains(&format!(
+                    "permission rule {rule} cannot be enforced inside the sandbox docker:"
+                )),
+                "{rule}: {}",
+                out.stderr
+            );
+            assert!(events.is_empty(), "{rule}: nothing ran: {events:?}");
+            let settings = dir.path().join("refused.settings.json");
+            let mut args = backend_args(&specs);
+            args.extend(["mcp", "--settings", settings.to_str().unwrap()]);
+            let mcp = burrow_in(dir.path(), &args, b"");
+            mcp.assert_code(2);
+            assert!(mcp.stderr.contains(rule), "{rule}: {}", mcp.stderr);
+        }
+        // Tool rules are decided per call: the allowed command runs in the container.
+        let (out, events) = run_on(
+            dir.path(),
+            std::slice::from_ref(&sandbox),
+            "tools",
+            json!({"deny": ["Bash(cat:*)"]}),
+            vec![
+                call(
+                    "ok",
+                    "execute",
+                    json!({"command": "echo ran in $(uname -s)"}),
+                ),
+                call("no", "execute", json!({"command": "cat /etc/passwd"})),
+            ],
+            &[],
+        );
+        out.assert_code(0);
+        let ok = result_of(&events, "ok");
+        assert_eq!(ok["is_error"], false, "{ok}");
+        assert!(
+            ok["content"].as_str().unwrap().contains("ran in Linux"),
+            "{ok}"
+        );
+        let no = result_of(&events, "no");
+        assert_eq!(no["is_error"], true, "{no}");
+        let text = no["content"].as_str().unwrap();
+        assert!(
+            text.contains("Bash(cat:*)") && !text.contains("root:"),
+            "{text}"
+        );
+    }
+}
+
+/// Writes `value` as the settings file `name` in `dir`; its path as text.
+fn settings_file(dir: &std::path::Path, name: &str, value: Value) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, value.to_string()).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+/// A PostToolUse hook on write_file that creates `marker`.
+fn marker_hook(marker: &std::path::Path) -> Value {
+    json!({"PostToolUse": [{"matcher": "write_file", "hooks": [
+        {"type": "command", "command": format!("touch '{}'", marker.display())}
+    ]}]})
+}
+
+#[test]
+fn several_settings_files_layer_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = format!("state:{}", dir.path().join("ws.json").display());
+    let specs = std::slice::from_ref(&state);
+    put(dir.path(), specs, "/secrets/k.txt", "needle\n");
+    put(dir.path(), specs, "/docs/a.md", "alpha\n");
+    let (one, two) = (dir.path().join("ran-one"), dir.path().join("ran-two"));
+    let first = settings_file(
+        dir.path(),
+        "one.json",
+        json!({"hooks": marker_hook(&one),
+               "permissions": {"deny": ["Read(/secrets)"], "defaultMode": "plan"}}),
+    );
+    let second = settings_file(
+        dir.path(),
+        "two.json",
+        json!({"hooks": marker_hook(&two),
+               "permissions": {"deny": ["Edit(/docs/**)"], "defaultMode": "acceptEdits"}}),
+    );
+    let model = script(
+        dir.path(),
+        "s.jsonl",
+        &[
+            json!({"tool_calls": [
+                write("w", "/b.md"),
+                write("d", "/docs/a.md"),
+                call("r", "read_file", json!({"file_path": "/secrets/k.txt"})),
+                call("ls", "ls", json!({"path": "/"})),
+            ]}),
+            json!({"text": "done"}),
+        ],
+    );
+    let run = burrow_in(
+        dir.path(),
+        &[
+            "--backend",
+            &state,
+            "--json",
+            "run",
+            "go",
+            "--model",
+            &model,
+            "--settings",
+            &first,
+            "--settings",
+            &second,
+        ],
+        b"",
+    );
+    run.assert_code(0);
+    let events = json_lines(&run);
+    // The later defaultMode wins: acceptEdits, not plan, so the write runs,
+    // and both files' hooks ran after it.
+    assert_eq!(result_of(&events, "w")["is_error"], false, "{events:?}");
+    assert!(one.exists() && two.exists(), "both files' hooks ran");
+    // Both files' deny rules hold.
+    let d = result_of(&events, "d");
+    assert_eq!(d["is_error"], true, "{d}");
+    assert!(
+        d["content"].as_str().unwrap().contains("Edit(/docs/**)"),
+        "{d}"
+    );
+    let r = result_of(&events, "r");
+    assert_eq!(r["is_error"], true, "{r}");
+    assert!(
+        r["content"].as_str().unwrap().contains("Read(/secrets)"),
+        "{r}"
+    );
+    assert!(
+        !result_of(&events, "ls")["content"]
+            .as_str()
+            .unwrap()
+            .contains("secrets")
+    );
+    assert_eq!(
+        cat(dir.path(), specs, "/docs/a.md").as_deref(),
+        Some("alpha\n")
+    );
+    // A bad second file runs nothing, naming it.
+    let bad = settings_file(dir.path(), "bad.json", json!(["not", "an", "object"]));
+    let run = burrow_in(
+        dir.path(),
+        &[
+            "--backend",
+            &state,
+            "run",
+            "go",
+            "--model",
+            &model,
+            "--settings",
+            &first,
+            "--settings",
+            &bad,
+        ],
+        b"",
+    );
+    run.assert_code(2);
+    assert!(run.stderr.contains("bad.json"), "{}", run.stderr);
+}
+
+/// The run's record keeps every settings file: a resumed run decides and
+/// hooks by all of them without --settings being given again.
+#[cfg(feature = "sqlite")]
+#[test]
+fn a_resumed_run_keeps_all_its_settings_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = format!("state:{}", dir.path().join("ws.json").display());
+    let session = super::support::session_spec(dir.path());
+    let marker = dir.path().join("ran-one");
+    let first = settings_file(
+        dir.path(),
+        "one.json",
+        json!({"hooks": marker_hook(&marker)}),
+    );
+    let second = settings_file(
+        dir.path(),
+        "two.json",
+        json!({"permissions": {"ask": ["Edit(/late/**)"], "deny": ["Read(/secrets)"]}}),
+    );
+    let model = script(
+        dir.path(),
+        "s.jsonl",
+        &[
+            json!({"tool_calls": [write("w", "/late/a.md")]}),
+            json!({"text": "done"}),
+        ],
+    );
+    let paused = burrow_in(
+        dir.path(),
+        &[
+            "--backend",
+            &state,
+            "--json",
+            "run",
+            "go",
+            "--model",
+            &model,
+            "--settings",
+            &first,
+            "--settings",
+            &second,
+            "--session",
+            &session,
+            "--thread",
+            "t",
+        ],
+        b"",
+    );
+    paused.assert_code(3);
+    assert!(!marker.exists(), "the asked call has not run");
+    let events = json_lines(&paused);
+    let request = events.iter().find(|e| e["type"] == "request").unwrap();
+    let request_id = request["request_id"].as_str().unwrap().to_owned();
+    script(
+        dir.path(),
+        "s.jsonl",
+        &[
+            json!({"tool_calls": [
+                call("r", "read_file", json!({"file_path": "/secrets/k.txt"}))
+            ]}),
+            json!({"text": "done"}),
+        ],
+    );
+    put(
+        dir.path(),
+        std::slice::from_ref(&state),
+        "/secrets/k.txt",
+        "needle\n",
+    );
+    let answered = burrow_in(
+        dir.path(),
+        &[
+            "--backend",
+            &state,
+            "--json",
+            "thread",
+            "answer",
+            "t",
+            "--request",
+            &request_id,
+            "yes",
+            "--approve",
+            "--session",
+            &session,
+        ],
+        b"",
+    );
+    answered.assert_code(0);
+    let events = json_lines(&answered);
+    assert!(
+        marker.exists(),
+        "the first file's hook ran in the resumed process"
+    );
+    let r = result_of(&events, "r");
+    assert_eq!(r["is_error"], true, "the second file's deny holds: {r}");
+    assert!(
+        r["content"].as_str().unwrap().contains("Read(/secrets)"),
+        "{r}"
+    );
+    assert_eq!(
+        cat(dir.path(), std::slice::from_ref(&state), "/late/a.md").as_deref(),
+        Some("x\n")
+    );
 }

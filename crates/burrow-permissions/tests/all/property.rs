@@ -1,4 +1,4 @@
-//! Random trees, random deny rules, random reads, listings, globs and greps: nothing a deny rule covers ever appears, and pages stay exact.
+//! Random trees, random deny rules, random reads, listings, globs, greps, writes and deletes: nothing a deny rule covers ever appears or changes, and pages stay exact.
 //!
 //! The rules are drawn from forms with an independent oracle written out
 //! here (a literal directory, a name at any depth, a suffix), so the
@@ -26,6 +26,8 @@ enum RuleForm {
     Name(String, bool),
     /// `Read(*.env)`: any path with a segment ending in ".env".
     EnvSuffix,
+    /// `Edit(/dir/**)`: everything beneath the directory is locked, not hidden.
+    Lock(String),
 }
 
 impl RuleForm {
@@ -37,6 +39,15 @@ impl RuleForm {
             RuleForm::Name(n, false) => format!("Read({n})"),
             RuleForm::Name(n, true) => format!("Read(**/{n})"),
             RuleForm::EnvSuffix => "Read(*.env)".to_owned(),
+            RuleForm::Lock(d) => format!("Edit({d}/**)"),
+        }
+    }
+
+    /// True when the rule refuses changing `path`: it hides it or locks it.
+    fn locks(&self, path: &str) -> bool {
+        match self {
+            RuleForm::Lock(d) => path.starts_with(&format!("{d}/")),
+            _ => self.hides(path),
         }
     }
 
@@ -47,6 +58,7 @@ impl RuleForm {
             RuleForm::Beneath(d) => path.starts_with(&format!("{d}/")),
             RuleForm::Name(n, _) => segments.any(|s| s == n),
             RuleForm::EnvSuffix => segments.any(|s| s.ends_with(".env")),
+            RuleForm::Lock(_) => false,
         }
     }
 }
@@ -65,6 +77,7 @@ fn rule() -> impl Strategy<Value = RuleForm> {
         path().prop_map(RuleForm::Beneath),
         (segment(), any::<bool>()).prop_map(|(n, deep)| RuleForm::Name(n.to_owned(), deep)),
         Just(RuleForm::EnvSuffix),
+        path().prop_map(RuleForm::Lock),
     ]
 }
 
@@ -74,6 +87,10 @@ enum Op {
     Glob(usize, &'static str, usize),
     Grep(usize, usize),
     Read(usize),
+    /// Write a file at a random path (new or existing).
+    Write(String),
+    /// Delete one of the stored files.
+    Delete(usize),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -83,6 +100,8 @@ fn op() -> impl Strategy<Value = Op> {
         (any::<usize>(), pattern, 0..8usize).prop_map(|(d, g, l)| Op::Glob(d, g, l)),
         (any::<usize>(), 0..8usize).prop_map(|(d, l)| Op::Grep(d, l)),
         any::<usize>().prop_map(Op::Read),
+        path().prop_map(Op::Write),
+        any::<usize>().prop_map(Op::Delete),
     ]
 }
 
@@ -111,17 +130,19 @@ async fn check(files: Vec<String>, rules: Vec<RuleForm>, ops: Vec<Op>) {
         PathRules::from_strings(&texts).unwrap(),
     );
     let hidden = |path: &str| rules.iter().any(|r| r.hides(path));
-    let mut dirs: Vec<String> = vec!["/".to_owned()];
-    for f in inner.files().keys() {
-        for a in p(f).ancestors() {
-            dirs.push(a.as_str().to_owned());
-        }
-    }
-    dirs.sort();
-    dirs.dedup();
-    let stored: Vec<String> = inner.files().keys().cloned().collect();
+    let locked = |path: &str| rules.iter().any(|r| r.locks(path));
     let big = 10_000;
     for op in ops {
+        // The tree as it is now: writes and deletes change it as the ops go.
+        let stored: Vec<String> = inner.files().keys().cloned().collect();
+        let mut dirs: Vec<String> = vec!["/".to_owned()];
+        for f in &stored {
+            for a in p(f).ancestors() {
+                dirs.push(a.as_str().to_owned());
+            }
+        }
+        dirs.sort();
+        dirs.dedup();
         match op {
             Op::Ls(d, limit) => {
                 let dir = p(&dirs[d % dirs.len()]);
@@ -204,7 +225,38 @@ async fn check(files: Vec<String>, rules: Vec<RuleForm>, ops: Vec<Op>) {
                     assert_eq!(e.kind(), ErrorKind::PermissionDenied);
                     assert!(!e.message().contains("needle"));
                 } else {
-                    assert_eq!(got.unwrap().lines, [format!("needle {file}")]);
+                    let line = &got.unwrap().lines[0];
+                    assert!(line.starts_with(&format!("needle {file}")), "{line}");
+                }
+            }
+            Op::Write(path) => {
+                let file = p(&path);
+                let before = inner.files().get(&path).cloned();
+                let got = layer
+                    .write(&ctx, &file, &format!("needle {path} v2\n"))
+                    .await;
+                if locked(&path) {
+                    let e = got.unwrap_err();
+                    assert_eq!(e.kind(), ErrorKind::PermissionDenied, "write {path}");
+                    assert!(!e.message().contains("needle"));
+                    assert_eq!(inner.files().get(&path).cloned(), before, "write {path}");
+                } else if let Err(e) = got {
+                    // Refused for another reason (its parent is a file, it exists): never by a rule.
+                    assert_ne!(e.kind(), ErrorKind::PermissionDenied, "write {path}: {e}");
+                }
+            }
+            Op::Delete(f) => {
+                if stored.is_empty() {
+                    continue;
+                }
+                let path = &stored[f % stored.len()];
+                let got = layer.delete(&ctx, &p(path)).await;
+                if locked(path) {
+                    assert_eq!(got.unwrap_err().kind(), ErrorKind::PermissionDenied);
+                    assert!(inner.files().contains_key(path), "delete {path}");
+                } else {
+                    got.unwrap();
+                    assert!(!inner.files().contains_key(path), "delete {path}");
                 }
             }
         }
