@@ -27,6 +27,9 @@ use tokio::sync::broadcast;
 /// How many events a follower reads at once.
 const PAGE: usize = 256;
 
+/// How often a follower with nothing new looks at the run's record and claim.
+const SETTLE_EVERY: Duration = Duration::from_secs(1);
+
 /// What wakes followers: a poll, and on PostgreSQL the notifications of
 /// commits (`LISTEN burrow_session_events`), with the poll as a fallback.
 #[derive(Debug, Clone)]
@@ -113,6 +116,8 @@ struct Follower {
     notices: Option<broadcast::Receiver<Arc<str>>>,
     key: String,
     poll: Duration,
+    /// When the run's record and claim were last looked at.
+    settled_at: Option<tokio::time::Instant>,
 }
 
 /// The frames of run `run` of `thread` from the store: after `after` when
@@ -142,6 +147,7 @@ pub(crate) async fn follow(
         done: false,
         notices,
         poll: wake.poll,
+        settled_at: None,
     };
     futures::stream::unfold(follower, |mut f| async move {
         let next = f.next().await?;
@@ -194,8 +200,16 @@ impl Follower {
                     }
                 }
                 Ok(_) => {
-                    if self.settled().await {
-                        continue;
+                    // The log says when the run ends; the record and the claim are looked
+                    // at now and then, for a pruned log or a dead holder.
+                    let due = self
+                        .settled_at
+                        .is_none_or(|at| at.elapsed() >= SETTLE_EVERY);
+                    if due {
+                        self.settled_at = Some(tokio::time::Instant::now());
+                        if self.settled().await {
+                            continue;
+                        }
                     }
                     self.wait().await;
                 }

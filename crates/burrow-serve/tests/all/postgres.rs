@@ -150,7 +150,10 @@ async fn a_watcher_on_the_other_server_is_woken_by_notify_not_by_its_poll() {
     let first = sse.next().await.unwrap();
     assert_eq!(first.event, "run_started");
     a.gate.add_permits(1);
-    let rest = sse.rest().await;
+    // Heartbeats keep the stream open: without a notification it would wait an hour.
+    let rest = tokio::time::timeout(Duration::from_secs(60), sse.rest())
+        .await
+        .expect("no notification woke the watcher");
     assert!(
         rest.iter()
             .any(|e| e.data == json!({"type": "text_delta", "text": "woken by notify"})),
