@@ -5,6 +5,10 @@
 //! dropped; counting what a watcher receives (a frame: one, a gap: `missed`)
 //! gives each frame its number, which is the event's `id:`. A reconnect with
 //! `Last-Event-ID: N` watches anew and skips the frames up to N.
+//!
+//! A run this process does not run now (held by another process, paused or
+//! ended) is followed through the store's event log instead (`follow`, ADR
+//! 0344): its frames carry ids `sSEQ.K`, which resume in any process.
 
 use std::convert::Infallible;
 
