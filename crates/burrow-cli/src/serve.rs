@@ -8,7 +8,7 @@ use std::time::Duration;
 use burrow_runtime::agent::Agent;
 use burrow_runtime::runner::FanoutChannel;
 use burrow_runtime::session::SessionStore;
-use burrow_serve::{Limits, Server, Tokens};
+use burrow_serve::{Limits, Server, Tokens, Wake};
 use serde_json::json;
 
 use crate::cli::ServeArgs;
@@ -71,7 +71,7 @@ pub async fn serve(
         header_timeout: Duration::from_secs(serve.header_timeout),
         ..Limits::default()
     };
-    let server = Server::new(runner, tokens, session::WORKSPACE, limits);
+    let server = Server::with_wake(runner, tokens, session::WORKSPACE, limits, wake(&args.spec));
     {
         let mut err = io::stderr().lock();
         if json {
@@ -91,6 +91,17 @@ pub async fn serve(
         .await
         .map_err(|e| Refused::failure(e.message().to_owned()))?;
     Ok(Exit::Success)
+}
+
+/// What wakes watchers of runs another process holds (ADR 0344): PostgreSQL's
+/// notifications (with a look every second anyway), else a look every 100 ms.
+fn wake(spec: &str) -> Wake {
+    #[cfg(feature = "postgres")]
+    if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
+        return Wake::postgres(spec, Duration::from_secs(1));
+    }
+    let _ = spec;
+    Wake::poll(Duration::from_millis(100))
 }
 
 /// SIGTERM or SIGINT.

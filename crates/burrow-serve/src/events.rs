@@ -5,6 +5,10 @@
 //! dropped; counting what a watcher receives (a frame: one, a gap: `missed`)
 //! gives each frame its number, which is the event's `id:`. A reconnect with
 //! `Last-Event-ID: N` watches anew and skips the frames up to N.
+//!
+//! A run this process does not run now (held by another process, paused or
+//! ended) is followed through the store's event log instead (`follow`, ADR
+//! 0344): its frames carry ids `sSEQ.K`, which resume in any process.
 
 use std::convert::Infallible;
 
@@ -14,10 +18,12 @@ use axum::response::IntoResponse;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use burrow_runtime::runner::{LiveEvent, LiveFrame};
 use futures::StreamExt;
+use futures::stream::BoxStream;
 use serde_json::{Value, json};
 
 use crate::api::{quoted, scope};
 use crate::error::{ServeError, ServeErrorKind, ServeResult};
+use crate::follow::{After, follow};
 use crate::server::Shared;
 use crate::tokens::Principal;
 
@@ -49,6 +55,13 @@ fn frame_json(frame: &LiveFrame) -> (&'static str, Value) {
             (name, value)
         }
     }
+}
+
+/// The event of a frame read from the log, with its id `sSEQ.K` (none for the end).
+fn followed_event(id: &str, frame: &LiveFrame) -> Event {
+    let (name, data) = frame_json(frame);
+    let event = Event::default().event(name).data(data.to_string());
+    if id.is_empty() { event } else { event.id(id) }
 }
 
 /// Where a watcher is: the number of the next frame, and the frames to skip.
@@ -107,27 +120,35 @@ pub(crate) async fn run_events(
     Path(run_id): Path<String>,
     headers: HeaderMap,
 ) -> ServeResult<impl IntoResponse> {
-    let resume = match headers.get("last-event-id") {
-        None => 0,
-        Some(v) => v
-            .to_str()
-            .ok()
-            .and_then(|s| s.trim().parse::<u64>().ok())
-            .map(|n| n.saturating_add(1))
-            .ok_or_else(|| {
-                ServeError::new(
-                    ServeErrorKind::InvalidArgument,
-                    "Last-Event-ID is not an event id this server gave",
-                )
-            })?,
+    // A number: a frame of this process's live channel; `sSEQ.K`: one read from the log.
+    let (resume, after) = match headers.get("last-event-id") {
+        None => (0, None),
+        Some(v) => {
+            let v = v.to_str().map(str::trim).unwrap_or_default();
+            match (v.parse::<u64>(), After::parse(v)) {
+                (Ok(n), _) => (n.saturating_add(1), None),
+                (Err(_), Some(after)) => (0, Some(after)),
+                (Err(_), None) => {
+                    return Err(ServeError::new(
+                        ServeErrorKind::InvalidArgument,
+                        "Last-Event-ID is not an event id this server gave",
+                    ));
+                }
+            }
+        }
     };
     let scope = scope(&state, &principal);
-    if state.runner.store().run(&scope, &run_id).await?.is_none() {
+    let Some(run) = state.runner.store().run(&scope, &run_id).await? else {
         return Err(ServeError::new(
             ServeErrorKind::NotFound,
             format!("there is no run {}", quoted(&run_id)),
         ));
-    }
+    };
+    let thread = scope.thread(run.thread.clone());
+    let here = state
+        .runner
+        .running(&thread)
+        .is_some_and(|h| h.run_id() == run_id);
     let permit = state.watchers.clone().try_acquire_owned().map_err(|_| {
         ServeError::new(
             ServeErrorKind::Unavailable,
@@ -141,7 +162,15 @@ pub(crate) async fn run_events(
             "this server is shutting down",
         ));
     }
-    let frames = state.runner.watch(&scope, &run_id);
+    // A run held here is watched live; any other is followed through the log (ADR 0344).
+    let frames: BoxStream<'static, (Option<String>, LiveFrame)> = if here && after.is_none() {
+        state.runner.watch(&scope, &run_id).map(|f| (None, f)).boxed()
+    } else {
+        follow(state.runner.clone(), thread, run, after, &state.wake)
+            .await
+            .map(|f| (Some(f.id.unwrap_or_default()), f.frame))
+            .boxed()
+    };
     let mut position = Position { next: 0, resume };
     let end_run = run_id.clone();
     let stream = futures::stream::unfold(
@@ -157,15 +186,15 @@ pub(crate) async fn run_events(
                 tokio::select! {
                     frame = frames.next() => {
                         let frame = frame?;
-                        let end = frame.event.is_end();
+                        let end = frame.1.event.is_end();
                         Some((Some(frame), (frames, end, permit)))
                     }
                     _ = shutdown.wait_for(|down| *down) => {
                         // The server shuts down: the watcher gets an end all the same.
-                        let frame = LiveFrame {
+                        let frame = (None, LiveFrame {
                             run_id: end_run,
                             event: LiveEvent::End { outcome: None, reason: Some("server_shutdown".to_owned()) },
-                        };
+                        });
                         Some((Some(frame), (frames, true, permit)))
                     }
                 }
@@ -173,7 +202,11 @@ pub(crate) async fn run_events(
         },
     )
     .filter_map(move |frame| {
-        let event = frame.and_then(|f| position.event(&f));
+        let event = frame.and_then(|(id, f)| match id {
+            // A followed frame carries its id (the end an empty one).
+            Some(id) => Some(followed_event(&id, &f)),
+            None => position.event(&f),
+        });
         futures::future::ready(event.map(Ok::<_, Infallible>))
     });
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(state.limits.heartbeat)))

@@ -14,6 +14,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 
 use crate::error::ServeResult;
+use crate::follow::Wake;
 use crate::tokens::Tokens;
 
 /// The limits a server keeps to.
@@ -56,6 +57,8 @@ pub(crate) struct State {
     pub(crate) watchers: Arc<Semaphore>,
     /// True once the server shuts down: every event stream ends.
     pub(crate) shutdown: watch::Receiver<bool>,
+    /// What wakes watchers of runs held by other processes (ADR 0344).
+    pub(crate) wake: Wake,
 }
 
 pub(crate) type Shared = Arc<State>;
@@ -79,6 +82,19 @@ impl Server {
     /// A server of `runner`'s threads in the workspace `workspace` of each
     /// token's tenant, accepting `tokens`, keeping to `limits`.
     pub fn new(runner: Runner, tokens: Tokens, workspace: &str, limits: Limits) -> Self {
+        Self::with_wake(runner, tokens, workspace, limits, Wake::default())
+    }
+
+    /// [`Self::new`], with watchers of runs held by other processes woken by
+    /// `wake` (a poll by default; PostgreSQL's notifications with
+    /// [`Wake::postgres`]).
+    pub fn with_wake(
+        runner: Runner,
+        tokens: Tokens,
+        workspace: &str,
+        limits: Limits,
+        wake: Wake,
+    ) -> Self {
         let (shutdown, receiver) = watch::channel(false);
         let state = Arc::new(State {
             runner,
@@ -87,6 +103,7 @@ impl Server {
             watchers: Arc::new(Semaphore::new(limits.watchers)),
             limits,
             shutdown: receiver,
+            wake,
         });
         Self { state, shutdown }
     }

@@ -6,6 +6,7 @@ mod all {
     mod auth;
     mod browser;
     mod events;
+    mod follow;
     mod limits;
     mod openapi;
     mod postgres;

@@ -1,4 +1,4 @@
-//! `burrow serve` through the binary: `serve token add` prints a token once and appends its line; a server on a SQLite session answers that token through reqwest, shares its threads with `burrow thread show`, and shuts down on SIGTERM; `--pg-pool` is refused when 0 or no number, and a server on the real PostgreSQL with it answers.
+//! `burrow serve` through the binary: `serve token add` prints a token once and appends its line; a server on a SQLite session answers that token through reqwest, shares its threads with `burrow thread show`, and shuts down on SIGTERM; `--pg-pool` is refused when 0 or no number, and a server on the real PostgreSQL with it answers; two servers on one PostgreSQL: a run posted to one is watched live on the other, and a SIGKILLed holder's thread is taken over by the other, whose watcher sees the run end abandoned and the next run.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -133,6 +133,340 @@ mod postgres {
         let url = require(Part::Postgres);
         let dir = tempfile::tempdir().unwrap();
         super::served_thread_runs(dir.path(), &url, &["--pg-pool", "8"]);
+    }
+
+    #[test]
+    fn a_run_posted_to_one_server_is_watched_live_on_the_other() {
+        let url = require(Part::Postgres);
+        super::cluster::posted_to_one_watched_on_the_other(&url);
+    }
+
+    #[test]
+    fn sigkill_of_the_server_holding_a_run_the_other_takes_the_thread_over() {
+        let url = require(Part::Postgres);
+        super::cluster::sigkill_the_holder(&url);
+    }
+}
+
+/// Two `burrow serve` processes on one session store: a hook holds the first
+/// server's run (it touches `started`, then waits for the file `go`) while the
+/// test watches it through the second.
+mod cluster {
+    use std::io::{BufRead, BufReader};
+    use std::path::{Path, PathBuf};
+    use std::process::{Child, Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    use serde_json::{Value, json};
+
+    use super::super::support::{burrow_in, script};
+
+    /// How long the test waits for another process before it fails.
+    const PATIENCE: Duration = Duration::from_secs(60);
+
+    /// A PreToolUse hook on `ls` that holds its run until `go` exists.
+    const HOLD: &str = "touch started; while [ ! -e go ]; do sleep 0.01; done";
+
+    /// A `burrow serve` child, killed when dropped.
+    struct Served {
+        child: Child,
+        base: String,
+        dir: PathBuf,
+    }
+
+    impl Drop for Served {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    /// One live-event stream, read line by line.
+    struct Events {
+        reader: BufReader<reqwest::blocking::Response>,
+    }
+
+    #[derive(Debug)]
+    struct Frame {
+        event: String,
+        id: Option<String>,
+        data: Value,
+    }
+
+    impl Events {
+        fn next(&mut self) -> Option<Frame> {
+            let (mut event, mut id, mut data) = (None, None, String::new());
+            loop {
+                let mut line = String::new();
+                if self.reader.read_line(&mut line).unwrap() == 0 {
+                    return None;
+                }
+                let line = line.trim_end_matches(['\r', '\n']);
+                if line.is_empty() {
+                    if let Some(event) = event.take() {
+                        let data = serde_json::from_str(&data).unwrap();
+                        return Some(Frame { event, id, data });
+                    }
+                    continue;
+                }
+                if let Some(v) = line.strip_prefix("event:") {
+                    event = Some(v.trim().to_owned());
+                } else if let Some(v) = line.strip_prefix("id:") {
+                    id = Some(v.trim().to_owned());
+                } else if let Some(v) = line.strip_prefix("data:") {
+                    data.push_str(v.trim_start());
+                }
+            }
+        }
+
+        fn until(&mut self, name: &str) -> Vec<Frame> {
+            let mut seen = Vec::new();
+            while let Some(f) = self.next() {
+                let done = f.event == name;
+                seen.push(f);
+                if done {
+                    return seen;
+                }
+            }
+            panic!("the stream ended before {name}: {seen:?}");
+        }
+    }
+
+    /// A test's tenant, its token, a thread name and the tokens file.
+    struct Cluster {
+        dir: tempfile::TempDir,
+        url: String,
+        token: String,
+        thread: String,
+        client: reqwest::blocking::Client,
+    }
+
+    impl Cluster {
+        fn new(url: &str) -> Self {
+            let dir = tempfile::tempdir().unwrap();
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos();
+            let tenant = format!("cluster{}x{nanos}", std::process::id());
+            let tokens = dir.path().join("tokens");
+            let add = burrow_in(
+                dir.path(),
+                &[
+                    "--tenant",
+                    &tenant,
+                    "serve",
+                    "token",
+                    "add",
+                    "--tokens",
+                    tokens.to_str().unwrap(),
+                    "--name",
+                    "alice",
+                ],
+                b"",
+            );
+            add.assert_code(0);
+            Cluster {
+                token: add.out().trim().to_owned(),
+                dir,
+                url: url.to_owned(),
+                thread: format!("t{nanos}"),
+                client: reqwest::blocking::Client::builder()
+                    .timeout(Duration::from_secs(120))
+                    .build()
+                    .unwrap(),
+            }
+        }
+
+        /// A server in the folder `name` answering with `answers`, its hook holding `ls`
+        /// calls when `hold`.
+        fn serve(&self, name: &str, answers: &[Value], hold: bool, ttl: &str) -> Served {
+            let dir = self.dir.path().join(name);
+            std::fs::create_dir_all(&dir).unwrap();
+            let model = script(&dir, "m.jsonl", answers);
+            let hooks = if hold {
+                json!({"PreToolUse": [{"matcher": "ls", "hooks": [{"type": "command", "command": HOLD}]}]})
+            } else {
+                json!({})
+            };
+            let settings = dir.join("settings.json");
+            std::fs::write(&settings, json!({ "hooks": hooks }).to_string()).unwrap();
+            let mut child = Command::new(env!("CARGO_BIN_EXE_burrow"))
+                .args([
+                    "serve",
+                    "--session",
+                    &self.url,
+                    "--model",
+                    &model,
+                    "--settings",
+                    settings.to_str().unwrap(),
+                    "--tokens",
+                    self.dir.path().join("tokens").to_str().unwrap(),
+                    "--listen",
+                    "127.0.0.1:0",
+                    "--claim-ttl",
+                    ttl,
+                ])
+                .current_dir(&dir)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut stderr = BufReader::new(child.stderr.take().unwrap());
+            let mut line = String::new();
+            stderr.read_line(&mut line).unwrap();
+            // The rest of its stderr is drained, so the server never blocks on it.
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut stderr, &mut std::io::sink());
+            });
+            let base = line
+                .trim()
+                .strip_prefix("burrow: serving on ")
+                .unwrap_or_else(|| panic!("{line}"))
+                .to_owned();
+            Served { child, base, dir }
+        }
+
+        fn post(&self, s: &Served, content: &str) -> Value {
+            self.client
+                .post(format!("{}/v1/threads/{}/messages", s.base, self.thread))
+                .bearer_auth(&self.token)
+                .json(&json!({ "content": content }))
+                .send()
+                .unwrap()
+                .json()
+                .unwrap()
+        }
+
+        fn view(&self, s: &Served) -> Value {
+            self.client
+                .get(format!("{}/v1/threads/{}", s.base, self.thread))
+                .bearer_auth(&self.token)
+                .send()
+                .unwrap()
+                .json()
+                .unwrap()
+        }
+
+        fn watch(&self, s: &Served, run: &str, last: Option<&str>) -> Events {
+            let mut req = self
+                .client
+                .get(format!("{}/v1/runs/{run}/events", s.base))
+                .bearer_auth(&self.token);
+            if let Some(last) = last {
+                req = req.header("last-event-id", last);
+            }
+            let response = req.send().unwrap();
+            assert_eq!(response.status().as_u16(), 200);
+            Events {
+                reader: BufReader::new(response),
+            }
+        }
+    }
+
+    /// Waits until the hook of the server in `dir` holds its run.
+    fn held(dir: &Path) {
+        let deadline = Instant::now() + PATIENCE;
+        while !dir.join("started").exists() {
+            assert!(Instant::now() < deadline, "the holder's hook never started");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn ls_then(text: &str) -> Vec<Value> {
+        vec![
+            json!({"text": "looking", "tool_calls": [{"id": "c1", "name": "ls", "arguments": {"path": "/"}}]}),
+            json!({ "text": text }),
+        ]
+    }
+
+    pub(super) fn posted_to_one_watched_on_the_other(url: &str) {
+        let c = Cluster::new(url);
+        let a = c.serve("a", &ls_then("watched from b"), true, "30");
+        let b = c.serve("b", &[json!({"text": "unused"})], false, "30");
+        let posted = c.post(&a, "go");
+        assert_eq!(posted["action"], "started", "{posted}");
+        let run = posted["run_id"].as_str().unwrap().to_owned();
+        held(&a.dir);
+        // a holds the run in its hook; b follows it from the store's log.
+        let mut events = c.watch(&b, &run, None);
+        let seen = events.until("tool_call");
+        let names: Vec<&str> = seen.iter().map(|f| f.event.as_str()).collect();
+        assert_eq!(names, ["run_started", "text_delta", "tool_call"], "{seen:?}");
+        assert_eq!(seen[1].data["text"], "looking");
+        assert_eq!(seen[2].data["name"], "ls");
+        assert!(seen.iter().all(|f| f.id.as_deref().is_some_and(|id| id.starts_with('s'))));
+        assert_eq!(c.view(&b)["runs"][0]["status"], "running");
+        std::fs::write(a.dir.join("go"), b"").unwrap();
+        let mut rest = Vec::new();
+        while let Some(f) = events.next() {
+            rest.push(f);
+        }
+        let end = rest.pop().unwrap();
+        assert_eq!(end.event, "end");
+        assert_eq!(end.data["outcome"], "completed");
+        let names: Vec<&str> = rest.iter().map(|f| f.event.as_str()).collect();
+        assert_eq!(names[0], "tool_result", "{rest:?}");
+        assert!(
+            rest.iter()
+                .any(|f| f.event == "text_delta" && f.data["text"] == "watched from b"),
+            "{rest:?}"
+        );
+        // A reconnect to a with b's last id before the result resumes there.
+        let after = seen[2].id.clone().unwrap();
+        let resumed = c.watch(&a, &run, Some(&after)).until("end");
+        assert_eq!(resumed[0].event, "tool_result", "{resumed:?}");
+        assert_eq!(resumed[0].id, rest[0].id);
+    }
+
+    pub(super) fn sigkill_the_holder(url: &str) {
+        let c = Cluster::new(url);
+        let mut a = c.serve("a", &ls_then("never said"), true, "2");
+        let b = c.serve("b", &[json!({"text": "taken over"})], false, "2");
+        let posted = c.post(&a, "first");
+        let run = posted["run_id"].as_str().unwrap().to_owned();
+        held(&a.dir);
+        let mut events = c.watch(&b, &run, None);
+        events.until("tool_call");
+        // A message for the thread while a holds it: the run a holds is to take it.
+        let second = c.post(&b, "second");
+        assert_eq!(second["run_id"], run.as_str(), "{second}");
+        a.child.kill().unwrap();
+        a.child.wait().unwrap();
+        // The killed server's hook shell still waits: let it go.
+        std::fs::write(a.dir.join("go"), b"").unwrap();
+        let mut rest = Vec::new();
+        while let Some(f) = events.next() {
+            rest.push(f);
+        }
+        let end = rest.last().unwrap();
+        assert_eq!(end.event, "end", "{rest:?}");
+        assert_eq!(end.data["outcome"], "failed");
+        assert_eq!(end.data["reason"], "abandoned");
+        // b carries the untaken message out in the next run, and it can be watched.
+        let deadline = Instant::now() + PATIENCE;
+        let next = loop {
+            let view = c.view(&b);
+            let runs = view["runs"].as_array().unwrap().clone();
+            if runs.len() == 2 && runs[1]["status"] == "completed" {
+                assert_eq!(runs[0]["status"], "failed");
+                assert_eq!(runs[0]["reason"], "abandoned");
+                assert!(view["history"].to_string().contains("taken over"));
+                break runs[1]["run_id"].as_str().unwrap().to_owned();
+            }
+            assert!(Instant::now() < deadline, "{view}");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let frames = c.watch(&b, &next, None).until("end");
+        assert_eq!(frames[0].event, "run_started");
+        assert!(
+            frames
+                .iter()
+                .any(|f| f.event == "text_delta" && f.data["text"] == "taken over"),
+            "{frames:?}"
+        );
+        assert_eq!(frames.last().unwrap().data["outcome"], "completed");
     }
 }
 

@@ -173,6 +173,9 @@ statements! {
     /// Inserts an event.
     insert_event = "INSERT INTO session_events (tenant, workspace, thread, seq, doc)
                     VALUES ($1, $2, $3, $4, $5)";
+    /// Tells the listeners of [`PostgresStore::EVENTS_CHANNEL`] that a thread's
+    /// log grew (`$1`: the JSON `[tenant, workspace, thread]`); sent at commit.
+    notify_events = "SELECT pg_notify('burrow_session_events', $1)";
     /// Saves a cursor.
     save_cursor = "INSERT INTO session_cursors (tenant, workspace, thread, name, value)
                    VALUES ($1, $2, $3, $4, $5)
@@ -363,6 +366,12 @@ impl PostgresStore {
     pub async fn connect(url: &str) -> StoreResult<Self> {
         Self::connect_with(url, Arc::new(SystemClock), PostgresOptions::default()).await
     }
+
+    /// The channel every commit that records events notifies (`LISTEN
+    /// burrow_session_events`), its payload the JSON `[tenant, workspace,
+    /// thread]` of the thread (empty: any thread), so a process can follow a
+    /// thread another process writes without polling alone.
+    pub const EVENTS_CHANNEL: &'static str = "burrow_session_events";
 
     /// Connects to `url` reading time from `clock`, with `options`; creates the tables if missing.
     pub async fn connect_with(
@@ -604,6 +613,14 @@ async fn write_and_commit(
     (written, answer(commit).await)
 }
 
+/// The payload of a `burrow_session_events` notification for `key`: the JSON
+/// `[tenant, workspace, thread]`, or empty ("some thread") when that would
+/// pass PostgreSQL's limit of 8000 bytes, so a long name never fails a commit.
+fn notify_payload(key: &ThreadKey) -> String {
+    let json = serde_json::json!([key.scope.tenant, key.scope.workspace, key.thread]).to_string();
+    if json.len() < 7900 { json } else { String::new() }
+}
+
 /// Rolls the transaction back (awaited, so no transaction stays open on the
 /// server while the connection waits in the pool).
 async fn rollback(c: &Client) -> StoreResult<()> {
@@ -823,6 +840,13 @@ fn save<'a>(
         out.push(Box::pin(async move {
             c.execute(&prepared.insert_event, &[t, w, th, &seq, &json])
                 .await
+        }));
+    }
+    if !ch.events.is_empty() {
+        // Watchers in other processes are woken by LISTEN (PostgresStore::EVENTS_CHANNEL).
+        let payload = notify_payload(key);
+        out.push(Box::pin(async move {
+            c.execute(&prepared.notify_events, &[&payload]).await
         }));
     }
     for (name, value) in &ch.cursors {

@@ -76,7 +76,7 @@ async fn another_tenants_thread_and_run_are_not_found() {
         .await
         .unwrap();
     assert_eq!(list["threads"], json!([]));
-    // The owner still sees it, and its run's events end at once.
+    // The owner still sees it, and its ended run's events replay it from the log (ADR 0344).
     let mine: Value = s
         .get("/v1/threads")
         .send()
@@ -93,9 +93,15 @@ async fn another_tenants_thread_and_run_are_not_found() {
             .unwrap(),
     );
     let events = sse.rest().await;
-    assert_eq!(events.len(), 1);
-    assert_eq!(events[0].event, "end");
-    assert_eq!(events[0].data["outcome"], "completed");
+    assert_eq!(events[0].event, "run_started", "{events:?}");
+    assert!(
+        events
+            .iter()
+            .any(|e| e.data == json!({"type": "text_delta", "text": "hello from the model"}))
+    );
+    let end = events.last().unwrap();
+    assert_eq!(end.event, "end");
+    assert_eq!(end.data["outcome"], "completed");
 }
 
 #[tokio::test]

@@ -104,3 +104,62 @@ async fn a_message_through_the_other_server_steers_the_run_one_holds() {
         .unwrap();
     assert_eq!(stop["requested"], false);
 }
+
+/// A watcher on the server that does not hold the run is woken by the store's
+/// notifications (LISTEN/NOTIFY): its poll is an hour, so only a notification
+/// can bring it the run's answer and end.
+#[cfg(feature = "postgres")]
+#[tokio::test]
+async fn a_watcher_on_the_other_server_is_woken_by_notify_not_by_its_poll() {
+    use std::time::Duration;
+
+    use burrow_serve::Wake;
+
+    use super::support::Sse;
+
+    let url = require(Part::Postgres);
+    let tenant = format!("serve-{}", uuid::Uuid::now_v7().simple());
+    let mut pair = Vec::new();
+    for wake in [
+        Wake::default(),
+        Wake::postgres(&url, Duration::from_secs(3600)),
+    ] {
+        let store: Arc<dyn SessionStore> = Arc::new(PostgresStore::connect(&url).await.unwrap());
+        pair.push(
+            start(Setup {
+                store: Some(store),
+                tenant: tenant.clone(),
+                gated: true,
+                script: vec![ScriptedResponse::text("woken by notify")],
+                wake,
+                ..Setup::default()
+            })
+            .await,
+        );
+    }
+    let b = pair.pop().unwrap();
+    let a = pair.pop().unwrap();
+    let posted: Value = a.message("t1", json!({"content": "go"})).await;
+    let run = posted["run_id"].as_str().unwrap();
+    let mut sse = Sse::new(
+        b.get(&format!("/v1/runs/{run}/events"))
+            .send()
+            .await
+            .unwrap(),
+    );
+    let first = sse.next().await.unwrap();
+    assert_eq!(first.event, "run_started");
+    a.gate.add_permits(1);
+    // Heartbeats keep the stream open: without a notification it would wait an hour.
+    let rest = tokio::time::timeout(Duration::from_secs(60), sse.rest())
+        .await
+        .expect("no notification woke the watcher");
+    assert!(
+        rest.iter()
+            .any(|e| e.data == json!({"type": "text_delta", "text": "woken by notify"})),
+        "{rest:?}"
+    );
+    let end = rest.last().unwrap();
+    assert_eq!(end.event, "end");
+    assert_eq!(end.data["outcome"], "completed");
+}

@@ -8,7 +8,7 @@ use burrow_runtime::agent::Agent;
 use burrow_runtime::model::{ModelError, ScriptedModel, ScriptedResponse};
 use burrow_runtime::runner::{FanoutChannel, Runner, RunnerConfig};
 use burrow_runtime::session::{SessionStore, SqliteStore};
-use burrow_serve::{Limits, ServeResult, Server, Tokens, add_token};
+use burrow_serve::{Limits, ServeResult, Server, Tokens, Wake, add_token};
 use futures::StreamExt;
 use serde_json::Value;
 use tokio::sync::{Semaphore, oneshot};
@@ -42,6 +42,8 @@ pub struct Setup {
     pub tenant: String,
     /// How long the runner's claim on a thread lasts unrenewed.
     pub claim_ttl: Duration,
+    /// What wakes watchers of runs another server holds.
+    pub wake: Wake,
 }
 
 impl Default for Setup {
@@ -54,6 +56,7 @@ impl Default for Setup {
             store: None,
             tenant: "acme".to_owned(),
             claim_ttl: Duration::from_secs(5),
+            wake: Wake::default(),
         }
     }
 }
@@ -98,7 +101,7 @@ pub async fn start(setup: Setup) -> Served {
         .with_claim_ttl(setup.claim_ttl)
         .with_live(Arc::new(FanoutChannel::new(setup.live_buffer)));
     let runner = Runner::with_config(Agent::new(Arc::new(model)), store.clone(), config);
-    let server = Server::new(runner, tokens, "default", setup.limits);
+    let server = Server::with_wake(runner, tokens, "default", setup.limits, setup.wake);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (tx, rx) = oneshot::channel::<()>();
