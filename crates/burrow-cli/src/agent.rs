@@ -156,6 +156,8 @@ impl Config {
                 .iter()
                 .map(|f| format!("{f}; the run goes on without it")),
         );
+        // SIGTERM and SIGHUP end burrow at once: the servers go first (ADR 0314).
+        crate::mcp_signals::guard();
         self.mcp = Some(Arc::new(started));
         Ok(self)
     }
@@ -204,7 +206,8 @@ impl Config {
             }
             agents.push(agent);
         }
-        // The tools a child may name: the file tools (execute on a sandbox only).
+        // The tools a child may name: the file tools (execute on a sandbox only)
+        // and MCP tools (`mcp__SERVER__TOOL`, offered when a server lists it, ADR 0316).
         let known = [
             "ls",
             "read_file",
@@ -216,9 +219,9 @@ impl Config {
         ];
         for agent in &agents {
             for tool in agent.tools.iter().flatten() {
-                if !known.contains(&tool.as_str()) {
+                if !known.contains(&tool.as_str()) && !tool.starts_with("mcp__") {
                     return Err(format!(
-                        "the subagent {} names the tool {}, which subagents cannot get; give some of: {}",
+                        "the subagent {} names the tool {}, which subagents cannot get; give some of: {}, or mcp__SERVER__TOOL",
                         display::name(agent.name()),
                         display::name(tool),
                         known.join(", ")
@@ -344,11 +347,12 @@ impl Config {
         for tool in file_tools(opened.backend.clone(), ctx, tool_config) {
             tools.add_arc(tool);
         }
-        // Children of `task` get the file tools; the memory and MCP tools are the parent's.
-        let file_tools = tools.clone();
+        // Children of `task` get the file and MCP tools (as their lists allow,
+        // ADR 0316); the memory tool is the parent's.
         for tool in self.mcp.iter().flat_map(|m| m.tools()) {
             tools.add_arc(tool.clone());
         }
+        let file_tools = tools.clone();
         if self.memory {
             tools.add(burrow_runtime::memory::MemoryTool::new(
                 opened.backend.clone(),
@@ -857,11 +861,12 @@ pub async fn run(
             return Ok(Exit::Failed);
         }
     };
+    // Background hooks run to their end before burrow exits; a second
+    // Ctrl-C meanwhile still ends it at once, the MCP servers killed first.
+    hooks.settle().await;
     if let Some(interrupts) = interrupts {
         interrupts.abort();
     }
-    // Background hooks run to their end before burrow exits.
-    hooks.settle().await;
     // Outside a group this saves nothing more (each change saved itself);
     // it surfaces a save that a composite's part still owes.
     let saved = opened.finish();
@@ -908,8 +913,7 @@ fn cancel_on_interrupt(cancel: CancelToken) -> Option<tokio::task::JoinHandle<()
             cancel.cancel();
         }
         if interrupt.recv().await.is_some() {
-            let _ = writeln!(io::stderr(), "burrow: interrupted again; stopping now");
-            std::process::exit(130);
+            crate::mcp_signals::end_now(130, "interrupted again; stopping now");
         }
     }))
 }

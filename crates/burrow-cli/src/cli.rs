@@ -152,11 +152,12 @@ tool result reaches the model. Its permissions' Read(...) and Edit(...) deny rul
 below every tool: a denied path is refused (permission_denied) and never listed or matched.
 Its other rules and defaultMode (or --permission-mode MODE) decide each call before the
 PreToolUse hooks' decision is combined: deny refuses, ask pauses the run (exit 3).
-Its mcpServers (stdio entries {\"command\", \"args\", \"env\"}, as in .mcp.json) are started
-before the run, each in its own process group, and their tools offered as mcp__SERVER__TOOL
-under the same hooks and rules; one that cannot start is a warning (--strict-mcp: exit 2 before
+Its mcpServers (stdio entries {\"command\", \"args\", \"env\"}, as in .mcp.json, each started in
+its own process group; streamable HTTP entries {\"type\": \"http\", \"url\", \"headers\"}) are
+started before the run and their tools offered as mcp__SERVER__TOOL under the same hooks and
+rules, to subagents too; one that cannot start is a warning (--strict-mcp: exit 2 before
 anything runs); a call waits at most --mcp-timeout SECONDS (60); the servers are stopped after
-the run.
+the run, and killed before burrow ends on SIGTERM, SIGHUP or a second Ctrl-C.
 
 --todos: the agent gets write_todos ({\"todos\": [{\"content\", \"status\", \"activeForm\"}]}, status
 pending, in_progress or completed), which replaces its todo list; a second call in one answer is

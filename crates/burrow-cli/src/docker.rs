@@ -48,12 +48,21 @@ pub fn settle() {
     }
 }
 
+/// Set once the signal guard is installed.
+static GUARD: OnceLock<()> = OnceLock::new();
+
+/// True once the signal guard is installed: it ends the process on a
+/// signal (after the MCP servers' guard killed the servers, docs/adr/0314).
+#[cfg(feature = "run")]
+pub fn guarding() -> bool {
+    GUARD.get().is_some()
+}
+
 /// Starts, once, a thread that waits for SIGTERM, SIGINT or SIGHUP; on one,
 /// it removes this session's containers and exits with 128+signal. Returns
 /// once the handlers are installed.
 fn guard() {
-    static INSTALLED: OnceLock<()> = OnceLock::new();
-    INSTALLED.get_or_init(|| {
+    GUARD.get_or_init(|| {
         let (ready, installed) = std::sync::mpsc::channel::<()>();
         let spawned = std::thread::Builder::new()
             .name("burrow-signals".to_owned())
@@ -82,6 +91,8 @@ fn guard() {
                         _ = hup.recv() => 1,
                     };
                     CAUGHT.store(true, Ordering::Release);
+                    #[cfg(feature = "run")]
+                    burrow_runtime::mcp::client::kill_all();
                     if let Err(e) = remove_session().await {
                         let _ = writeln!(io::stderr(), "{}", error_text(&e));
                     }

@@ -40,6 +40,8 @@ mod log;
 mod mcp;
 #[cfg(feature = "mcp")]
 mod mcp_permissions;
+#[cfg(feature = "run")]
+mod mcp_signals;
 #[cfg(feature = "composite")]
 mod mounts;
 mod op;
@@ -230,6 +232,20 @@ async fn run(cli: Cli) -> io::Result<Exit> {
                 return Ok(Exit::Failed);
             }
         },
+        // A resumed run gets the MCP servers of its settings too (ADR 0316).
+        (Some((config, setup)), cli::Command::Thread(cli::ThreadCommand::Answer { .. })) => {
+            let timeout = burrow_runtime::mcp::client::DEFAULT_CALL_TIMEOUT;
+            match config
+                .with_mcp(setup.settings.as_deref(), false, timeout)
+                .await
+            {
+                Ok(config) => Some((config, setup)),
+                Err(message) => {
+                    writeln!(io::stderr(), "burrow: {message}")?;
+                    return Ok(Exit::Failed);
+                }
+            }
+        }
         (run_config, _) => run_config,
     };
     // The permission rules of `run`'s (or a resumed run's) and `mcp`'s settings, read

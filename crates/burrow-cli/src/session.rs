@@ -688,8 +688,7 @@ fn stop_on_interrupt(
             runner.stop(&scope, &run_id);
         }
         if interrupt.recv().await.is_some() {
-            let _ = writeln!(io::stderr(), "burrow: interrupted again; stopping now");
-            std::process::exit(130);
+            crate::mcp_signals::end_now(130, "interrupted again; stopping now");
         }
     }))
 }

@@ -1,10 +1,13 @@
-//! `burrow run --settings` with `mcpServers`: the official Python SDK's server (burrow-runtime's fixture) offered as `mcp__SERVER__TOOL` tools, under the permission rules, stopped after the run; a server that fails is a warning, or with `--strict-mcp` exit 2 before anything runs.
+//! `burrow run --settings` with `mcpServers`: the official Python SDK's server (burrow-runtime's fixture, over stdio and over streamable HTTP) offered as `mcp__SERVER__TOOL` tools, under the permission rules, to resumed runs and to subagents, stopped after the run and on Ctrl-C, a second Ctrl-C, SIGTERM and SIGHUP; a server that fails is a warning, or with `--strict-mcp` exit 2 before anything runs.
 //!
 //! Needs Python with the `mcp` package (`burrow_testkit::Part::McpClient`);
 //! the tests are in `mcp_client` so a missing SDK is reported as skipped.
 
 mod mcp_client {
+    use std::io::{BufRead, BufReader};
     use std::path::{Path, PathBuf};
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
 
     use serde_json::{Value, json};
 
@@ -46,6 +49,13 @@ mod mcp_client {
 
         /// Runs `burrow --json run go` with `answers`, the settings `settings` and `extra` flags.
         fn run(&self, answers: &[Value], settings: Value, extra: &[&str]) -> Run {
+            let args = self.run_args(answers, settings, extra);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            burrow_in(self.dir(), &args, b"")
+        }
+
+        /// The arguments of [`Setup::run`], its script and settings written.
+        fn run_args(&self, answers: &[Value], settings: Value, extra: &[&str]) -> Vec<String> {
             let script = self.dir().join("script.jsonl");
             let text: String = answers.iter().map(|a| format!("{a}\n")).collect();
             std::fs::write(&script, text).unwrap();
@@ -53,7 +63,7 @@ mod mcp_client {
             std::fs::write(&path, settings.to_string()).unwrap();
             let backend = format!("fs:{}", self.dir().join("ws").display());
             let model = format!("scripted:{}", script.display());
-            let mut args = vec![
+            let mut args: Vec<String> = [
                 "--backend",
                 &backend,
                 "--json",
@@ -63,9 +73,12 @@ mod mcp_client {
                 &model,
                 "--settings",
                 path.to_str().unwrap(),
-            ];
-            args.extend_from_slice(extra);
-            burrow_in(self.dir(), &args, b"")
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            args.extend(extra.iter().map(|s| s.to_string()));
+            args
         }
 
         fn pids(&self) -> Vec<String> {
@@ -245,5 +258,356 @@ mod mcp_client {
                 .contains("did not answer within 1 s"),
             "{result}"
         );
+    }
+
+    /// The fixture serving streamable HTTP on 127.0.0.1, killed when dropped.
+    struct HttpServer {
+        child: std::process::Child,
+        url: String,
+    }
+
+    impl HttpServer {
+        fn start(s: &Setup) -> HttpServer {
+            let portfile = s.dir().join("port");
+            let mut child = Command::new(&s.python)
+                .arg(fixture())
+                .arg("http")
+                .arg(&portfile)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap();
+            // A bound on a hang, not a timing assertion.
+            let deadline = Instant::now() + Duration::from_secs(120);
+            let port = loop {
+                if let Ok(text) = std::fs::read_to_string(&portfile)
+                    && let Ok(port) = text.trim().parse::<u16>()
+                {
+                    break port;
+                }
+                if let Some(status) = child.try_wait().unwrap() {
+                    panic!("the HTTP fixture ended before it listened: {status}");
+                }
+                assert!(Instant::now() < deadline, "the HTTP fixture never listened");
+                std::thread::sleep(Duration::from_millis(50));
+            };
+            HttpServer {
+                child,
+                url: format!("http://127.0.0.1:{port}/mcp"),
+            }
+        }
+    }
+
+    impl Drop for HttpServer {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    #[test]
+    fn a_streamable_http_server_s_tools_are_offered_with_its_headers() {
+        let s = Setup::new();
+        let http = HttpServer::start(&s);
+        let answers = [
+            json!({"tool_calls": [
+                {"id": "e", "name": "mcp__web__echo", "arguments": {"text": "over http"}},
+                {"id": "h", "name": "mcp__web__header", "arguments": {"name": "Authorization"}},
+                {"id": "d", "name": "mcp__web__fail", "arguments": {"why": "no"}}]}),
+            json!({"text": "done"}),
+        ];
+        let settings = json!({"mcpServers": {"web": {"type": "http", "url": http.url,
+            "headers": {"Authorization": "Bearer t0ken"}}},
+            "permissions": {"deny": ["mcp__web__fail"]}});
+        let run = s.run(&answers, settings, &[]);
+        run.assert_code(0);
+        assert!(!run.stderr.contains("warning"), "{}", run.stderr);
+        let events = events(&run);
+        assert_eq!(result_of(&events, "e")["content"], "echo: over http");
+        assert_eq!(
+            result_of(&events, "h")["content"],
+            "Authorization: Bearer t0ken"
+        );
+        let denied = result_of(&events, "d");
+        assert_eq!(denied["is_error"], true, "{denied}");
+        assert!(
+            denied["content"]
+                .as_str()
+                .unwrap()
+                .contains("mcp__web__fail"),
+            "{denied}"
+        );
+    }
+
+    #[test]
+    fn an_sse_server_is_a_warning_naming_its_type() {
+        let s = Setup::new();
+        let answers = [json!({"text": "done"})];
+        let settings =
+            json!({"mcpServers": {"old": {"type": "sse", "url": "http://127.0.0.1:9/sse"}}});
+        let run = s.run(&answers, settings, &[]);
+        run.assert_code(0);
+        assert!(
+            run.stderr.contains(
+                "burrow: warning: the MCP server \"old\" is not used: its type \"sse\" is not supported (only stdio and http servers are); the run goes on without it"
+            ),
+            "{}",
+            run.stderr
+        );
+    }
+
+    /// A `burrow run` in the background, its stdout read line by line.
+    struct Background {
+        child: std::process::Child,
+        lines: std::sync::mpsc::Receiver<String>,
+        seen: Vec<String>,
+    }
+
+    impl Background {
+        fn start(s: &Setup, args: &[String]) -> Background {
+            let mut child = Command::new(env!("CARGO_BIN_EXE_burrow"))
+                .args(args)
+                .current_dir(s.dir())
+                .env_remove("BURROW_LOG")
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let stdout = child.stdout.take().unwrap();
+            let (send, lines) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stdout).lines() {
+                    let Ok(line) = line else { break };
+                    if send.send(line).is_err() {
+                        break;
+                    }
+                }
+            });
+            Background {
+                child,
+                lines,
+                seen: Vec::new(),
+            }
+        }
+
+        /// Waits for a stdout line holding `text` (a bound on a hang, not a timing assertion).
+        fn wait_for(&mut self, text: &str) {
+            let deadline = Instant::now() + Duration::from_secs(120);
+            while !self.seen.iter().any(|l| l.contains(text)) {
+                let left = deadline.saturating_duration_since(Instant::now());
+                match self.lines.recv_timeout(left) {
+                    Ok(line) => self.seen.push(line),
+                    Err(_) => panic!("no line with {text}: {:?}", self.seen),
+                }
+            }
+        }
+
+        fn signal(&self, name: &str) {
+            let sent = Command::new("kill")
+                .args([name, &self.child.id().to_string()])
+                .status()
+                .unwrap();
+            assert!(sent.success());
+        }
+
+        fn wait(mut self) -> i32 {
+            let status = self.child.wait().unwrap();
+            status.code().unwrap_or(-1)
+        }
+    }
+
+    /// The run's script: a server child spawned, then a call that holds until signalled.
+    fn held_call() -> [Value; 3] {
+        [
+            json!({"tool_calls": [{"id": "c", "name": "mcp__fx__spawn_child", "arguments": {}}]}),
+            json!({"tool_calls": [{"id": "z", "name": "mcp__fx__sleep", "arguments": {"seconds": 300}}]}),
+            json!({"text": "never reached"}),
+        ]
+    }
+
+    #[test]
+    fn sigterm_and_sighup_during_a_call_leave_no_server_running() {
+        for (signal, code) in [("-TERM", 143), ("-HUP", 129)] {
+            let s = Setup::new();
+            let settings = json!({"mcpServers": {"fx": s.fixture_server()}});
+            let args = s.run_args(&held_call(), settings, &[]);
+            let mut run = Background::start(&s, &args);
+            run.wait_for("\"mcp__fx__sleep\"");
+            let pids = s.pids();
+            assert_eq!(pids.len(), 2, "the server and its child: {pids:?}");
+            assert!(pids.iter().all(|p| alive(p)), "{pids:?}");
+            run.signal(signal);
+            assert_eq!(run.wait(), code, "{signal}");
+            assert!(all_gone(&pids), "left running after {signal}: {pids:?}");
+        }
+    }
+
+    #[test]
+    fn ctrl_c_and_a_second_ctrl_c_during_a_call_leave_no_server_running() {
+        // One Ctrl-C: the run stops, then closes its servers.
+        let s = Setup::new();
+        let settings = json!({"mcpServers": {"fx": s.fixture_server()}});
+        let args = s.run_args(&held_call(), settings, &[]);
+        let mut run = Background::start(&s, &args);
+        run.wait_for("\"mcp__fx__sleep\"");
+        let pids = s.pids();
+        assert_eq!(pids.len(), 2, "{pids:?}");
+        run.signal("-INT");
+        run.wait_for("\"run_ended\"");
+        assert_eq!(run.wait(), 2);
+        assert!(all_gone(&pids), "left running after Ctrl-C: {pids:?}");
+        // Two: a background hook holds the stopped run's settling, so the
+        // second Ctrl-C ends burrow at once, and the servers go first.
+        let s = Setup::new();
+        let settings = json!({"mcpServers": {"fx": s.fixture_server()},
+            "hooks": {"PostToolUse": [{"matcher": "mcp__fx__spawn_child",
+                "hooks": [{"type": "command", "command": "sleep 20", "async": true}]}]}});
+        let args = s.run_args(&held_call(), settings, &[]);
+        let mut run = Background::start(&s, &args);
+        run.wait_for("\"mcp__fx__sleep\"");
+        let pids = s.pids();
+        assert_eq!(pids.len(), 2, "{pids:?}");
+        run.signal("-INT");
+        // The held call ends "cancelled"; the run then settles (run_ended comes after).
+        run.wait_for("cancelled");
+        assert!(pids.iter().all(|p| alive(p)), "still settling: {pids:?}");
+        run.signal("-INT");
+        assert_eq!(run.wait(), 130);
+        assert!(all_gone(&pids), "left running after two Ctrl-Cs: {pids:?}");
+    }
+
+    #[test]
+    fn a_resumed_run_gets_the_mcp_tools_and_the_approved_call_runs() {
+        let s = Setup::new();
+        let session = crate::all::support::session_spec(s.dir());
+        let answers = [
+            json!({"tool_calls": [
+                {"id": "e", "name": "mcp__fx__echo", "arguments": {"text": "approved"}}]}),
+            json!({"text": "never reached here"}),
+        ];
+        let settings = json!({"mcpServers": {"fx": s.fixture_server()},
+            "permissions": {"ask": ["mcp__fx__echo"]}});
+        let paused = s.run(
+            &answers,
+            settings,
+            &["--session", &session, "--thread", "t"],
+        );
+        paused.assert_code(3);
+        let paused_events = events(&paused);
+        let request = paused_events
+            .iter()
+            .find(|e| e["type"] == "request")
+            .unwrap_or_else(|| panic!("{paused_events:?}"));
+        let request_id = request["request_id"].as_str().unwrap();
+        // The resumed segment's model answers from here on (a scripted model starts its file anew).
+        let script = s.dir().join("script.jsonl");
+        let resumed_answers = [
+            json!({"tool_calls": [
+                {"id": "z", "name": "mcp__fx__sleep", "arguments": {"seconds": 0}}]}),
+            json!({"text": "done"}),
+        ];
+        let text: String = resumed_answers.iter().map(|a| format!("{a}\n")).collect();
+        std::fs::write(&script, text).unwrap();
+        let backend = format!("fs:{}", s.dir().join("ws").display());
+        let answered = burrow_in(
+            s.dir(),
+            &[
+                "--backend",
+                &backend,
+                "--json",
+                "thread",
+                "answer",
+                "t",
+                "--request",
+                request_id,
+                "yes",
+                "--approve",
+                "--session",
+                &session,
+            ],
+            b"",
+        );
+        answered.assert_code(0);
+        let events = events(&answered);
+        assert_eq!(result_of(&events, "z")["content"], "slept");
+        // The approved call ran in the resumed process (the model is told its result).
+        let shown = crate::all::support::show_thread(s.dir(), "t");
+        let told: Vec<&Value> = shown["history"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["message"]["role"] == "user")
+            .map(|e| &e["message"]["text"])
+            .collect();
+        assert_eq!(
+            told,
+            [
+                &json!("go"),
+                &json!(
+                    "I approved the call e (mcp__fx__echo); it ran. Its result:\necho: approved"
+                )
+            ],
+            "{shown}"
+        );
+        let pids = s.pids();
+        assert_eq!(pids.len(), 2, "one server for each process: {pids:?}");
+        assert!(all_gone(&pids), "left running: {pids:?}");
+    }
+
+    #[test]
+    fn subagents_get_the_mcp_tools_their_tool_list_names() {
+        let s = Setup::new();
+        let agents = s.dir().join("agents");
+        std::fs::create_dir(&agents).unwrap();
+        for (name, tools, id) in [("scout", "ls, mcp__fx__echo", "ce"), ("plain", "ls", "pe")] {
+            let answers = [
+                json!({"tool_calls": [
+                    {"id": id, "name": "mcp__fx__echo", "arguments": {"text": name}}]}),
+                json!({"text": format!("{name} done")}),
+            ];
+            let text: String = answers.iter().map(|a| format!("{a}\n")).collect();
+            std::fs::write(agents.join(format!("{name}.jsonl")), text).unwrap();
+            std::fs::write(
+                agents.join(format!("{name}.md")),
+                format!(
+                    "---\nname: {name}\ndescription: The {name}.\nmodel: scripted:{name}.jsonl\ntools: {tools}\n---\nYou echo.\n"
+                ),
+            )
+            .unwrap();
+        }
+        let task = |id: &str, agent: &str| {
+            json!({"id": id, "name": "task", "arguments": {
+                "description": "echo", "prompt": "Echo.", "subagent_type": agent}})
+        };
+        let answers = [
+            json!({"tool_calls": [task("t1", "scout")]}),
+            json!({"tool_calls": [task("t2", "plain")]}),
+            json!({"text": "done"}),
+        ];
+        let settings = json!({"mcpServers": {"fx": s.fixture_server()}});
+        let agents = agents.display().to_string();
+        let run = s.run(&answers, settings, &["--agents", &agents]);
+        run.assert_code(0);
+        let events = events(&run);
+        let child_result = |id: &str| {
+            events
+                .iter()
+                .find(|e| {
+                    e["type"] == "tool_result" && e["id"] == id && e.get("parent_run_id").is_some()
+                })
+                .unwrap_or_else(|| panic!("no child result of {id}: {events:?}"))
+                .clone()
+        };
+        let scout = child_result("ce");
+        assert_eq!(scout["is_error"], false, "{scout}");
+        assert_eq!(scout["content"], "echo: scout");
+        let plain = child_result("pe");
+        assert_eq!(plain["is_error"], true, "not in its list: {plain}");
+        assert!(
+            plain["content"].as_str().unwrap().contains("mcp__fx__echo"),
+            "{plain}"
+        );
+        assert_eq!(result_of(&events, "t1")["is_error"], false);
     }
 }

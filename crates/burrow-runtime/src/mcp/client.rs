@@ -1,6 +1,6 @@
-//! MCP servers as a tool source: each stdio server of `mcpServers` started in its own process group, initialised with rmcp's client, its tools offered as `mcp__SERVER__TOOL`.
+//! MCP servers as a tool source: each stdio server of `mcpServers` started in its own process group (each streamable HTTP one connected to), initialised with rmcp's client, its tools offered as `mcp__SERVER__TOOL`.
 //!
-//! - [`McpServers::start`] starts every server, initialises it and lists
+//! - [`McpServers::start`] starts (or connects to) every server, initialises it and lists
 //!   its tools; a server that fails to start, to initialise or to list is a
 //!   [`McpServerFailure`] naming it, and the others are offered all the same
 //!   (docs/adr/0313).
@@ -14,9 +14,11 @@
 //! - A tool is not idempotent unless its annotations say `idempotentHint`
 //!   (a resumed run never calls it twice silently).
 //! - The servers are stopped (their process groups killed) by
-//!   [`McpServers::close`] and when the source is dropped.
+//!   [`McpServers::close`] and when the source is dropped; [`kill_all`]
+//!   kills every stdio server's group at once, for a process about to end
+//!   on a signal (docs/adr/0314).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -56,12 +58,44 @@ pub struct McpServerConfig {
     pub env: BTreeMap<String, String>,
 }
 
-/// Stdio servers by name, in the order to start them.
-pub type NamedServers = Vec<(String, McpServerConfig)>;
+/// One streamable HTTP server as `mcpServers` writes it
+/// (`{"type": "http", "url", "headers"}`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct McpHttpConfig {
+    /// The server's MCP endpoint (`http://` or `https://`).
+    pub url: String,
+    /// Headers sent with every request (an `Authorization` among them).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+}
+
+/// One server of `mcpServers`: a program over stdio, or a streamable HTTP endpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum McpServerSpec {
+    /// Started here, spoken to over its stdin and stdout.
+    Stdio(McpServerConfig),
+    /// Running elsewhere, spoken to over streamable HTTP.
+    Http(McpHttpConfig),
+}
+
+impl From<McpServerConfig> for McpServerSpec {
+    fn from(config: McpServerConfig) -> Self {
+        McpServerSpec::Stdio(config)
+    }
+}
+
+impl From<McpHttpConfig> for McpServerSpec {
+    fn from(config: McpHttpConfig) -> Self {
+        McpServerSpec::Http(config)
+    }
+}
+
+/// Servers by name, in the order to start them.
+pub type NamedServers = Vec<(String, McpServerSpec)>;
 
 /// The `mcpServers` object of a settings file: each server by name, in
-/// name order. Entries that are not stdio servers (`"type": "http"`, `"sse"`)
-/// are returned apart, by name, with why they are not used; an `Err` is one
+/// name order. Entries of a type burrow does not speak (`"sse"`) are
+/// returned apart, by name, with why they are not used; an `Err` is one
 /// sentence fragment naming what cannot be read.
 pub fn servers_from_settings(
     settings: &Value,
@@ -76,17 +110,38 @@ pub fn servers_from_settings(
     let mut skipped = Vec::new();
     for (name, entry) in servers {
         let kind = entry.get("type").and_then(Value::as_str).unwrap_or("stdio");
-        if kind != "stdio" {
-            skipped.push(McpServerFailure {
+        match kind {
+            "stdio" => {
+                let config: McpServerConfig =
+                    serde_json::from_value(entry.clone()).map_err(|e| {
+                        format!(
+                            "the MCP server \"{name}\" is not {{\"command\", \"args\", \"env\"}}: {e}"
+                        )
+                    })?;
+                out.push((name.clone(), McpServerSpec::Stdio(config)));
+            }
+            "http" | "streamable-http" => {
+                let config: McpHttpConfig =
+                    serde_json::from_value(entry.clone()).map_err(|e| {
+                        format!(
+                            "the MCP server \"{name}\" is not {{\"type\": \"http\", \"url\", \"headers\"}}: {e}"
+                        )
+                    })?;
+                if !(config.url.starts_with("http://") || config.url.starts_with("https://")) {
+                    return Err(format!(
+                        "the MCP server \"{name}\" has a url that is not http:// or https://"
+                    ));
+                }
+                out.push((name.clone(), McpServerSpec::Http(config)));
+            }
+            _ => skipped.push(McpServerFailure {
                 server: name.clone(),
-                reason: format!("its type \"{kind}\" is not supported (only stdio servers are)"),
-            });
-            continue;
+                reason: format!(
+                    "its type \"{}\" is not supported (only stdio and http servers are)",
+                    kind.chars().take(40).collect::<String>()
+                ),
+            }),
         }
-        let config: McpServerConfig = serde_json::from_value(entry.clone()).map_err(|e| {
-            format!("the MCP server \"{name}\" is not {{\"command\", \"args\", \"env\"}}: {e}")
-        })?;
-        out.push((name.clone(), config));
     }
     Ok((out, skipped))
 }
@@ -136,13 +191,46 @@ struct Server {
     group: Group,
 }
 
-/// A process group, killed once (on close or drop).
+/// A process group, killed once (on close or drop, or by [`kill_all`]).
 struct Group {
     pid: Option<u32>,
     killed: AtomicBool,
 }
 
+/// The process groups of the stdio servers of this process that are not
+/// killed yet: what [`kill_all`] kills.
+static LIVE_GROUPS: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
+
+fn live_groups() -> std::sync::MutexGuard<'static, BTreeSet<u32>> {
+    LIVE_GROUPS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Kills the process group of every stdio MCP server of this process that
+/// is still running, at once (SIGKILL), without waiting for anything: for
+/// a signal handler that ends the process next (a second Ctrl-C, SIGTERM,
+/// SIGHUP), where no `close` or `Drop` will run.
+///
+/// # Behavior
+/// Safe to call at any time and more than once; a server killed so is a
+/// server gone to its tools (their calls are refusals).
+pub fn kill_all() {
+    let groups = std::mem::take(&mut *live_groups());
+    for pid in groups {
+        crate::process_group::kill_group(pid);
+    }
+}
+
 impl Group {
+    fn new(pid: Option<u32>) -> Group {
+        if let Some(pid) = pid {
+            live_groups().insert(pid);
+        }
+        Group {
+            pid,
+            killed: AtomicBool::new(false),
+        }
+    }
+
     fn kill(&self) {
         if self.killed.swap(true, Ordering::SeqCst) {
             return;
@@ -150,6 +238,7 @@ impl Group {
         if let Some(pid) = self.pid {
             // The server and every process it started (its own group).
             crate::process_group::kill_group(pid);
+            live_groups().remove(&pid);
         }
     }
 }
@@ -161,15 +250,18 @@ impl Drop for Group {
 }
 
 impl McpServers {
-    /// Starts each of `servers` (in its own process group, in the current
-    /// directory), initialises it and lists its tools; each call of its
-    /// tools waits at most `timeout`.
+    /// Starts each of `servers` (a stdio one in its own process group, in
+    /// the current directory; an HTTP one is connected to), initialises it
+    /// and lists its tools; each call of its tools waits at most `timeout`.
     ///
     /// # Behavior
     /// Never fails as a whole: a server that cannot be started, initialised
     /// or listed within [`START_TIMEOUT`] is killed and is a
     /// [`failure`](Self::failures) naming it; the others are offered.
-    pub async fn start(servers: &[(String, McpServerConfig)], timeout: Duration) -> McpServers {
+    pub async fn start<S>(servers: &[(String, S)], timeout: Duration) -> McpServers
+    where
+        S: Clone + Into<McpServerSpec>,
+    {
         let mut out = McpServers {
             servers: Vec::new(),
             tools: Vec::new(),
@@ -183,7 +275,12 @@ impl McpServers {
                 });
                 continue;
             }
-            match start_one(name, config).await {
+            let spec: McpServerSpec = config.clone().into();
+            let started = match spec {
+                McpServerSpec::Stdio(config) => start_one(name, &config).await,
+                McpServerSpec::Http(config) => start_http(name, &config).await,
+            };
+            match started {
                 Ok((server, listed)) => {
                     let server = Arc::new(server);
                     for tool in listed {
@@ -265,10 +362,7 @@ async fn start_one(
             start_error(&e)
         )
     })?;
-    let group = Group {
-        pid: child.id(),
-        killed: AtomicBool::new(false),
-    };
+    let group = Group::new(child.id());
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         return Err("its standard input and output cannot be opened".to_owned());
     };
@@ -276,8 +370,62 @@ async fn start_one(
     tokio::spawn(async move {
         let _ = child.wait().await;
     });
+    let (service, tools) = initialise((stdout, stdin)).await?;
+    Ok((
+        Server {
+            name: name.to_owned(),
+            service: Mutex::new(Some(service)),
+            group,
+        },
+        tools,
+    ))
+}
+
+/// Connects to the streamable HTTP server of `config`, initialises it and
+/// lists its tools (nothing to kill: it is not burrow's process).
+async fn start_http(
+    name: &str,
+    config: &McpHttpConfig,
+) -> Result<(Server, Vec<rmcp::model::Tool>), String> {
+    use reqwest::header::{HeaderName, HeaderValue};
+    use rmcp::transport::streamable_http_client::{
+        StreamableHttpClientTransport, StreamableHttpClientTransportConfig,
+    };
+    let mut headers = HashMap::new();
+    for (key, value) in &config.headers {
+        let shown: String = key.chars().take(100).collect();
+        let header = HeaderName::from_bytes(key.as_bytes())
+            .map_err(|_| format!("its header \"{shown}\" is not a valid HTTP header name"))?;
+        let value = HeaderValue::from_str(value).map_err(|_| {
+            format!("the value of its header \"{shown}\" is not a valid HTTP header value")
+        })?;
+        headers.insert(header, value);
+    }
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(config.url.as_str()).custom_headers(headers),
+    );
+    let (service, tools) = initialise(transport).await?;
+    Ok((
+        Server {
+            name: name.to_owned(),
+            service: Mutex::new(Some(service)),
+            group: Group::new(None),
+        },
+        tools,
+    ))
+}
+
+/// MCP's initialisation over `transport`, then every page of `tools/list`,
+/// within [`START_TIMEOUT`].
+async fn initialise<T, E, A>(
+    transport: T,
+) -> Result<(RunningService<RoleClient, ()>, Vec<rmcp::model::Tool>), String>
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
     let started = tokio::time::timeout(START_TIMEOUT, async {
-        let service = ().serve((stdout, stdin)).await.map_err(|e| {
+        let service = ().serve(transport).await.map_err(|e| {
             format!(
                 "it did not complete MCP's initialisation ({})",
                 one_line(&e.to_string())
@@ -291,24 +439,13 @@ async fn start_one(
         Ok::<_, String>((service, tools))
     })
     .await;
-    let (service, tools) = match started {
-        Ok(Ok(started)) => started,
-        Ok(Err(reason)) => return Err(reason),
-        Err(_) => {
-            return Err(format!(
-                "it did not initialise and list its tools within {} s",
-                START_TIMEOUT.as_secs()
-            ));
-        }
-    };
-    Ok((
-        Server {
-            name: name.to_owned(),
-            service: Mutex::new(Some(service)),
-            group,
-        },
-        tools,
-    ))
+    match started {
+        Ok(result) => result,
+        Err(_) => Err(format!(
+            "it did not initialise and list its tools within {} s",
+            START_TIMEOUT.as_secs()
+        )),
+    }
 }
 
 fn start_error(e: &std::io::Error) -> String {
@@ -529,16 +666,49 @@ mod tests {
     }
 
     #[test]
-    fn settings_entries_are_read_and_http_is_set_apart() {
+    fn settings_entries_are_read_and_sse_is_set_apart() {
         let settings = serde_json::json!({"mcpServers": {
             "a": {"command": "x", "args": ["1"], "env": {"K": "V"}},
-            "web": {"type": "http", "url": "https://example.com/mcp"},
+            "old": {"type": "sse", "url": "https://example.com/sse"},
+            "web": {"type": "http", "url": "https://example.com/mcp", "headers": {"X-K": "v"}},
         }});
         let (servers, skipped) = servers_from_settings(&settings).unwrap();
-        assert_eq!(servers.len(), 1);
-        assert_eq!(servers[0].1.args, vec!["1".to_owned()]);
-        assert_eq!(skipped[0].server, "web");
+        assert_eq!(servers.len(), 2);
+        let McpServerSpec::Stdio(stdio) = &servers[0].1 else {
+            panic!("{servers:?}")
+        };
+        assert_eq!(stdio.args, vec!["1".to_owned()]);
+        assert_eq!(
+            servers[1].1,
+            McpServerSpec::Http(McpHttpConfig {
+                url: "https://example.com/mcp".to_owned(),
+                headers: [("X-K".to_owned(), "v".to_owned())].into(),
+            })
+        );
+        assert_eq!(skipped[0].server, "old");
+        assert!(skipped[0].reason.contains("\"sse\""), "{skipped:?}");
         let bad = serde_json::json!({"mcpServers": {"a": {"args": []}}});
         assert!(servers_from_settings(&bad).unwrap_err().contains("\"a\""));
+        let no_url = serde_json::json!({"mcpServers": {"w": {"type": "http"}}});
+        assert!(
+            servers_from_settings(&no_url)
+                .unwrap_err()
+                .contains("\"w\"")
+        );
+        let file = serde_json::json!({"mcpServers": {"w": {"type": "http", "url": "file:///etc"}}});
+        assert!(
+            servers_from_settings(&file)
+                .unwrap_err()
+                .contains("not http:// or https://")
+        );
+    }
+
+    #[test]
+    fn kill_all_forgets_the_groups_it_killed() {
+        let group = Group::new(Some(u32::MAX));
+        assert!(live_groups().contains(&u32::MAX));
+        kill_all();
+        assert!(!live_groups().contains(&u32::MAX));
+        drop(group);
     }
 }

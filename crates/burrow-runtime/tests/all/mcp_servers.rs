@@ -1,4 +1,4 @@
-//! MCP servers as tool sources: the official Python SDK's server (a fixture script) started, listed and called through `mcp::client`.
+//! MCP servers as tool sources: the official Python SDK's server (a fixture script) started, listed and called through `mcp::client`, over stdio and over streamable HTTP.
 //!
 //! Needs Python with the `mcp` package (`burrow_testkit::Part::McpClient`);
 //! the tests are in `mcp_client` so a missing SDK is reported as skipped.
@@ -8,7 +8,7 @@ mod mcp_client {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use burrow_runtime::mcp::client::{McpServerConfig, McpServers};
+    use burrow_runtime::mcp::client::{McpHttpConfig, McpServerConfig, McpServers};
     use burrow_runtime::tool::{CallContext, Tool};
     use serde_json::json;
 
@@ -66,9 +66,11 @@ mod mcp_client {
         assert_eq!(
             names,
             [
+                "mcp__fx__cancelled",
                 "mcp__fx__die",
                 "mcp__fx__echo",
                 "mcp__fx__fail",
+                "mcp__fx__header",
                 "mcp__fx__sleep",
                 "mcp__fx__spawn_child"
             ]
@@ -127,7 +129,7 @@ mod mcp_client {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_call_past_its_timeout_is_refused_and_the_server_still_answers() {
+    async fn a_call_past_its_timeout_is_cancelled_at_the_server_and_the_server_still_answers() {
         let python = burrow_testkit::require(burrow_testkit::Part::McpClient);
         let servers = McpServers::start(
             &[("fx".to_owned(), server(&python, None))],
@@ -151,7 +153,153 @@ mod mcp_client {
             .await
             .unwrap();
         assert_eq!(out.text, "echo: still here");
+        // The server was told: its sleep was cancelled (notifications/cancelled).
+        let out = tool(&servers, "mcp__fx__cancelled")
+            .call(&cx(), json!({}))
+            .await
+            .unwrap();
+        assert_eq!(out.text, "cancelled: sleep 30");
         servers.close().await;
+    }
+
+    /// The fixture serving streamable HTTP on 127.0.0.1, killed when dropped.
+    struct HttpServer {
+        child: std::process::Child,
+        url: String,
+        _dir: tempfile::TempDir,
+    }
+
+    impl HttpServer {
+        fn start(python: &str) -> HttpServer {
+            let dir = tempfile::tempdir().unwrap();
+            let portfile = dir.path().join("port");
+            let mut child = std::process::Command::new(python)
+                .arg(fixture())
+                .arg("http")
+                .arg(&portfile)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            // A bound on a hang, not a timing assertion.
+            let deadline = std::time::Instant::now() + Duration::from_secs(120);
+            let port = loop {
+                if let Ok(text) = std::fs::read_to_string(&portfile)
+                    && let Ok(port) = text.trim().parse::<u16>()
+                {
+                    break port;
+                }
+                if let Some(status) = child.try_wait().unwrap() {
+                    panic!("the HTTP fixture ended before it listened: {status}");
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the HTTP fixture never listened"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            };
+            HttpServer {
+                child,
+                url: format!("http://127.0.0.1:{port}/mcp"),
+                _dir: dir,
+            }
+        }
+    }
+
+    impl Drop for HttpServer {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_streamable_http_server_is_listed_and_called_with_its_headers() {
+        let python = burrow_testkit::require(burrow_testkit::Part::McpClient);
+        let http = HttpServer::start(&python);
+        let config = McpHttpConfig {
+            url: http.url.clone(),
+            headers: [("X-Burrow-Test".to_owned(), "yes".to_owned())].into(),
+        };
+        let servers =
+            McpServers::start(&[("web".to_owned(), config)], Duration::from_millis(500)).await;
+        assert!(servers.failures().is_empty(), "{:?}", servers.failures());
+        assert_eq!(servers.tools().len(), 7);
+        let out = tool(&servers, "mcp__web__echo")
+            .call(&cx(), json!({"text": "over http"}))
+            .await
+            .unwrap();
+        assert!(!out.is_error, "{}", out.text);
+        assert_eq!(out.text, "echo: over http");
+        let out = tool(&servers, "mcp__web__header")
+            .call(&cx(), json!({"name": "X-Burrow-Test"}))
+            .await
+            .unwrap();
+        assert_eq!(out.text, "X-Burrow-Test: yes");
+        let out = tool(&servers, "mcp__web__fail")
+            .call(&cx(), json!({"why": "no"}))
+            .await
+            .unwrap();
+        assert!(out.is_error, "{}", out.text);
+        // Past the timeout: refused, and the server is told.
+        let out = tool(&servers, "mcp__web__sleep")
+            .call(&cx(), json!({"seconds": 30}))
+            .await
+            .unwrap();
+        assert!(out.is_error);
+        assert!(
+            out.text.contains("did not answer within 0.5 s"),
+            "{}",
+            out.text
+        );
+        let out = tool(&servers, "mcp__web__cancelled")
+            .call(&cx(), json!({}))
+            .await
+            .unwrap();
+        assert_eq!(out.text, "cancelled: sleep 30");
+        servers.close().await;
+        let out = tool(&servers, "mcp__web__echo")
+            .call(&cx(), json!({"text": "hi"}))
+            .await
+            .unwrap();
+        assert!(out.text.contains("\"web\" is stopped"), "{}", out.text);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_http_server_that_is_not_there_is_a_failure() {
+        let _python = burrow_testkit::require(burrow_testkit::Part::McpClient);
+        // A port nothing listens on: bound, then closed.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let config = McpHttpConfig {
+            url: format!("http://127.0.0.1:{port}/mcp"),
+            headers: Default::default(),
+        };
+        let bad_header = McpHttpConfig {
+            url: format!("http://127.0.0.1:{port}/mcp"),
+            headers: [("Bad Header".to_owned(), "x".to_owned())].into(),
+        };
+        let servers = McpServers::start(
+            &[("down".to_owned(), config), ("bad".to_owned(), bad_header)],
+            Duration::from_secs(5),
+        )
+        .await;
+        let failures: Vec<String> = servers.failures().iter().map(|f| f.to_string()).collect();
+        assert_eq!(failures.len(), 2, "{failures:?}");
+        assert!(
+            failures[0].starts_with(
+                "the MCP server \"down\" is not used: it did not complete MCP's initialisation"
+            ),
+            "{failures:?}"
+        );
+        assert_eq!(
+            failures[1],
+            "the MCP server \"bad\" is not used: its header \"Bad Header\" is not a valid HTTP header name"
+        );
+        assert!(servers.tools().is_empty());
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -226,7 +374,7 @@ mod mcp_client {
             "{}",
             failures[1]
         );
-        assert_eq!(servers.tools().len(), 5);
+        assert_eq!(servers.tools().len(), 7);
         servers.close().await;
     }
 
