@@ -482,13 +482,14 @@ async fn run_setup(cli: &Cli) -> io::Result<Result<Option<session::Setup>, Exit>
             compact_keep,
             large_result_tokens,
             ..
-        } => Ok(Ok(Some(
+        } => Ok(Ok(Some(run_artifacts_setup(
+            cli,
             session::Setup::given(model, settings.as_deref(), *max_turns, *todos)
                 .with_memory(*memory)
                 .with_compaction(*compact_at, Some(*compact_keep))
                 .with_large_result_tokens(Some(*large_result_tokens))
                 .with_tasks(agents.as_deref(), *max_task_depth, *task_max_turns),
-        ))),
+        )))),
         cli::Command::Thread(cli::ThreadCommand::Answer {
             id,
             model,
@@ -509,6 +510,8 @@ async fn run_setup(cli: &Cli) -> io::Result<Result<Option<session::Setup>, Exit>
                 compact_at: None,
                 compact_keep: None,
                 large_result_tokens: None,
+                artifacts: None,
+                no_notices: false,
             };
             // Always read the run's record: what no flag can say (`--todos`) comes from it.
             let args = session::SessionArgs {
@@ -542,6 +545,22 @@ async fn run_setup(cli: &Cli) -> io::Result<Result<Option<session::Setup>, Exit>
     }
 }
 
+/// `setup` with `burrow run`'s `--artifacts` and `--no-notices` (ADR 0337).
+#[cfg(feature = "run")]
+fn run_artifacts_setup(cli: &Cli, setup: session::Setup) -> session::Setup {
+    #[cfg(feature = "artifacts")]
+    if let cli::Command::Run {
+        artifacts,
+        no_notices,
+        ..
+    } = &cli.command
+    {
+        return setup.with_artifacts(artifacts.as_deref(), *no_notices);
+    }
+    let _ = cli;
+    setup
+}
+
 /// `burrow run` (with or without a session) and `burrow thread answer`.
 #[cfg(feature = "run")]
 async fn run_agent(
@@ -553,7 +572,7 @@ async fn run_agent(
     let json = cli.json;
     let ctx = FileContext::for_tenant(cli.tenant.clone());
     #[cfg(feature = "artifacts")]
-    let config = match run_artifacts::for_run(&cli).await {
+    let config = match run_artifacts::for_run(&cli, &setup).await {
         Ok(workspace) => config.with_artifacts(workspace),
         Err(message) => {
             writeln!(io::stderr(), "burrow: {message}")?;
