@@ -447,6 +447,104 @@ fn an_answered_pause_resumes_with_the_workspace_the_run_was_started_with() {
     assert_eq!(actors, ["thread:t1", "ana", "thread:t1"]);
 }
 
+#[test]
+fn a_resumed_run_keeps_no_notices_and_a_missing_folder_leaves_it_paused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    kinds(d);
+    let session = format!("sqlite:{}", d.join("s.db").display());
+    let server = ReplayServer::start([
+        chat(
+            None,
+            Some(("q1", "ask_user", json!({"question": "Which plan?"}))),
+        ),
+        chat(Some("Fine."), None),
+    ]);
+    let paused = burrow(
+        d,
+        &server,
+        Some(KEY),
+        &[
+            "--json",
+            "run",
+            "wait",
+            "--model",
+            "openai:gpt-test",
+            "--artifacts",
+            "kinds",
+            "--no-notices",
+            "--session",
+            &session,
+            "--thread",
+            "t1",
+        ],
+    );
+    assert_eq!(paused.code, 3, "{}\n{}", paused.stdout, paused.stderr);
+    let request: Value = paused
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["type"] == "request")
+        .unwrap();
+    let request = request["request_id"].as_str().unwrap();
+    // A person's change while it waits would be a note, were notices on.
+    std::fs::write(
+        d.join("plan.json"),
+        json!({"title": "Theirs", "text": "a\n"}).to_string(),
+    )
+    .unwrap();
+    artifact(d, &[], &["create", "plan", "plan.json"], &session);
+    let answer = || {
+        burrow(
+            d,
+            &server,
+            Some(KEY),
+            &[
+                "thread",
+                "answer",
+                "t1",
+                "--request",
+                request,
+                "yes",
+                "--session",
+                &session,
+            ],
+        )
+    };
+    // The recorded folder is gone: refused, nothing sent, the run still paused.
+    std::fs::rename(d.join("kinds"), d.join("moved")).unwrap();
+    let refused = answer();
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("the artifacts folder cannot be read"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(server.request_count(), 1);
+    std::fs::rename(d.join("moved"), d.join("kinds")).unwrap();
+    let answered = answer();
+    assert_eq!(answered.code, 0, "{}\n{}", answered.stdout, answered.stderr);
+    assert_eq!(server.request_count(), 2);
+    assert!(tool_names(&server, 1).iter().any(|t| t == "read_artifact"));
+    assert!(notes(&server, 1).is_empty(), "{:?}", notes(&server, 1));
+    let shown = burrow(
+        d,
+        &server,
+        None,
+        &["--json", "thread", "show", "t1", "--session", &session],
+    );
+    let shown: Value = serde_json::from_str(&shown.stdout).unwrap();
+    let labels = &shown["runs"][0]["labels"];
+    assert_eq!(labels["burrow.no_notices"], "true", "{shown}");
+    assert_eq!(
+        labels["burrow.artifacts"],
+        d.join("kinds").display().to_string(),
+        "{shown}"
+    );
+}
+
 /// The same story on a PostgreSQL session (threads and artifacts in one server).
 #[cfg(feature = "postgres")]
 mod postgres {
