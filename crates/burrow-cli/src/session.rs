@@ -124,6 +124,7 @@ impl Setup {
 
     /// The same setup with the artifact workspace of `dir` (`--artifacts`), its
     /// change notes off when `no_notices` (`--no-notices`).
+    #[cfg(feature = "artifacts")]
     pub fn with_artifacts(mut self, dir: Option<&Path>, no_notices: bool) -> Self {
         self.artifacts = dir.map(absolute);
         self.no_notices = no_notices && dir.is_some();
