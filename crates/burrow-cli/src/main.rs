@@ -236,7 +236,7 @@ async fn run(cli: Cli) -> io::Result<Exit> {
         (Some((config, setup)), cli::Command::Thread(cli::ThreadCommand::Answer { .. })) => {
             let timeout = burrow_runtime::mcp::client::DEFAULT_CALL_TIMEOUT;
             match config
-                .with_mcp(setup.settings.as_deref(), false, timeout)
+                .with_mcp(&setup.settings, false, timeout)
                 .await
             {
                 Ok(config) => Some((config, setup)),
@@ -505,13 +505,14 @@ async fn run_setup(cli: &Cli) -> io::Result<Result<Option<session::Setup>, Exit>
             compact_keep,
             large_result_tokens,
             ..
-        } => Ok(Ok(Some(
+        } => Ok(Ok(Some(run_artifacts_setup(
+            cli,
             session::Setup::given(model, settings, *max_turns, *todos)
                 .with_memory(*memory)
                 .with_compaction(*compact_at, Some(*compact_keep))
                 .with_large_result_tokens(Some(*large_result_tokens))
                 .with_tasks(agents.as_deref(), *max_task_depth, *task_max_turns),
-        ))),
+        )))),
         cli::Command::Thread(cli::ThreadCommand::Answer {
             id,
             model,
@@ -532,6 +533,8 @@ async fn run_setup(cli: &Cli) -> io::Result<Result<Option<session::Setup>, Exit>
                 compact_at: None,
                 compact_keep: None,
                 large_result_tokens: None,
+                artifacts: None,
+                no_notices: false,
             };
             // Always read the run's record: what no flag can say (`--todos`) comes from it.
             let args = session::SessionArgs {
@@ -565,6 +568,22 @@ async fn run_setup(cli: &Cli) -> io::Result<Result<Option<session::Setup>, Exit>
     }
 }
 
+/// `setup` with `burrow run`'s `--artifacts` and `--no-notices` (ADR 0337).
+#[cfg(feature = "run")]
+fn run_artifacts_setup(cli: &Cli, setup: session::Setup) -> session::Setup {
+    #[cfg(feature = "artifacts")]
+    if let cli::Command::Run {
+        artifacts,
+        no_notices,
+        ..
+    } = &cli.command
+    {
+        return setup.with_artifacts(artifacts.as_deref(), *no_notices);
+    }
+    let _ = cli;
+    setup
+}
+
 /// `burrow run` (with or without a session) and `burrow thread answer`.
 #[cfg(feature = "run")]
 async fn run_agent(
@@ -576,7 +595,7 @@ async fn run_agent(
     let json = cli.json;
     let ctx = FileContext::for_tenant(cli.tenant.clone());
     #[cfg(feature = "artifacts")]
-    let config = match run_artifacts::for_run(&cli).await {
+    let config = match run_artifacts::for_run(&cli, &setup).await {
         Ok(workspace) => config.with_artifacts(workspace),
         Err(message) => {
             writeln!(io::stderr(), "burrow: {message}")?;

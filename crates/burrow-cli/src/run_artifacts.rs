@@ -41,25 +41,32 @@ pub async fn open(args: &RunArtifacts<'_>) -> Result<Arc<ArtifactWorkspace>, Str
     ))
 }
 
-/// The workspace of `burrow run --artifacts DIR`, `None` without `--artifacts`
-/// (or for another command); an `Err` is one sentence.
-pub async fn for_run(cli: &crate::cli::Cli) -> Result<Option<Arc<ArtifactWorkspace>>, String> {
-    let crate::cli::Command::Run {
-        artifacts: Some(dir),
-        no_notices,
-        session,
-        thread,
-        ..
-    } = &cli.command
-    else {
+/// The workspace of `burrow run --artifacts DIR`, and of `burrow thread
+/// answer` resuming a run that was started with one (the folder and the
+/// notices choice are in the run's recorded setup, ADR 0337); `None` without
+/// a folder or for another command; an `Err` is one sentence.
+pub async fn for_run(
+    cli: &crate::cli::Cli,
+    setup: &crate::session::Setup,
+) -> Result<Option<Arc<ArtifactWorkspace>>, String> {
+    let Some(dir) = &setup.artifacts else {
         return Ok(None);
+    };
+    let (session, thread) = match &cli.command {
+        crate::cli::Command::Run {
+            session, thread, ..
+        } => (session.as_deref(), thread.as_deref()),
+        crate::cli::Command::Thread(crate::cli::ThreadCommand::Answer { id, session, .. }) => {
+            (Some(session.as_str()), Some(id.as_str()))
+        }
+        _ => return Ok(None),
     };
     let args = RunArtifacts {
         dir,
-        session: session.as_deref(),
-        thread: thread.as_deref(),
+        session,
+        thread,
         tenant: &cli.tenant,
-        notices: !*no_notices,
+        notices: !setup.no_notices,
     };
     open(&args).await.map(Some)
 }

@@ -47,6 +47,8 @@ const TASK_TURNS_LABEL: &str = "burrow.task_max_turns";
 const COMPACT_AT_LABEL: &str = "burrow.compact_at";
 const COMPACT_KEEP_LABEL: &str = "burrow.compact_keep";
 const LARGE_RESULT_LABEL: &str = "burrow.large_result_tokens";
+const ARTIFACTS_LABEL: &str = "burrow.artifacts";
+const NO_NOTICES_LABEL: &str = "burrow.no_notices";
 /// The turn limit of a segment whose run recorded none (`burrow run`'s default).
 const DEFAULT_MAX_TURNS: u32 = 100;
 
@@ -98,6 +100,10 @@ pub struct Setup {
     pub compact_keep: Option<u32>,
     /// Tool results past this many estimated tokens are spilled (`--large-result-tokens`).
     pub large_result_tokens: Option<u32>,
+    /// The artifact kinds folder (`--artifacts`): a resumed run gets the same workspace (ADR 0337).
+    pub artifacts: Option<PathBuf>,
+    /// With `artifacts`: no change notes (`--no-notices`).
+    pub no_notices: bool,
 }
 
 impl Setup {
@@ -120,7 +126,18 @@ impl Setup {
             compact_at: None,
             compact_keep: None,
             large_result_tokens: None,
+            artifacts: None,
+            no_notices: false,
         }
+    }
+
+    /// The same setup with the artifact workspace of `dir` (`--artifacts`), its
+    /// change notes off when `no_notices` (`--no-notices`).
+    #[cfg(feature = "artifacts")]
+    pub fn with_artifacts(mut self, dir: Option<&Path>, no_notices: bool) -> Self {
+        self.artifacts = dir.map(absolute);
+        self.no_notices = no_notices && dir.is_some();
+        self
     }
 
     /// The same setup spilling tool results past `tokens` (`--large-result-tokens`).
@@ -203,6 +220,12 @@ impl Setup {
             compact_at: self.compact_at.or(recorded.compact_at),
             compact_keep: self.compact_keep.or(recorded.compact_keep),
             large_result_tokens: self.large_result_tokens.or(recorded.large_result_tokens),
+            no_notices: if self.artifacts.is_some() {
+                self.no_notices
+            } else {
+                recorded.no_notices
+            },
+            artifacts: self.artifacts.or(recorded.artifacts),
         }
     }
 
@@ -232,6 +255,12 @@ impl Setup {
         if let Some(n) = self.large_result_tokens {
             labels.insert(LARGE_RESULT_LABEL.to_owned(), n.to_string());
         }
+        if let Some(dir) = &self.artifacts {
+            labels.insert(ARTIFACTS_LABEL.to_owned(), dir.display().to_string());
+            if self.no_notices {
+                labels.insert(NO_NOTICES_LABEL.to_owned(), "true".to_owned());
+            }
+        }
         if let Some(agents) = &self.agents {
             labels.insert(AGENTS_LABEL.to_owned(), agents.display().to_string());
             if let Some(n) = self.task_depth {
@@ -259,6 +288,8 @@ impl Setup {
             compact_at: labels.get(COMPACT_AT_LABEL).and_then(|n| n.parse().ok()),
             compact_keep: labels.get(COMPACT_KEEP_LABEL).and_then(|n| n.parse().ok()),
             large_result_tokens: labels.get(LARGE_RESULT_LABEL).and_then(|n| n.parse().ok()),
+            artifacts: labels.get(ARTIFACTS_LABEL).map(PathBuf::from),
+            no_notices: labels.get(NO_NOTICES_LABEL).is_some_and(|v| v == "true"),
         }
     }
 }

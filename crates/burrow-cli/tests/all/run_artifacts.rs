@@ -305,6 +305,246 @@ fn a_bad_kinds_folder_runs_nothing() {
     assert_eq!(server.request_count(), 0);
 }
 
+/// The tool names of request `i`.
+fn tool_names(server: &ReplayServer, i: usize) -> Vec<String> {
+    let body: Value = serde_json::from_slice(&server.requests()[i].body).unwrap();
+    body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn an_answered_pause_resumes_with_the_workspace_the_run_was_started_with() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    kinds(d);
+    let session = format!("sqlite:{}", d.join("s.db").display());
+    let server = ReplayServer::start([
+        // Run 1 until the pause: requests 0 and 1.
+        chat(
+            None,
+            Some((
+                "c1",
+                "create_artifact",
+                json!({"kind": "plan", "snapshot": {"title": "Ship", "text": "write\ntest\n"}}),
+            )),
+        ),
+        chat(
+            None,
+            Some(("q1", "ask_user", json!({"question": "Test twice?"}))),
+        ),
+        // The resumed segment: requests 2 and 3.
+        chat(
+            None,
+            Some((
+                "e1",
+                "edit_artifact",
+                json!({"id": "plan-1", "base_version": 2, "old": "test", "new": "test twice"}),
+            )),
+        ),
+        chat(Some("Updated."), None),
+    ]);
+    let paused = burrow(
+        d,
+        &server,
+        Some(KEY),
+        &[
+            "--json",
+            "run",
+            "make a plan",
+            "--model",
+            "openai:gpt-test",
+            "--artifacts",
+            "kinds",
+            "--session",
+            &session,
+            "--thread",
+            "t1",
+        ],
+    );
+    assert_eq!(paused.code, 3, "{}\n{}", paused.stdout, paused.stderr);
+    let request: Value = paused
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["type"] == "request")
+        .unwrap_or_else(|| panic!("no request event: {}", paused.stdout));
+    assert_eq!(server.request_count(), 2);
+
+    // A person edits the plan while the run waits.
+    let edited = artifact(
+        d,
+        &[],
+        &[
+            "edit", "plan-1", "--base", "1", "--old", "write", "--new", "write it",
+        ],
+        &session,
+    );
+    assert_eq!(edited["artifact"]["version"], 2);
+
+    // Answered from another folder, with no --artifacts: the recorded folder is used.
+    let elsewhere = d.join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let answered = burrow(
+        &elsewhere,
+        &server,
+        Some(KEY),
+        &[
+            "--json",
+            "thread",
+            "answer",
+            "t1",
+            "--request",
+            request["request_id"].as_str().unwrap(),
+            "yes",
+            "--session",
+            &session,
+        ],
+    );
+    assert_eq!(answered.code, 0, "{}\n{}", answered.stdout, answered.stderr);
+    assert_eq!(server.request_count(), 4);
+    // The resumed segment's request: the artifact tools, the person's change
+    // as a note and the plan rendered fresh through plan.md.
+    let tools = tool_names(&server, 2);
+    for name in [
+        "read_artifact",
+        "edit_artifact",
+        "create_artifact",
+        "ask_user",
+    ] {
+        assert!(tools.iter().any(|t| t == name), "{name} not in {tools:?}");
+    }
+    let noted = notes(&server, 2);
+    assert_eq!(noted.len(), 1, "{noted:?}");
+    assert!(
+        noted[0].contains("ana changed plan-1 (plan): now at version 2"),
+        "{noted:?}"
+    );
+    assert!(
+        system(&server, 2).contains(
+            "<artifact id=\"plan-1\" kind=\"plan\" version=\"2\">\n# Ship\nSteps:\nwrite it\ntest\n"
+        ),
+        "{}",
+        system(&server, 2)
+    );
+    // Its edit applies, as the agent of the thread.
+    let applied = tool_result(&server, 3, "e1");
+    assert!(
+        applied.starts_with("Changed plan-1 (plan): it is now at version 3"),
+        "{applied}"
+    );
+    assert!(system(&server, 3).contains("version=\"3\">\n# Ship\nSteps:\nwrite it\ntest twice\n"));
+    let history = artifact(d, &[], &["history", "plan-1"], &session);
+    let actors: Vec<&str> = history["revisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["actor"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(actors, ["thread:t1", "ana", "thread:t1"]);
+}
+
+#[test]
+fn a_resumed_run_keeps_no_notices_and_a_missing_folder_leaves_it_paused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    kinds(d);
+    let session = format!("sqlite:{}", d.join("s.db").display());
+    let server = ReplayServer::start([
+        chat(
+            None,
+            Some(("q1", "ask_user", json!({"question": "Which plan?"}))),
+        ),
+        chat(Some("Fine."), None),
+    ]);
+    let paused = burrow(
+        d,
+        &server,
+        Some(KEY),
+        &[
+            "--json",
+            "run",
+            "wait",
+            "--model",
+            "openai:gpt-test",
+            "--artifacts",
+            "kinds",
+            "--no-notices",
+            "--session",
+            &session,
+            "--thread",
+            "t1",
+        ],
+    );
+    assert_eq!(paused.code, 3, "{}\n{}", paused.stdout, paused.stderr);
+    let request: Value = paused
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["type"] == "request")
+        .unwrap();
+    let request = request["request_id"].as_str().unwrap();
+    // A person's change while it waits would be a note, were notices on.
+    std::fs::write(
+        d.join("plan.json"),
+        json!({"title": "Theirs", "text": "a\n"}).to_string(),
+    )
+    .unwrap();
+    artifact(d, &[], &["create", "plan", "plan.json"], &session);
+    let answer = || {
+        burrow(
+            d,
+            &server,
+            Some(KEY),
+            &[
+                "thread",
+                "answer",
+                "t1",
+                "--request",
+                request,
+                "yes",
+                "--session",
+                &session,
+            ],
+        )
+    };
+    // The recorded folder is gone: refused, nothing sent, the run still paused.
+    std::fs::rename(d.join("kinds"), d.join("moved")).unwrap();
+    let refused = answer();
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("the artifacts folder cannot be read"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(server.request_count(), 1);
+    std::fs::rename(d.join("moved"), d.join("kinds")).unwrap();
+    let answered = answer();
+    assert_eq!(answered.code, 0, "{}\n{}", answered.stdout, answered.stderr);
+    assert_eq!(server.request_count(), 2);
+    assert!(tool_names(&server, 1).iter().any(|t| t == "read_artifact"));
+    assert!(notes(&server, 1).is_empty(), "{:?}", notes(&server, 1));
+    let shown = burrow(
+        d,
+        &server,
+        None,
+        &["--json", "thread", "show", "t1", "--session", &session],
+    );
+    let shown: Value = serde_json::from_str(&shown.stdout).unwrap();
+    let labels = &shown["runs"][0]["labels"];
+    assert_eq!(labels["burrow.no_notices"], "true", "{shown}");
+    assert_eq!(
+        labels["burrow.artifacts"],
+        d.join("kinds").display().to_string(),
+        "{shown}"
+    );
+}
+
 /// The same story on a PostgreSQL session (threads and artifacts in one server).
 #[cfg(feature = "postgres")]
 mod postgres {
