@@ -12,7 +12,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::{Outcome, RunFailure};
-use crate::message::ToolCall;
+use crate::message::{Message, ToolCall};
 use crate::tool::ToolOutput;
 
 /// What a capability knows about the run it wraps.
@@ -68,6 +68,30 @@ pub trait Capability: Send + Sync {
     /// Called for every capability whose `before_run` was called (also when a
     /// later one refused the run), in reverse registration order.
     async fn after_run(&self, _run: &RunInfo, _outcome: &Outcome) {}
+
+    /// Called before each model request, the first included, once the
+    /// driver's steering is in the history.
+    ///
+    /// # Behavior
+    /// Returns messages to append to the history before the request (news
+    /// the run is to read, such as a background task's report). What it
+    /// returns is appended once: it must not return the same news again.
+    /// The default returns nothing.
+    async fn before_request(&self, _run: &RunInfo) -> Vec<Message> {
+        Vec::new()
+    }
+
+    /// Called when the model answered without calls, before the run ends
+    /// (and before the Stop hooks).
+    ///
+    /// # Behavior
+    /// May wait for work the run started (such as background tasks); the
+    /// loop stops waiting and ends the run stopped when the run is
+    /// cancelled. Messages it returns are appended to the history and the
+    /// run goes on to another model request; none (the default) lets it end.
+    async fn before_end(&self, _run: &RunInfo) -> Vec<Message> {
+        Vec::new()
+    }
 
     /// Called before a call that is about to run.
     ///

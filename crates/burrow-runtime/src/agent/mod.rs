@@ -721,6 +721,15 @@ impl Agent {
                 Err(failure) => return Some(failure.into_outcome()),
             }
         }
+        if !self.capabilities.is_empty() {
+            let run = RunInfo {
+                run_id: state.run_id.to_string(),
+                thread_id: options.thread_id.clone(),
+            };
+            for capability in &self.capabilities {
+                history.extend(capability.before_request(&run).await);
+            }
+        }
         let system = match self.instructions.render(history).await {
             Ok(system) => system,
             Err(e) => {
@@ -793,6 +802,24 @@ impl Agent {
             && let Err(failure) = observer.answered(history).await
         {
             return Some(failure.into_outcome());
+        }
+        if calls.is_empty() && !self.capabilities.is_empty() {
+            let run = RunInfo {
+                run_id: state.run_id.to_string(),
+                thread_id: options.thread_id.clone(),
+            };
+            let mut news = Vec::new();
+            for capability in &self.capabilities {
+                news.extend(tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => return Some(stopped_by_cancel()),
+                    more = capability.before_end(&run) => more,
+                });
+            }
+            if !news.is_empty() {
+                history.extend(news);
+                return None;
+            }
         }
         if calls.is_empty() {
             if !self.hooks.has_event(HookEvent::Stop) {

@@ -10,6 +10,7 @@
 //! child's final text and a usage line; a child that does not complete
 //! makes the result an error with the reason.
 
+mod background;
 mod task;
 
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use burrow_types::SubAgentConfig;
 
 use crate::model::Model;
 
+pub use background::{TASK_CANCEL, TASK_STATUS, TaskIdArgs};
 pub use task::{
     CHILD_MESSAGE_AUTHOR, DEFAULT_CHILD_MAX_TURNS, DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_DEPTH,
     GENERAL_PURPOSE, PARENT_RUN_LABEL, RESUME_TEXT, SUBAGENT_LABEL, TASK, TASK_CALL_LABEL,
