@@ -50,6 +50,8 @@ mod all {
     #[cfg(all(feature = "run", feature = "fs", feature = "composite"))]
     mod run_skills;
     #[cfg(all(feature = "run", feature = "sqlite"))]
+    mod run_background_tasks;
+    #[cfg(all(feature = "run", feature = "sqlite"))]
     mod run_tasks;
     #[cfg(all(feature = "run", feature = "sqlite"))]
     mod run_todos;
