@@ -31,6 +31,8 @@ mod all {
     mod mcp_permissions;
     #[cfg(feature = "run")]
     mod run;
+    #[cfg(all(feature = "run", feature = "sqlite"))]
+    mod run_background_tasks;
     #[cfg(all(
         any(feature = "openai", feature = "anthropic"),
         feature = "fs",
@@ -49,8 +51,6 @@ mod all {
     mod run_providers;
     #[cfg(all(feature = "run", feature = "fs", feature = "composite"))]
     mod run_skills;
-    #[cfg(all(feature = "run", feature = "sqlite"))]
-    mod run_background_tasks;
     #[cfg(all(feature = "run", feature = "sqlite"))]
     mod run_tasks;
     #[cfg(all(feature = "run", feature = "sqlite"))]

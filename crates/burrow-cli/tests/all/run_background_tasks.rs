@@ -72,7 +72,15 @@ fn a_background_task_reports_to_its_parent_which_waits_for_it() {
     let run = burrow_in(
         d,
         &[
-            "run", "go", "--model", &parent, "--agents", &agents, "--session", &spec, "--thread",
+            "run",
+            "go",
+            "--model",
+            &parent,
+            "--agents",
+            &agents,
+            "--session",
+            &spec,
+            "--thread",
             "p",
         ],
         b"",
@@ -132,8 +140,20 @@ fn a_killed_parent_takes_its_background_child_up_again_and_gets_its_report() {
     let spec = spec(d);
     let mut holder = Command::new(env!("CARGO_BIN_EXE_burrow"))
         .args([
-            "run", "go", "--model", &parent, "--agents", &agents, "--settings", &settings,
-            "--session", &spec, "--thread", "p", "--claim-ttl", "1",
+            "run",
+            "go",
+            "--model",
+            &parent,
+            "--agents",
+            &agents,
+            "--settings",
+            &settings,
+            "--session",
+            &spec,
+            "--thread",
+            "p",
+            "--claim-ttl",
+            "1",
         ])
         .current_dir(d)
         .stdin(Stdio::null())
@@ -160,13 +180,28 @@ fn a_killed_parent_takes_its_background_child_up_again_and_gets_its_report() {
     let taker = script(
         d,
         "taker.jsonl",
-        &[json!({"text": "parent noted"}), json!({"text": "parent done"})],
+        &[
+            json!({"text": "parent noted"}),
+            json!({"text": "parent done"}),
+        ],
     );
     let run = burrow_in(
         d,
         &[
-            "run", "again", "--model", &taker, "--agents", &agents, "--settings", &settings,
-            "--session", &spec, "--thread", "p", "--claim-ttl", "5",
+            "run",
+            "again",
+            "--model",
+            &taker,
+            "--agents",
+            &agents,
+            "--settings",
+            &settings,
+            "--session",
+            &spec,
+            "--thread",
+            "p",
+            "--claim-ttl",
+            "5",
         ],
         b"",
     );

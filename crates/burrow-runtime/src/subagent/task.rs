@@ -584,7 +584,9 @@ impl StopOnDrop {
     }
 }
 
-pub(super) fn lock(children: &Children) -> std::sync::MutexGuard<'_, std::collections::HashMap<u64, Runner>> {
+pub(super) fn lock(
+    children: &Children,
+) -> std::sync::MutexGuard<'_, std::collections::HashMap<u64, Runner>> {
     match children.lock() {
         Ok(guard) => guard,
         Err(poisoned) => poisoned.into_inner(),

@@ -232,9 +232,21 @@ async fn task_cancel_stops_the_child_and_its_handle_says_cancelled() {
     let parent_model = Arc::new(ScriptedModel::from_responses(vec![
         background("t1"),
         ScriptedResponse::calls().call("w1", "wait", json!({})),
-        ScriptedResponse::calls().call("x1", "task_cancel", json!({"task_id": "run_parent/task-t1"})),
-        ScriptedResponse::calls().call("x2", "task_cancel", json!({"task_id": "run_parent/task-t1"})),
-        ScriptedResponse::calls().call("x3", "task_status", json!({"task_id": "elsewhere/task-t9"})),
+        ScriptedResponse::calls().call(
+            "x1",
+            "task_cancel",
+            json!({"task_id": "run_parent/task-t1"}),
+        ),
+        ScriptedResponse::calls().call(
+            "x2",
+            "task_cancel",
+            json!({"task_id": "run_parent/task-t1"}),
+        ),
+        ScriptedResponse::calls().call(
+            "x3",
+            "task_status",
+            json!({"task_id": "elsewhere/task-t9"}),
+        ),
         ScriptedResponse::text("done"),
     ]));
     let mut parent_tools = ToolRegistry::new();
@@ -274,7 +286,9 @@ async fn task_cancel_stops_the_child_and_its_handle_says_cancelled() {
     );
     let (unknown, is_error) = result_text(&history, "x3");
     assert!(
-        is_error && unknown.starts_with("There is no background task elsewhere/task-t9 in this conversation"),
+        is_error
+            && unknown
+                .starts_with("There is no background task elsewhere/task-t9 in this conversation"),
         "{unknown}"
     );
     assert!(reports(&history).is_empty(), "{history:?}");
@@ -291,7 +305,10 @@ async fn task_cancel_stops_the_child_and_its_handle_says_cancelled() {
             _ => None,
         })
         .expect("the held call has a result");
-    assert!(held.is_error && held.content.contains("cancelled"), "{held:?}");
+    assert!(
+        held.is_error && held.content.contains("cancelled"),
+        "{held:?}"
+    );
     release.add_permits(1);
     tokio::task::yield_now().await;
     assert_eq!(child.requests(), 1);
