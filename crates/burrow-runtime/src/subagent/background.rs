@@ -30,6 +30,31 @@ pub const TASK_STATUS: &str = "task_status";
 /// The tool cancelling a background task.
 pub const TASK_CANCEL: &str = "task_cancel";
 
+/// The tool answering a background task's question.
+pub const TASK_ANSWER: &str = "task_answer";
+/// The tool a background task's child (with `can_ask_questions`) asks its parent with.
+pub const ASK_PARENT: &str = "ask_parent";
+/// How many questions a child may ask when its definition does not say.
+pub const DEFAULT_MAX_QUESTIONS: u32 = 3;
+
+/// `task_answer`'s arguments.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskAnswerArgs {
+    /// The task that asked.
+    pub task_id: String,
+    /// The answer to its question.
+    pub answer: String,
+}
+
+/// `ask_parent`'s arguments.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AskParentArgs {
+    /// The question, complete enough to answer without your context.
+    pub question: String,
+}
+
 /// `task_status`'s and `task_cancel`'s arguments.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -54,6 +79,12 @@ struct Entry {
     cancel: CancelToken,
     /// The message for the parent once the task ended, until it is delivered.
     report: Option<String>,
+    /// The message telling the parent of the child's question, until it is delivered.
+    question: Option<String>,
+    /// Where `task_answer` sends the answer to the question the child waits on.
+    answer: Option<tokio::sync::oneshot::Sender<String>>,
+    /// How many questions the child asked.
+    asked: u32,
 }
 
 impl Entry {
@@ -86,15 +117,17 @@ impl Board {
 
     /// Waits until every task `pick` chooses has ended.
     async fn wait_ended(&self, pick: impl Fn(&Entry) -> bool) {
+        self.wait_until(|e| pick(e) && !e.handle.status.is_terminal())
+            .await;
+    }
+
+    /// Waits until no task is `busy`.
+    async fn wait_until(&self, busy: impl Fn(&Entry) -> bool) {
         loop {
             let notified = self.changed.notified();
             let mut notified = std::pin::pin!(notified);
             notified.as_mut().enable();
-            if !self
-                .entries()
-                .values()
-                .any(|e| pick(e) && !e.handle.status.is_terminal())
-            {
+            if !self.entries().values().any(&busy) {
                 return;
             }
             notified.await;
@@ -155,6 +188,9 @@ impl Tasks {
                     handle,
                     cancel: cancel.clone(),
                     report: None,
+                    question: None,
+                    answer: None,
+                    asked: 0,
                 },
             );
             drop(entries);
@@ -204,8 +240,7 @@ impl Tasks {
             e.handle.started_at = Some(now_rfc3339());
         });
         let runner = self.child_runner(
-            &child.def,
-            child.depth,
+            self.child_agent(&child.def, child.depth, Some(&task_id)),
             &child.cx,
             &child.name,
             &child.args.description,
@@ -326,6 +361,7 @@ impl Tasks {
     pub(super) fn add_background_tools(&self, tools: &mut ToolRegistry) {
         tools.add_arc(self.status_tool());
         tools.add_arc(self.cancel_tool());
+        tools.add_arc(self.answer_tool());
     }
 
     /// The capability delivering finished background tasks' reports before
@@ -421,6 +457,9 @@ impl Tasks {
                         },
                         cancel: cancel.clone(),
                         report: None,
+                        question: None,
+                        answer: None,
+                        asked: 0,
                     },
                 );
             }
@@ -482,6 +521,106 @@ impl Tasks {
             "There is no background task {} in this conversation; a task id is what a task call with run_in_background answered with.",
             task_id.chars().take(200).collect::<String>()
         )))
+    }
+
+    /// The child's `ask_parent`: its question becomes the handle's
+    /// `pending_question` (status `waiting_for_answer`) and a message to the
+    /// parent, and the call waits for `task_answer`; at most `max` questions.
+    pub(super) fn ask_tool(&self, task_id: &str, max: Option<u32>) -> Arc<dyn Tool> {
+        let board = self.inner.board.clone();
+        let task_id = task_id.to_owned();
+        let max = max.unwrap_or(DEFAULT_MAX_QUESTIONS);
+        Arc::new(FnTool::new(
+            ASK_PARENT,
+            "Ask the agent that gave you this task a question, and wait for its answer. Ask only what you cannot find out yourself.",
+            move |args: AskParentArgs, _cx| {
+                let board = board.clone();
+                let task_id = task_id.clone();
+                async move {
+                    let (tx, rx) = tokio::sync::oneshot::channel();
+                    let mut refused = None;
+                    board.update(&task_id, |e| {
+                        if e.asked >= max {
+                            refused = Some(format!(
+                                "You have asked the {max} questions you may; go on with what you know."
+                            ));
+                            return;
+                        }
+                        e.asked += 1;
+                        e.handle.status = TaskStatus::WaitingForAnswer;
+                        e.handle.pending_question = Some(args.question.clone());
+                        e.question = Some(format!(
+                            "[background task {task_id} ({}: {}) asks]\n\n{}\n\nAnswer with task_answer {{\"task_id\": \"{task_id}\", \"answer\": ...}}.",
+                            e.handle.subagent_name, e.handle.description, args.question
+                        ));
+                        e.answer = Some(tx);
+                    });
+                    if let Some(why) = refused {
+                        return Ok(ToolOutput::refused(why));
+                    }
+                    let answer = rx.await;
+                    board.update(&task_id, |e| {
+                        if e.handle.status == TaskStatus::WaitingForAnswer {
+                            e.handle.status = TaskStatus::Running;
+                        }
+                        e.handle.pending_question = None;
+                        e.question = None;
+                    });
+                    match answer {
+                        Ok(answer) => Ok(ToolOutput::ok(answer)),
+                        Err(_) => Ok(ToolOutput::refused("The question was not answered.")),
+                    }
+                }
+            },
+        ))
+    }
+
+    fn answer_tool(&self) -> Arc<dyn Tool> {
+        let tasks = self.clone();
+        Arc::new(
+            FnTool::new(
+                TASK_ANSWER,
+                "Answer the question a background task asked (its status is waiting_for_answer); it goes on with the answer.",
+                move |args: TaskAnswerArgs, cx| {
+                    let tasks = tasks.clone();
+                    async move {
+                        if let Err(why) = tasks.visible(&cx, &args.task_id).await? {
+                            return Ok(ToolOutput::refused(why));
+                        }
+                        let mut entries = tasks.inner.board.entries();
+                        let Some(entry) = entries.get_mut(&args.task_id) else {
+                            return Ok(ToolOutput::refused("The background task is gone."));
+                        };
+                        let Some(tx) = entry.answer.take() else {
+                            return Ok(ToolOutput::refused(format!(
+                                "The background task {} is not waiting for an answer (it is {}).",
+                                args.task_id,
+                                status_name(entry.handle.status)
+                            )));
+                        };
+                        entry.question = None;
+                        // Working again from now: a run waiting for its tasks waits for it.
+                        entry.handle.status = TaskStatus::Running;
+                        entry.handle.pending_question = None;
+                        drop(entries);
+                        if tx.send(args.answer).is_err() {
+                            return Ok(ToolOutput::refused(
+                                "The background task stopped waiting for the answer.",
+                            ));
+                        }
+                        Ok(ToolOutput::ok(format!(
+                            "Answered the background task {}; it goes on.",
+                            args.task_id
+                        )))
+                    }
+                },
+            )
+            .with_annotations(ToolAnnotations {
+                read_only: false,
+                destructive: false,
+                idempotent: false,
+            }),
+        )
     }
 
     fn status_tool(&self) -> Arc<dyn Tool> {
@@ -584,7 +723,10 @@ fn settle(entry: &mut Entry, settled: Settled, report: Option<String>) {
     entry.handle.result = settled.result;
     entry.handle.error = settled.error;
     entry.handle.completed_at = Some(now_rfc3339());
+    entry.handle.pending_question = None;
     entry.report = report;
+    entry.question = None;
+    entry.answer = None;
 }
 
 fn started_text(handle: &TaskHandle) -> String {
@@ -640,8 +782,14 @@ impl Capability for Deliver {
 
     async fn before_end(&self, run: &RunInfo) -> Vec<Message> {
         // A run does not end while its background tasks work: their
-        // reports are what it waits for.
-        self.board.wait_ended(|e| e.of_run(run)).await;
+        // reports (or their questions) are what it waits for.
+        self.board
+            .wait_until(|e| {
+                e.of_run(run)
+                    && !e.handle.status.is_terminal()
+                    && e.handle.status != TaskStatus::WaitingForAnswer
+            })
+            .await;
         self.reports(run)
     }
 
@@ -657,13 +805,17 @@ impl Deliver {
     fn reports(&self, run: &RunInfo) -> Vec<Message> {
         let mut ready: Vec<(String, String, String)> = Vec::new();
         for entry in self.board.entries().values_mut() {
-            if entry.of_run(run)
-                && let Some(report) = entry.report.take()
+            if !entry.of_run(run) {
+                continue;
+            }
+            for news in [entry.question.take(), entry.report.take()]
+                .into_iter()
+                .flatten()
             {
                 ready.push((
                     entry.handle.created_at.clone(),
                     entry.handle.task_id.clone(),
-                    report,
+                    news,
                 ));
             }
         }

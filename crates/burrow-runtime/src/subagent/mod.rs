@@ -19,7 +19,10 @@ use burrow_types::SubAgentConfig;
 
 use crate::model::Model;
 
-pub use background::{TASK_CANCEL, TASK_STATUS, TaskIdArgs};
+pub use background::{
+    ASK_PARENT, AskParentArgs, DEFAULT_MAX_QUESTIONS, TASK_ANSWER, TASK_CANCEL, TASK_STATUS,
+    TaskAnswerArgs, TaskIdArgs,
+};
 pub use task::{
     CHILD_MESSAGE_AUTHOR, DEFAULT_CHILD_MAX_TURNS, DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_DEPTH,
     GENERAL_PURPOSE, PARENT_RUN_LABEL, RESUME_TEXT, SUBAGENT_LABEL, TASK, TASK_CALL_LABEL,

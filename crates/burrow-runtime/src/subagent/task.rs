@@ -368,7 +368,7 @@ subagents (`subagent_type`):",
     }
 
     /// The child agent of `def` at nesting `depth` (its parent's).
-    fn child_agent(&self, def: &SubAgent, depth: usize) -> Agent {
+    pub(super) fn child_agent(&self, def: &SubAgent, depth: usize, asks: Option<&str>) -> Agent {
         let inner = &self.inner;
         let mut tools = ToolRegistry::new();
         match &def.tools {
@@ -384,6 +384,11 @@ subagents (`subagent_type`):",
                     tools.add_arc(tool.clone());
                 }
             }
+        }
+        if let Some(task_id) = asks
+            && def.config.can_ask_questions == Some(true)
+        {
+            tools.add_arc(self.ask_tool(task_id, def.config.max_questions));
         }
         let nests = depth > 1;
         if nests {
@@ -449,7 +454,13 @@ subagents (`subagent_type`):",
         let thread = inner
             .scope
             .thread(child_thread(&parent_thread, &cx.call_id));
-        let runner = self.child_runner(&def, depth, &cx, &name, &args.description, &thread);
+        let runner = self.child_runner(
+            self.child_agent(&def, depth, None),
+            &cx,
+            &name,
+            &args.description,
+            &thread,
+        );
         let guard = StopOnDrop {
             runner: runner.clone(),
             thread: thread.clone(),
@@ -479,11 +490,10 @@ subagents (`subagent_type`):",
         }
     }
 
-    /// The runner of the child of call `cx` running `def` in `thread`.
+    /// The runner of the child `agent` of call `cx` in `thread`.
     pub(super) fn child_runner(
         &self,
-        def: &SubAgent,
-        depth: usize,
+        agent: Agent,
         cx: &CallContext,
         name: &str,
         description: &str,
@@ -503,7 +513,7 @@ subagents (`subagent_type`):",
             .with_run_label(PARENT_RUN_LABEL, cx.run_id.to_string())
             .with_run_label(SUBAGENT_LABEL, name.to_owned())
             .with_run_label(TASK_CALL_LABEL, cx.call_id.clone());
-        Runner::with_config(self.child_agent(def, depth), inner.store.clone(), config)
+        Runner::with_config(agent, inner.store.clone(), config)
     }
 
     /// The result of a child that ended `ended`: its final text and usage

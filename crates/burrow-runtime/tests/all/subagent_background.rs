@@ -452,3 +452,98 @@ async fn a_run_that_answers_while_its_task_works_waits_for_the_report_and_goes_o
     );
     assert_eq!(parent_model.requests(), 3);
 }
+
+/// A background child with `can_ask_questions` (at most one) asks its
+/// parent: the parent's run, which answered without calls, gets the
+/// question instead of ending; `task_status` shows `waiting_for_answer` with
+/// the question; `task_answer` lets the child go on with the answer; its
+/// second question is refused; its report then reaches the parent.
+#[tokio::test]
+async fn a_background_child_asks_its_parent_and_goes_on_with_the_answer() {
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let scope = Scope::new("tenant", "default");
+    let child = Arc::new(ScriptedModel::from_responses(vec![
+        ScriptedResponse::calls().call("q1", "ask_parent", json!({"question": "Which folder?"})),
+        ScriptedResponse::calls().call("q2", "ask_parent", json!({"question": "And then?"})),
+        ScriptedResponse::text("looked in docs"),
+    ]));
+    let mut config = SubAgentConfig::new("scout", "Looks.", "You look.");
+    config.can_ask_questions = Some(true);
+    config.max_questions = Some(1);
+    let tasks = Tasks::new(
+        vec![SubAgent::new(config).with_model(child.clone())],
+        Arc::new(ScriptedModel::from_responses(Vec::new())),
+        store.clone(),
+        scope.clone(),
+    );
+    let parent_model = Arc::new(ScriptedModel::from_responses(vec![
+        background("t1"),
+        ScriptedResponse::text("waiting"),
+        ScriptedResponse::calls()
+            .call(
+                "s1",
+                "task_status",
+                json!({"task_id": "run_parent/task-t1"}),
+            )
+            .call(
+                "a1",
+                "task_answer",
+                json!({"task_id": "run_parent/task-t1", "answer": "docs"}),
+            ),
+        ScriptedResponse::text("waiting again"),
+        ScriptedResponse::text("done"),
+    ]));
+    let parent = tasks.install(Agent::new(parent_model.clone()));
+    let mut history = Vec::new();
+    let result = parent
+        .run_with(
+            &mut history,
+            Some("Start it.".to_owned()),
+            options("run_parent", CancelToken::new()),
+            &mut |_| {},
+        )
+        .await;
+    assert!(
+        matches!(result.outcome, Outcome::Completed),
+        "{:?}",
+        result.outcome
+    );
+    let asked = position(
+        &history,
+        |m| matches!(m, Message::User { text } if text.starts_with("[background task run_parent/task-t1 (scout: look) asks]\n\nWhich folder?")),
+    );
+    assert_eq!(asked.len(), 1, "{history:?}");
+    let (status, _) = result_text(&history, "s1");
+    let handle: Value = serde_json::from_str(&status).unwrap();
+    assert_eq!(handle["status"], "waiting_for_answer", "{handle}");
+    assert_eq!(handle["pending_question"], "Which folder?");
+    let (answered, is_error) = result_text(&history, "a1");
+    assert!(!is_error, "{answered}");
+    let delivered = reports(&history)
+        .into_iter()
+        .filter(|&i| matches!(&history[i], Message::User { text } if text.contains(") completed]")))
+        .collect::<Vec<_>>();
+    assert_eq!(delivered.len(), 1, "{history:?}");
+    assert!(delivered[0] > asked[0]);
+
+    let child_history = store
+        .history(&scope.thread("run_parent/task-t1"), 0)
+        .await
+        .unwrap();
+    let result = |id: &str| {
+        child_history
+            .iter()
+            .find_map(|e| match &e.message {
+                Message::ToolResult(r) if r.call_id == id => Some((r.content.clone(), r.is_error)),
+                _ => None,
+            })
+            .unwrap()
+    };
+    assert_eq!(result("q1"), ("docs".to_owned(), false));
+    let (second, is_error) = result("q2");
+    assert!(
+        is_error && second.contains("asked the 1 questions you may"),
+        "{second}"
+    );
+    assert_eq!(parent_model.requests(), 5);
+}
