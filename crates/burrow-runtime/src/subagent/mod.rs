@@ -9,6 +9,12 @@
 //! parent's call is run again after a crash. The call's result is the
 //! child's final text and a usage line; a child that does not complete
 //! makes the result an error with the reason.
+//!
+//! A call with `run_in_background` answers at once with its task id (the
+//! child's thread); `task_status`, `task_cancel` and `task_answer` manage
+//! the task, its report reaches the parent's history before the parent's
+//! next model request, and a run waits for its tasks before it ends (ADR
+//! 0275, 0276).
 
 mod background;
 mod task;
