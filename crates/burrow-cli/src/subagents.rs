@@ -1,4 +1,4 @@
-//! `burrow run --agents DIR`: subagent definitions in Claude Code's file form, `DIR/*.md` with a YAML frontmatter (`name`, `description`, optional `tools` and `model`) and the instructions as the body (docs/adr/0271).
+//! `burrow run --agents DIR`: subagent definitions in Claude Code's file form, `DIR/*.md` with a YAML frontmatter (`name`, `description`, optional `tools`, `model`, `can_ask_questions` and `max_questions`) and the instructions as the body (docs/adr/0271, 0276).
 //!
 //! The frontmatter is read as the flat YAML Claude Code's agent files use:
 //! `key: value` lines, values plain or quoted ('...' or "..."), a list as
@@ -122,8 +122,23 @@ pub fn parse(text: &str) -> Result<AgentFile, String> {
         Some(Value::List(items)) => Some(items.clone()),
     };
     let model = scalar("model")?.filter(|m| !m.is_empty() && m != "inherit");
+    let can_ask = match scalar("can_ask_questions")?.as_deref() {
+        None => None,
+        Some("true") => Some(true),
+        Some("false") => Some(false),
+        Some(_) => return Err("its can_ask_questions is neither true nor false".to_owned()),
+    };
+    let max_questions = match scalar("max_questions")? {
+        None => None,
+        Some(n) => Some(
+            n.parse::<u32>()
+                .map_err(|_| "its max_questions is not a whole number".to_owned())?,
+        ),
+    };
     let mut config = SubAgentConfig::new(name, description, body.join("\n").trim().to_owned());
     config.model = model;
+    config.can_ask_questions = can_ask;
+    config.max_questions = max_questions;
     Ok(AgentFile { config, tools })
 }
 
@@ -292,5 +307,18 @@ mod tests {
         assert!(why("---\nname: a\nname: b\ndescription: d\n---\n").contains("twice"));
         assert!(why("---\njust words\n---\n").contains("not `key: value`"));
         assert!(why("---\nname: a\ndescription: d\ntools: [ls\n---\n").contains("no closing ]"));
+        assert!(
+            why("---\nname: a\ndescription: d\ncan_ask_questions: maybe\n---\n")
+                .contains("neither true nor false")
+        );
+        assert!(
+            why("---\nname: a\ndescription: d\nmax_questions: many\n---\n")
+                .contains("not a whole number")
+        );
+        let asks =
+            parse("---\nname: a\ndescription: d\ncan_ask_questions: true\nmax_questions: 2\n---\n")
+                .unwrap();
+        assert_eq!(asks.config.can_ask_questions, Some(true));
+        assert_eq!(asks.config.max_questions, Some(2));
     }
 }

@@ -31,6 +31,8 @@ mod all {
     mod mcp_permissions;
     #[cfg(feature = "run")]
     mod run;
+    #[cfg(all(feature = "run", feature = "sqlite"))]
+    mod run_background_tasks;
     #[cfg(all(
         feature = "artifacts",
         feature = "openai",

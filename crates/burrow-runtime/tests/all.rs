@@ -34,6 +34,7 @@ mod all {
     mod spans;
     mod spill;
     mod subagent;
+    mod subagent_background;
     mod support;
     mod tool;
     mod toolset;

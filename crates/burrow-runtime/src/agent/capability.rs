@@ -85,6 +85,18 @@ pub trait Capability: Send + Sync {
         Ok(Vec::new())
     }
 
+    /// Called when the model answered without calls, before the run ends
+    /// (and before the Stop hooks).
+    ///
+    /// # Behavior
+    /// May wait for work the run started (such as background tasks); the
+    /// loop stops waiting and ends the run stopped when the run is
+    /// cancelled. Messages it returns are appended to the history and the
+    /// run goes on to another model request; none (the default) lets it end.
+    async fn before_end(&self, _run: &RunInfo) -> Vec<Message> {
+        Vec::new()
+    }
+
     /// Called before a call that is about to run.
     ///
     /// # Behavior

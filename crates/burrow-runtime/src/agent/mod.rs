@@ -797,6 +797,24 @@ impl Agent {
         {
             return Some(failure.into_outcome());
         }
+        if calls.is_empty() && !self.capabilities.is_empty() {
+            let run = RunInfo {
+                run_id: state.run_id.to_string(),
+                thread_id: options.thread_id.clone(),
+            };
+            let mut news = Vec::new();
+            for capability in &self.capabilities {
+                news.extend(tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => return Some(stopped_by_cancel()),
+                    more = capability.before_end(&run) => more,
+                });
+            }
+            if !news.is_empty() {
+                history.extend(news);
+                return None;
+            }
+        }
         if calls.is_empty() {
             if !self.hooks.has_event(HookEvent::Stop) {
                 return Some(Outcome::Completed);

@@ -9,7 +9,14 @@
 //! parent's call is run again after a crash. The call's result is the
 //! child's final text and a usage line; a child that does not complete
 //! makes the result an error with the reason.
+//!
+//! A call with `run_in_background` answers at once with its task id (the
+//! child's thread); `task_status`, `task_cancel` and `task_answer` manage
+//! the task, its report reaches the parent's history before the parent's
+//! next model request, and a run waits for its tasks before it ends (ADR
+//! 0275, 0276).
 
+mod background;
 mod task;
 
 use std::sync::Arc;
@@ -18,6 +25,10 @@ use burrow_types::SubAgentConfig;
 
 use crate::model::Model;
 
+pub use background::{
+    ASK_PARENT, AskParentArgs, DEFAULT_MAX_QUESTIONS, TASK_ANSWER, TASK_CANCEL, TASK_STATUS,
+    TaskAnswerArgs, TaskIdArgs,
+};
 pub use task::{
     CHILD_MESSAGE_AUTHOR, DEFAULT_CHILD_MAX_TURNS, DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_DEPTH,
     GENERAL_PURPOSE, PARENT_RUN_LABEL, RESUME_TEXT, SUBAGENT_LABEL, TASK, TASK_CALL_LABEL,

@@ -9,6 +9,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::SubAgent;
+use super::background::Board;
 use crate::agent::{Agent, Outcome, RunResult};
 use crate::hooks::{HookContext, Hooks};
 use crate::message::{AssistantPart, Message, Usage};
@@ -61,7 +62,8 @@ pub struct TaskArgs {
     /// Which subagent runs it (general-purpose when left out).
     #[serde(default)]
     pub subagent_type: Option<String>,
-    /// Run it in the background and return at once (not supported yet).
+    /// Run it in the background and return at once with its task id; its
+    /// report comes as a message once it ends.
     #[serde(default)]
     pub run_in_background: bool,
 }
@@ -127,29 +129,30 @@ pub fn child_thread(parent: &str, call_id: &str) -> String {
 /// The subagents a parent may start and how: the `task` tool's setup.
 #[derive(Clone)]
 pub struct Tasks {
-    inner: Arc<Inner>,
+    pub(super) inner: Arc<Inner>,
 }
 
-struct Inner {
-    agents: Vec<SubAgent>,
-    model: Arc<dyn Model>,
-    tools: ToolRegistry,
-    hooks: Hooks,
-    store: Arc<dyn SessionStore>,
-    scope: Scope,
-    max_depth: usize,
-    max_turns: usize,
-    claim_ttl: Duration,
-    events: Option<TaskEventSink>,
-    slots: Arc<tokio::sync::Semaphore>,
-    children: Children,
+pub(super) struct Inner {
+    pub(super) agents: Vec<SubAgent>,
+    pub(super) model: Arc<dyn Model>,
+    pub(super) tools: ToolRegistry,
+    pub(super) hooks: Hooks,
+    pub(super) store: Arc<dyn SessionStore>,
+    pub(super) scope: Scope,
+    pub(super) max_depth: usize,
+    pub(super) max_turns: usize,
+    pub(super) claim_ttl: Duration,
+    pub(super) events: Option<TaskEventSink>,
+    pub(super) slots: Arc<tokio::sync::Semaphore>,
+    pub(super) children: Children,
+    pub(super) board: Arc<Board>,
 }
 
 /// The runners of the children running now, by a number of their own, so
 /// [`Tasks::aclose`] can stop them and wait for their ends.
-type Children = Arc<std::sync::Mutex<std::collections::HashMap<u64, Runner>>>;
+pub(super) type Children = Arc<std::sync::Mutex<std::collections::HashMap<u64, Runner>>>;
 
-static NEXT_CHILD: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+pub(super) static NEXT_CHILD: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl std::fmt::Debug for Tasks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -185,6 +188,7 @@ impl Tasks {
                 events: None,
                 slots: Arc::new(tokio::sync::Semaphore::new(DEFAULT_MAX_CONCURRENT)),
                 children: Children::default(),
+                board: Arc::default(),
             }),
         }
     }
@@ -208,6 +212,7 @@ impl Tasks {
             events: old.events.clone(),
             slots: old.slots.clone(),
             children: old.children.clone(),
+            board: old.board.clone(),
         };
         f(&mut inner);
         Self {
@@ -256,6 +261,7 @@ impl Tasks {
     /// until each has recorded its end, so a process that exits after its
     /// parent's run leaves no child behind running.
     pub async fn aclose(&self) {
+        self.cancel_background().await;
         let runners: Vec<Runner> = lock(&self.inner.children).values().cloned().collect();
         for runner in runners {
             runner.aclose().await;
@@ -331,7 +337,10 @@ impl Tasks {
     pub fn install(&self, agent: Agent) -> Agent {
         let mut tools = agent.tools().clone();
         tools.add_arc(self.tool());
-        agent.with_tools(tools)
+        self.add_background_tools(&mut tools);
+        agent
+            .with_tools(tools)
+            .with_capability(self.background_capability(self.inner.max_depth))
     }
 
     fn description(&self) -> String {
@@ -339,7 +348,10 @@ impl Tasks {
             "Start a subagent on a task and wait for its final report. The subagent sees \
 only `prompt` (not this conversation), runs with its own tools, and answers with one final \
 text, which is this call's result. Use it for independent work whose details you do not need \
-to keep. Give a short `description` and a complete `prompt`. The subagents (`subagent_type`):",
+to keep. Give a short `description` and a complete `prompt`. With `run_in_background: true` \
+the call returns at once with a task id, the subagent works on while you go on, and its report \
+comes to you as a message once it ends (`task_status` shows it, `task_cancel` stops it). The \
+subagents (`subagent_type`):",
         );
         for agent in self.agents() {
             text.push_str(&format!(
@@ -351,12 +363,12 @@ to keep. Give a short `description` and a complete `prompt`. The subagents (`sub
         text
     }
 
-    fn find(&self, name: &str) -> Option<SubAgent> {
+    pub(super) fn find_agent(&self, name: &str) -> Option<SubAgent> {
         self.agents().into_iter().find(|a| a.name() == name)
     }
 
     /// The child agent of `def` at nesting `depth` (its parent's).
-    fn child_agent(&self, def: &SubAgent, depth: usize) -> Agent {
+    pub(super) fn child_agent(&self, def: &SubAgent, depth: usize, asks: Option<&str>) -> Agent {
         let inner = &self.inner;
         let mut tools = ToolRegistry::new();
         match &def.tools {
@@ -373,8 +385,15 @@ to keep. Give a short `description` and a complete `prompt`. The subagents (`sub
                 }
             }
         }
-        if depth > 1 {
+        if let Some(task_id) = asks
+            && def.config.can_ask_questions == Some(true)
+        {
+            tools.add_arc(self.ask_tool(task_id, def.config.max_questions));
+        }
+        let nests = depth > 1;
+        if nests {
             tools.add_arc(self.tool_at(depth - 1));
+            self.add_background_tools(&mut tools);
         } else {
             tools.note_absent(
                 TASK,
@@ -392,6 +411,9 @@ to keep. Give a short `description` and a complete `prompt`. The subagents (`sub
         if !def.config.instructions.is_empty() {
             agent = agent.with_instructions(def.config.instructions.clone());
         }
+        if nests {
+            agent = agent.with_capability(self.background_capability(depth - 1));
+        }
         agent
     }
 
@@ -402,11 +424,6 @@ to keep. Give a short `description` and a complete `prompt`. The subagents (`sub
         depth: usize,
     ) -> Result<ToolOutput, Error> {
         let inner = &self.inner;
-        if args.run_in_background {
-            return Ok(ToolOutput::refused(
-                "Background tasks are not available yet: call task again with run_in_background false (the call then waits for the subagent's report).",
-            ));
-        }
         if args.prompt.trim().is_empty() {
             return Ok(ToolOutput::refused(
                 "The task's prompt is empty: give the subagent everything it needs to know, and call task again.",
@@ -417,7 +434,7 @@ to keep. Give a short `description` and a complete `prompt`. The subagents (`sub
             .clone()
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| GENERAL_PURPOSE.to_owned());
-        let Some(def) = self.find(&name) else {
+        let Some(def) = self.find_agent(&name) else {
             let names: Vec<String> = self.agents().iter().map(|a| a.name().to_owned()).collect();
             return Ok(ToolOutput::refused(format!(
                 "There is no subagent named \"{}\"; the subagents are: {}.",
@@ -425,34 +442,25 @@ to keep. Give a short `description` and a complete `prompt`. The subagents (`sub
                 names.join(", ")
             )));
         };
+        if args.run_in_background {
+            return self.start_background(args, cx, depth, name, def).await;
+        }
         let _slot = inner
             .slots
             .acquire()
             .await
             .map_err(|_| Error::failure_msg("the task slots were closed"))?;
-        let parent_thread = match inner.store.run(&inner.scope, &cx.run_id).await {
-            Ok(Some(run)) => run.thread,
-            Ok(None) => cx.run_id.to_string(),
-            Err(e) => return Err(store_failure(&e)),
-        };
+        let parent_thread = self.parent_thread(&cx.run_id).await?;
         let thread = inner
             .scope
             .thread(child_thread(&parent_thread, &cx.call_id));
-        let live = ChildLive {
-            sink: inner.events.clone(),
-            parent_run_id: cx.run_id.to_string(),
-            thread_id: thread.thread.clone(),
-            subagent_type: name.clone(),
-            description: args.description.clone(),
-        };
-        let config = RunnerConfig::default()
-            .with_claim_ttl(inner.claim_ttl)
-            .with_live(Arc::new(live))
-            .with_run_label(PARENT_RUN_LABEL, cx.run_id.to_string())
-            .with_run_label(SUBAGENT_LABEL, name.clone())
-            .with_run_label(TASK_CALL_LABEL, cx.call_id.clone());
-        let runner =
-            Runner::with_config(self.child_agent(&def, depth), inner.store.clone(), config);
+        let runner = self.child_runner(
+            self.child_agent(&def, depth, None),
+            &cx,
+            &name,
+            &args.description,
+            &thread,
+        );
         let guard = StopOnDrop {
             runner: runner.clone(),
             thread: thread.clone(),
@@ -465,25 +473,92 @@ to keep. Give a short `description` and a complete `prompt`. The subagents (`sub
         runner.aclose().await;
         guard.finish();
         let ended = ended.map_err(|e| store_failure(&e))?;
-        let text = final_text(&*inner.store, &thread)
+        let out = self
+            .report(&name, &thread, parent_thread, &cx.run_id, &ended, true)
+            .await;
+        self.emit_ended(&name, &thread, &cx.run_id, &ended);
+        out
+    }
+
+    /// The thread of the parent run `run_id`: its session thread, or its run
+    /// id for a run outside a session.
+    pub(super) async fn parent_thread(&self, run_id: &str) -> Result<String, Error> {
+        match self.inner.store.run(&self.inner.scope, run_id).await {
+            Ok(Some(run)) => Ok(run.thread),
+            Ok(None) => Ok(run_id.to_owned()),
+            Err(e) => Err(store_failure(&e)),
+        }
+    }
+
+    /// The runner of the child `agent` of call `cx` in `thread`.
+    pub(super) fn child_runner(
+        &self,
+        agent: Agent,
+        cx: &CallContext,
+        name: &str,
+        description: &str,
+        thread: &ThreadKey,
+    ) -> Runner {
+        let inner = &self.inner;
+        let live = ChildLive {
+            sink: inner.events.clone(),
+            parent_run_id: cx.run_id.to_string(),
+            thread_id: thread.thread.clone(),
+            subagent_type: name.to_owned(),
+            description: description.to_owned(),
+        };
+        let config = RunnerConfig::default()
+            .with_claim_ttl(inner.claim_ttl)
+            .with_live(Arc::new(live))
+            .with_run_label(PARENT_RUN_LABEL, cx.run_id.to_string())
+            .with_run_label(SUBAGENT_LABEL, name.to_owned())
+            .with_run_label(TASK_CALL_LABEL, cx.call_id.clone());
+        Runner::with_config(agent, inner.store.clone(), config)
+    }
+
+    /// The result of a child that ended `ended`: its final text and usage
+    /// line, or an error with its reason; fires `SubagentStop` (when
+    /// `stop_hook`).
+    pub(super) async fn report(
+        &self,
+        name: &str,
+        thread: &ThreadKey,
+        parent_thread: String,
+        parent_run_id: &str,
+        ended: &ChildEnd,
+        stop_hook: bool,
+    ) -> Result<ToolOutput, Error> {
+        let inner = &self.inner;
+        let text = final_text(&*inner.store, thread)
             .await
             .map_err(|e| store_failure(&e))?;
         let hook_cx = HookContext {
             session_id: parent_thread,
-            run_id: cx.run_id.to_string(),
+            run_id: parent_run_id.to_owned(),
         };
-        if inner.hooks.has_event(crate::hooks::HookEvent::SubagentStop) {
+        if stop_hook && inner.hooks.has_event(crate::hooks::HookEvent::SubagentStop) {
             inner
                 .hooks
-                .subagent_stop(&hook_cx, &ended.run_id, &name, None)
+                .subagent_stop(&hook_cx, &ended.run_id, name, None)
                 .await;
         }
-        if let Some(sink) = &inner.events {
+        Ok(result(name, &thread.thread, ended, text))
+    }
+
+    /// Sends the `Ended` event of the child in `thread`.
+    pub(super) fn emit_ended(
+        &self,
+        name: &str,
+        thread: &ThreadKey,
+        parent_run_id: &str,
+        ended: &ChildEnd,
+    ) {
+        if let Some(sink) = &self.inner.events {
             sink(TaskEvent::Ended {
                 run_id: ended.run_id.clone(),
-                parent_run_id: cx.run_id.to_string(),
+                parent_run_id: parent_run_id.to_owned(),
                 thread_id: thread.thread.clone(),
-                subagent_type: name.clone(),
+                subagent_type: name.to_owned(),
                 outcome: ended.outcome.clone(),
                 reason: ended.reason.clone(),
                 turns: ended.turns,
@@ -491,7 +566,6 @@ to keep. Give a short `description` and a complete `prompt`. The subagents (`sub
                 usage: ended.usage,
             });
         }
-        Ok(result(&name, &thread.thread, &ended, text))
     }
 }
 
@@ -520,7 +594,9 @@ impl StopOnDrop {
     }
 }
 
-fn lock(children: &Children) -> std::sync::MutexGuard<'_, std::collections::HashMap<u64, Runner>> {
+pub(super) fn lock(
+    children: &Children,
+) -> std::sync::MutexGuard<'_, std::collections::HashMap<u64, Runner>> {
     match children.lock() {
         Ok(guard) => guard,
         Err(poisoned) => poisoned.into_inner(),
@@ -550,17 +626,17 @@ impl Drop for StopOnDrop {
 
 /// How a child ended, from its run's result or its record.
 #[derive(Debug, Clone)]
-struct ChildEnd {
-    run_id: String,
+pub(super) struct ChildEnd {
+    pub(super) run_id: String,
     /// `completed`, `failed`, `paused` or `stopped`.
-    outcome: String,
+    pub(super) outcome: String,
     /// The stable reason, when it did not complete.
-    reason: Option<String>,
+    pub(super) reason: Option<String>,
     /// The failure's sentence, if any.
-    message: Option<String>,
-    turns: usize,
-    tool_calls: usize,
-    usage: Usage,
+    pub(super) message: Option<String>,
+    pub(super) turns: usize,
+    pub(super) tool_calls: usize,
+    pub(super) usage: Usage,
 }
 
 impl ChildEnd {
@@ -579,7 +655,7 @@ impl ChildEnd {
         }
     }
 
-    fn of_record(r: &RunRecord) -> Self {
+    pub(super) fn of_record(r: &RunRecord) -> Self {
         Self {
             run_id: r.run_id.clone(),
             outcome: r.status.as_str().to_owned(),
@@ -601,7 +677,7 @@ pub const RESUME_TEXT: &str = "Your previous run was interrupted before it ended
 /// for its end. A child that ended before is not run again; one whose run
 /// was left behind abandoned goes on in a new run of its thread, with its
 /// history, told [`RESUME_TEXT`].
-async fn run_child(
+pub(super) async fn run_child(
     runner: &Runner,
     thread: &ThreadKey,
     prompt: &str,
@@ -676,7 +752,7 @@ fn runner_failure(e: crate::runner::RunnerError) -> crate::session::StoreError {
     )
 }
 
-fn store_failure(e: &crate::session::StoreError) -> Error {
+pub(super) fn store_failure(e: &crate::session::StoreError) -> Error {
     Error::failure_msg(format!("the subagent's session store failed: {e}"))
 }
 
