@@ -541,10 +541,7 @@ pub async fn writes_to_a_run_need_a_fence(fx: &super::Fixture) -> Outcome {
     expect_kind(
         s.commit(
             &t,
-            Commit::new().write(Write::SaveCheckpoint {
-                checkpoint_id: "k1".into(),
-                label: None,
-            }),
+            Commit::new().write(Write::save_checkpoint("k1", None)),
         )
         .await,
         StoreErrorKind::StaleClaim,
