@@ -25,6 +25,7 @@ mod all {
     #[cfg(feature = "otel")]
     mod metrics;
     mod model;
+    mod rewind;
     mod pipeline;
     mod runner;
     mod runner_remote;
