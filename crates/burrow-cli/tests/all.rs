@@ -39,6 +39,8 @@ mod all {
     mod run_compaction;
     #[cfg(all(feature = "run", feature = "fs"))]
     mod run_hooks;
+    #[cfg(all(feature = "openai", feature = "fs", feature = "sqlite"))]
+    mod thread_checkpoint;
     #[cfg(all(feature = "run", feature = "fs"))]
     mod run_mcp;
     #[cfg(feature = "run")]
