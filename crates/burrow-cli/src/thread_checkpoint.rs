@@ -21,9 +21,10 @@ impl From<CheckpointError> for Refused {
             CheckpointErrorKind::Store => {
                 Refused::failure(format!("the session store failed: {}", e.message()))
             }
-            CheckpointErrorKind::Backend => {
-                Refused::failure(format!("the workspace's files could not be read or restored: {}", e.message()))
-            }
+            CheckpointErrorKind::Backend => Refused::failure(format!(
+                "the workspace's files could not be read or restored: {}",
+                e.message()
+            )),
             kind => Refused::not_allowed(kind.as_str(), e.message().to_owned()),
         }
     }
@@ -126,9 +127,9 @@ pub async fn command(cli: &Cli, command: &ThreadCommand) -> Result<Exit, Refused
             if store.thread(&key).await?.is_none() {
                 return Err(no_thread(id));
             }
-            let opened = spec::open(&cli.backends).await.map_err(|e| {
-                Refused::failure(format!("the backend could not be opened: {e}"))
-            })?;
+            let opened = spec::open(&cli.backends)
+                .await
+                .map_err(|e| Refused::failure(format!("the backend could not be opened: {e}")))?;
             let ctx = FileContext::for_tenant(cli.tenant.clone());
             let mode = match (files_only, conversation_only) {
                 (true, _) => RewindMode::FilesOnly,
@@ -139,9 +140,15 @@ pub async fn command(cli: &Cli, command: &ThreadCommand) -> Result<Exit, Refused
                 mode,
                 ..RewindOptions::default()
             };
-            let done =
-                checkpoint::rewind(store.as_ref(), opened.backend.as_ref(), &ctx, &key, to, &options)
-                    .await;
+            let done = checkpoint::rewind(
+                store.as_ref(),
+                opened.backend.as_ref(),
+                &ctx,
+                &key,
+                to,
+                &options,
+            )
+            .await;
             let saved = opened.finish();
             let closed = opened.closer().close().await;
             let done = done?;
@@ -164,7 +171,10 @@ pub async fn command(cli: &Cli, command: &ThreadCommand) -> Result<Exit, Refused
                 if let Some(earlier) = &done.finished_earlier
                     && earlier != &done.checkpoint_id
                 {
-                    writeln!(out, "finished the rewind to {earlier} an earlier process left unfinished")?;
+                    writeln!(
+                        out,
+                        "finished the rewind to {earlier} an earlier process left unfinished"
+                    )?;
                 }
                 writeln!(
                     out,
@@ -198,7 +208,9 @@ pub async fn command(cli: &Cli, command: &ThreadCommand) -> Result<Exit, Refused
             }
             let count = checkpoint::fork(store.as_ref(), &key, at, &scope.thread(new_id)).await?;
             if json {
-                print(&json!({"forked": {"thread": new_id, "from": id, "checkpoint": at, "messages": count}}))?;
+                print(
+                    &json!({"forked": {"thread": new_id, "from": id, "checkpoint": at, "messages": count}}),
+                )?;
             } else {
                 println!(
                     "thread {} starts from {} at {at} ({count} messages)",

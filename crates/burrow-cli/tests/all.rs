@@ -39,8 +39,6 @@ mod all {
     mod run_compaction;
     #[cfg(all(feature = "run", feature = "fs"))]
     mod run_hooks;
-    #[cfg(all(feature = "openai", feature = "fs", feature = "sqlite"))]
-    mod thread_checkpoint;
     #[cfg(all(feature = "run", feature = "fs"))]
     mod run_mcp;
     #[cfg(feature = "run")]
@@ -68,4 +66,6 @@ mod all {
     mod state_file;
     mod state_journal;
     mod support;
+    #[cfg(all(feature = "openai", feature = "fs", feature = "sqlite"))]
+    mod thread_checkpoint;
 }

@@ -25,8 +25,8 @@ mod all {
     #[cfg(feature = "otel")]
     mod metrics;
     mod model;
-    mod rewind;
     mod pipeline;
+    mod rewind;
     mod runner;
     mod runner_remote;
     mod schema;

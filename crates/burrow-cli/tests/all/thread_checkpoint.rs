@@ -28,14 +28,25 @@ fn a_rewind_restores_the_files_and_the_next_run_reads_the_conversation_at_the_ch
 
     // Run 1: read /a.txt, create /b.txt (turn 2), rewrite /a.txt (turn 3).
     let server = ReplayServer::start(vec![
-        chat(None, Some(("call_r", "read_file", json!({"file_path": "/a.txt"})))),
         chat(
             None,
-            Some(("call_b", "write_file", json!({"file_path": "/b.txt", "content": "one"}))),
+            Some(("call_r", "read_file", json!({"file_path": "/a.txt"}))),
         ),
         chat(
             None,
-            Some(("call_a", "write_file", json!({"file_path": "/a.txt", "content": "changed"}))),
+            Some((
+                "call_b",
+                "write_file",
+                json!({"file_path": "/b.txt", "content": "one"}),
+            )),
+        ),
+        chat(
+            None,
+            Some((
+                "call_a",
+                "write_file",
+                json!({"file_path": "/a.txt", "content": "changed"}),
+            )),
         ),
         chat(Some("Done-ONE."), None),
     ]);
@@ -79,7 +90,16 @@ fn a_rewind_restores_the_files_and_the_next_run_reads_the_conversation_at_the_ch
         dir.path(),
         &server,
         None,
-        &["--json", "thread", "rewind", "t1", "--to", &second, "--session", &spec],
+        &[
+            "--json",
+            "thread",
+            "rewind",
+            "t1",
+            "--to",
+            &second,
+            "--session",
+            &spec,
+        ],
     ));
     assert_eq!(rewound["rewound"]["restored"], json!(["/a.txt"]));
     assert_eq!(rewound["rewound"]["conversation"], json!(true));
@@ -105,7 +125,16 @@ fn a_rewind_restores_the_files_and_the_next_run_reads_the_conversation_at_the_ch
         dir.path(),
         &next,
         None,
-        &["--json", "thread", "checkpoint", "t1", "--label", "by hand", "--session", &spec],
+        &[
+            "--json",
+            "thread",
+            "checkpoint",
+            "t1",
+            "--label",
+            "by hand",
+            "--session",
+            &spec,
+        ],
     ));
     let by_hand = made["checkpoint"]["id"].as_str().unwrap().to_owned();
     let listed = ok(&burrow(
@@ -114,7 +143,12 @@ fn a_rewind_restores_the_files_and_the_next_run_reads_the_conversation_at_the_ch
         None,
         &["--json", "thread", "checkpoints", "t1", "--session", &spec],
     ));
-    let last = listed["checkpoints"].as_array().unwrap().last().unwrap().clone();
+    let last = listed["checkpoints"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
     assert_eq!(last["id"], json!(by_hand));
     assert_eq!(last["label"], json!("by hand"));
 
@@ -124,7 +158,17 @@ fn a_rewind_restores_the_files_and_the_next_run_reads_the_conversation_at_the_ch
         dir.path(),
         &next,
         None,
-        &["--json", "thread", "rewind", "t1", "--to", &first, "--files-only", "--session", &spec],
+        &[
+            "--json",
+            "thread",
+            "rewind",
+            "t1",
+            "--to",
+            &first,
+            "--files-only",
+            "--session",
+            &spec,
+        ],
     ));
     assert_eq!(files["rewound"]["conversation"], json!(false));
     assert!(!work.join("b.txt").exists());
@@ -135,7 +179,10 @@ fn a_rewind_restores_the_files_and_the_next_run_reads_the_conversation_at_the_ch
     let out = burrow(dir.path(), &third, Some(KEY), &args);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     let sent = messages_text(&third, 0);
-    assert!(sent.contains("PROMPT-TWO") && sent.contains("call_b"), "{sent}");
+    assert!(
+        sent.contains("PROMPT-TWO") && sent.contains("call_b"),
+        "{sent}"
+    );
 
     // Conversation only, to before the second turn: the files stay.
     std::fs::write(work.join("c.txt"), "kept").unwrap();
@@ -143,7 +190,17 @@ fn a_rewind_restores_the_files_and_the_next_run_reads_the_conversation_at_the_ch
         dir.path(),
         &third,
         None,
-        &["--json", "thread", "rewind", "t1", "--to", &first, "--conversation-only", "--session", &spec],
+        &[
+            "--json",
+            "thread",
+            "rewind",
+            "t1",
+            "--to",
+            &first,
+            "--conversation-only",
+            "--session",
+            &spec,
+        ],
     ));
     assert_eq!(conv["rewound"]["restored"], json!([]));
     assert_eq!(std::fs::read(work.join("c.txt")).unwrap(), b"kept");
@@ -153,7 +210,10 @@ fn a_rewind_restores_the_files_and_the_next_run_reads_the_conversation_at_the_ch
     let out = burrow(dir.path(), &fourth, Some(KEY), &args);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     let sent = messages_text(&fourth, 0);
-    assert!(sent.contains("PROMPT-ONE") && sent.contains("call_r"), "{sent}");
+    assert!(
+        sent.contains("PROMPT-ONE") && sent.contains("call_r"),
+        "{sent}"
+    );
     for gone in ["call_b", "PROMPT-TWO", "PROMPT-THREE"] {
         assert!(!sent.contains(gone), "{gone} still sent: {sent}");
     }
@@ -163,7 +223,18 @@ fn a_rewind_restores_the_files_and_the_next_run_reads_the_conversation_at_the_ch
         dir.path(),
         &fourth,
         None,
-        &["--json", "thread", "fork", "t1", "--at", &second, "--new", "t2", "--session", &spec],
+        &[
+            "--json",
+            "thread",
+            "fork",
+            "t1",
+            "--at",
+            &second,
+            "--new",
+            "t2",
+            "--session",
+            &spec,
+        ],
     ));
     assert_eq!(forked["forked"]["thread"], json!("t2"));
     let fifth = ReplayServer::start(vec![chat(Some("Five."), None)]);
@@ -171,14 +242,26 @@ fn a_rewind_restores_the_files_and_the_next_run_reads_the_conversation_at_the_ch
         dir.path(),
         &fifth,
         Some(KEY),
-        &["run", "PROMPT-FIVE", "--model", MODEL, "--session", &spec, "--thread", "t2"],
+        &[
+            "run",
+            "PROMPT-FIVE",
+            "--model",
+            MODEL,
+            "--session",
+            &spec,
+            "--thread",
+            "t2",
+        ],
     );
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     let sent = messages_text(&fifth, 0);
     for expected in ["PROMPT-ONE", "call_r", "call_b", "PROMPT-FIVE"] {
         assert!(sent.contains(expected), "{expected} missing: {sent}");
     }
-    assert!(!sent.contains("call_a") && !sent.contains("PROMPT-FOUR"), "{sent}");
+    assert!(
+        !sent.contains("call_a") && !sent.contains("PROMPT-FOUR"),
+        "{sent}"
+    );
 }
 
 #[test]
@@ -191,7 +274,16 @@ fn unknown_threads_and_checkpoints_and_both_modes_at_once_are_refused() {
         dir.path(),
         &server,
         Some(KEY),
-        &["run", "hello", "--model", MODEL, "--session", &spec, "--thread", "t1"],
+        &[
+            "run",
+            "hello",
+            "--model",
+            MODEL,
+            "--session",
+            &spec,
+            "--thread",
+            "t1",
+        ],
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let refused = |args: &[&str], code: i32, kind: &str| {
@@ -200,15 +292,83 @@ fn unknown_threads_and_checkpoints_and_both_modes_at_once_are_refused() {
         if code == 1 {
             let said: Value = serde_json::from_str(out.stdout.trim()).unwrap();
             assert_eq!(said["error"]["kind"], kind, "{said}");
-            assert!(!said["error"]["message"].as_str().unwrap().contains(dir.path().to_str().unwrap()));
+            assert!(
+                !said["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains(dir.path().to_str().unwrap())
+            );
         }
     };
-    refused(&["--json", "thread", "rewind", "t1", "--to", "ck_nope", "--session", &spec], 1, "not_found");
-    refused(&["--json", "thread", "rewind", "nope", "--to", "ck_nope", "--session", &spec], 1, "not_found");
-    refused(&["--json", "thread", "checkpoints", "nope", "--session", &spec], 1, "not_found");
-    refused(&["--json", "thread", "fork", "t1", "--at", "ck_nope", "--new", "t9", "--session", &spec], 1, "not_found");
     refused(
-        &["--json", "thread", "rewind", "t1", "--to", "x", "--files-only", "--conversation-only", "--session", &spec],
+        &[
+            "--json",
+            "thread",
+            "rewind",
+            "t1",
+            "--to",
+            "ck_nope",
+            "--session",
+            &spec,
+        ],
+        1,
+        "not_found",
+    );
+    refused(
+        &[
+            "--json",
+            "thread",
+            "rewind",
+            "nope",
+            "--to",
+            "ck_nope",
+            "--session",
+            &spec,
+        ],
+        1,
+        "not_found",
+    );
+    refused(
+        &[
+            "--json",
+            "thread",
+            "checkpoints",
+            "nope",
+            "--session",
+            &spec,
+        ],
+        1,
+        "not_found",
+    );
+    refused(
+        &[
+            "--json",
+            "thread",
+            "fork",
+            "t1",
+            "--at",
+            "ck_nope",
+            "--new",
+            "t9",
+            "--session",
+            &spec,
+        ],
+        1,
+        "not_found",
+    );
+    refused(
+        &[
+            "--json",
+            "thread",
+            "rewind",
+            "t1",
+            "--to",
+            "x",
+            "--files-only",
+            "--conversation-only",
+            "--session",
+            &spec,
+        ],
         2,
         "",
     );

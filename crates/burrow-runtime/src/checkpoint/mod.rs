@@ -26,8 +26,8 @@ mod thread;
 #[cfg(feature = "failpoints")]
 pub use thread::RewindStep;
 pub use thread::{
-    CheckpointError, CheckpointErrorKind, Checkpointer, RewindMode, RewindOptions, Rewound,
-    fork, load_view, new_checkpoint_id, rewind, take, view,
+    CheckpointError, CheckpointErrorKind, Checkpointer, RewindMode, RewindOptions, Rewound, fork,
+    load_view, new_checkpoint_id, rewind, take, view,
 };
 
 /// How many checkpoints a thread keeps unless told otherwise.

@@ -159,7 +159,13 @@ impl Checkpointer {
             return Ok(None);
         }
         let files = capture(self.backend.as_ref(), &self.ctx, &effects.paths).await?;
-        Ok(Some(self.write(new_checkpoint_id(), None, turn, &effects, files)))
+        Ok(Some(self.write(
+            new_checkpoint_id(),
+            None,
+            turn,
+            &effects,
+            files,
+        )))
     }
 
     fn write(
@@ -344,7 +350,10 @@ async fn images_at(
         if c.paths.iter().all(|p| seen.contains(p)) {
             continue;
         }
-        let files = store.checkpoint_files(thread, &c.id).await?.unwrap_or_default();
+        let files = store
+            .checkpoint_files(thread, &c.id)
+            .await?
+            .unwrap_or_default();
         for f in files {
             if seen.insert(f.path.clone()) {
                 out.push(f);
@@ -434,7 +443,18 @@ pub async fn rewind(
                 (false, true) => RewindMode::ConversationOnly,
                 _ => RewindMode::Both,
             };
-            let done = finish(store, backend, ctx, thread, &fence, &all, &intent.checkpoint_id, mode, options).await?;
+            let done = finish(
+                store,
+                backend,
+                ctx,
+                thread,
+                &fence,
+                &all,
+                &intent.checkpoint_id,
+                mode,
+                options,
+            )
+            .await?;
             if intent.checkpoint_id == to {
                 return Ok(Rewound {
                     finished_earlier: Some(intent.checkpoint_id),
@@ -481,7 +501,18 @@ pub async fn rewind(
         #[cfg(feature = "failpoints")]
         reach(options, RewindStep::Begun).await;
         let all = store.checkpoints(thread).await?;
-        let done = finish(store, backend, ctx, thread, &fence, &all, to, options.mode, options).await?;
+        let done = finish(
+            store,
+            backend,
+            ctx,
+            thread,
+            &fence,
+            &all,
+            to,
+            options.mode,
+            options,
+        )
+        .await?;
         Ok(Rewound {
             undo_checkpoint: undo,
             finished_earlier,
@@ -519,9 +550,11 @@ async fn finish(
     store
         .commit(
             thread,
-            Commit::new().fenced(fence.clone()).write(Write::FinishRewind {
-                checkpoint_id: to.to_owned(),
-            }),
+            Commit::new()
+                .fenced(fence.clone())
+                .write(Write::FinishRewind {
+                    checkpoint_id: to.to_owned(),
+                }),
         )
         .await?;
     Ok(Rewound {
@@ -562,7 +595,10 @@ pub async fn fork(
         if store.thread(new).await?.is_some_and(|t| t.history_len > 0) {
             return Err(CheckpointError::new(
                 CheckpointErrorKind::InvalidState,
-                format!("thread {} already has a conversation; fork into a new thread id", new.thread),
+                format!(
+                    "thread {} already has a conversation; fork into a new thread id",
+                    new.thread
+                ),
             ));
         }
         let count = messages.len();

@@ -68,8 +68,8 @@ pub use types::{
     Answer, Checkpoint, Claim, ClaimAttempt, CommandKey, CommandRecord, Commit, Committed,
     CursorMove, Event, EventKind, Fence, HistoryEntry, HistoryItem, MAX_LABEL_NAME,
     MAX_LABEL_VALUE, MAX_RUN_LABELS, MessageKind, PostedMessage, Pruned, Request, RequestKind,
-    RequestSpec, RewindIntent, RunEnd, RunRecord, RunStatus, Scope, ThreadInfo, ThreadKey, ThreadStatus,
-    ToolCallRecord, ToolCallStatus, Trigger, Write,
+    RequestSpec, RewindIntent, RunEnd, RunRecord, RunStatus, Scope, ThreadInfo, ThreadKey,
+    ThreadStatus, ToolCallRecord, ToolCallStatus, Trigger, Write,
 };
 
 /// The most entries one listing returns, whatever limit the caller asks.

@@ -883,7 +883,8 @@ fn save<'a>(
                 .await
         }));
         out.push(Box::pin(async move {
-            c.execute(&prepared.drop_checkpoint_files, &[t, w, th]).await
+            c.execute(&prepared.drop_checkpoint_files, &[t, w, th])
+                .await
         }));
     }
     if let Some(cmd) = &ch.command {

@@ -11,17 +11,15 @@ use burrow_runtime::checkpoint::{
 use burrow_runtime::message::Message;
 use burrow_runtime::model::{ScriptedModel, ScriptedResponse};
 use burrow_runtime::runner::{Runner, RunnerConfig};
-use burrow_runtime::session::{
-    Commit, HistoryItem, Scope, StoreErrorKind, ThreadKey, Write,
-};
+use burrow_runtime::session::{Commit, HistoryItem, Scope, StoreErrorKind, ThreadKey, Write};
 use burrow_runtime::tool::ToolRegistry;
 use burrow_runtime::tools::Toolset;
 use burrow_state::StateBackend;
 use serde_json::json;
 
-use super::runner::{Fixture, memory, on_every_store, sqlite};
 #[cfg(feature = "postgres")]
 use super::runner::postgres;
+use super::runner::{Fixture, memory, on_every_store, sqlite};
 use super::support::{ctx, p};
 
 /// Bytes no text decoder keeps as they are.
@@ -75,7 +73,10 @@ struct Setup {
 
 async fn setup(fx: &Fixture) -> Setup {
     let backend = Arc::new(StateBackend::new());
-    backend.write_bytes(&ctx(), &p("/a.txt"), ORIGINAL).await.unwrap();
+    backend
+        .write_bytes(&ctx(), &p("/a.txt"), ORIGINAL)
+        .await
+        .unwrap();
     let dynamic: Arc<dyn Backend> = backend.clone();
     let mut tools = ToolRegistry::new();
     tools.add_toolset(Arc::new(Toolset::new(dynamic.clone(), ctx())));
@@ -127,8 +128,14 @@ fn texts(messages: &[Message]) -> Vec<String> {
 async fn a_run_checkpoints_each_batch_and_a_rewind_restores_files_and_conversation(fx: Fixture) {
     let s = setup(&fx).await;
     run(&s, "edit").await;
-    assert_eq!(bytes(&s.backend, "/a.txt").await.as_deref(), Some(&b"changed"[..]));
-    assert_eq!(bytes(&s.backend, "/b.txt").await.as_deref(), Some(&b"one"[..]));
+    assert_eq!(
+        bytes(&s.backend, "/a.txt").await.as_deref(),
+        Some(&b"changed"[..])
+    );
+    assert_eq!(
+        bytes(&s.backend, "/b.txt").await.as_deref(),
+        Some(&b"one"[..])
+    );
 
     // One checkpoint before each batch that changes files, holding the pre-images.
     let ks = fx.store.checkpoints(&s.thread).await.unwrap();
@@ -137,7 +144,12 @@ async fn a_run_checkpoints_each_batch_and_a_rewind_restores_files_and_conversati
     assert_eq!(ks[1].paths, ["/a.txt"]);
     assert_eq!(ks[0].metadata["tools"], json!(["write_file"]));
     assert_eq!(ks[1].turn, Some(2));
-    let before_two = fx.store.checkpoint_files(&s.thread, &ks[1].id).await.unwrap().unwrap();
+    let before_two = fx
+        .store
+        .checkpoint_files(&s.thread, &ks[1].id)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(before_two[0].bytes.as_deref(), Some(ORIGINAL));
     let full_before = fx.store.history(&s.thread, 0).await.unwrap().len();
 
@@ -155,9 +167,14 @@ async fn a_run_checkpoints_each_batch_and_a_rewind_restores_files_and_conversati
     assert_eq!(rewound.restored, ["/a.txt"]);
     assert!(rewound.conversation);
     assert_eq!(bytes(&s.backend, "/a.txt").await.as_deref(), Some(ORIGINAL));
-    assert_eq!(bytes(&s.backend, "/b.txt").await.as_deref(), Some(&b"one"[..]));
+    assert_eq!(
+        bytes(&s.backend, "/b.txt").await.as_deref(),
+        Some(&b"one"[..])
+    );
     assert!(fx.store.claim(&s.thread).await.unwrap().is_none());
-    let view = checkpoint::load_view(fx.store.as_ref(), &s.thread).await.unwrap();
+    let view = checkpoint::load_view(fx.store.as_ref(), &s.thread)
+        .await
+        .unwrap();
     assert_eq!(
         texts(&view),
         ["user:edit", "calls:c1,c2", "result:c1", "result:c2"]
@@ -165,8 +182,14 @@ async fn a_run_checkpoints_each_batch_and_a_rewind_restores_files_and_conversati
     // Later entries stay in the store, reachable by position.
     let full = fx.store.history(&s.thread, 0).await.unwrap();
     assert_eq!(full.len(), full_before + 1);
-    assert!(matches!(full.last().unwrap().item, HistoryItem::Rewind { .. }));
-    assert!(full.iter().any(|e| e.message.tool_calls().any(|c| c.id == "c3")));
+    assert!(matches!(
+        full.last().unwrap().item,
+        HistoryItem::Rewind { .. }
+    ));
+    assert!(
+        full.iter()
+            .any(|e| e.message.tool_calls().any(|c| c.id == "c3"))
+    );
 
     // The next run's request holds the conversation at the checkpoint.
     s.seen.lock().unwrap().clear();
@@ -174,7 +197,13 @@ async fn a_run_checkpoints_each_batch_and_a_rewind_restores_files_and_conversati
     let first = s.seen.lock().unwrap()[0].clone();
     assert_eq!(
         texts(&first),
-        ["user:edit", "calls:c1,c2", "result:c1", "result:c2", "user:again"]
+        [
+            "user:edit",
+            "calls:c1,c2",
+            "result:c1",
+            "result:c2",
+            "user:again"
+        ]
     );
 
     // The undo checkpoint brings the files back as they stood before the rewind.
@@ -183,32 +212,69 @@ async fn a_run_checkpoints_each_batch_and_a_rewind_restores_files_and_conversati
         mode: RewindMode::FilesOnly,
         ..RewindOptions::default()
     };
-    checkpoint::rewind(fx.store.as_ref(), s.backend.as_ref(), &ctx(), &s.thread, &undo, &options)
+    checkpoint::rewind(
+        fx.store.as_ref(),
+        s.backend.as_ref(),
+        &ctx(),
+        &s.thread,
+        &undo,
+        &options,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        bytes(&s.backend, "/a.txt").await.as_deref(),
+        Some(&b"changed"[..])
+    );
+    // Files only: the conversation goes on as it was.
+    let view = checkpoint::load_view(fx.store.as_ref(), &s.thread)
         .await
         .unwrap();
-    assert_eq!(bytes(&s.backend, "/a.txt").await.as_deref(), Some(&b"changed"[..]));
-    // Files only: the conversation goes on as it was.
-    let view = checkpoint::load_view(fx.store.as_ref(), &s.thread).await.unwrap();
-    assert_eq!(texts(&view).last().map(String::as_str), Some("assistant:Assistant { parts: [Text { text: \"ok\" }] }"));
+    assert_eq!(
+        texts(&view).last().map(String::as_str),
+        Some("assistant:Assistant { parts: [Text { text: \"ok\" }] }")
+    );
 
     // Conversation only, to before the first batch: files stay.
     let options = RewindOptions {
         mode: RewindMode::ConversationOnly,
         ..RewindOptions::default()
     };
-    let back = checkpoint::rewind(fx.store.as_ref(), s.backend.as_ref(), &ctx(), &s.thread, &ks[0].id, &options)
+    let back = checkpoint::rewind(
+        fx.store.as_ref(),
+        s.backend.as_ref(),
+        &ctx(),
+        &s.thread,
+        &ks[0].id,
+        &options,
+    )
+    .await
+    .unwrap();
+    assert!(back.restored.is_empty() && back.undo_checkpoint.is_none());
+    assert_eq!(
+        bytes(&s.backend, "/a.txt").await.as_deref(),
+        Some(&b"changed"[..])
+    );
+    assert_eq!(
+        bytes(&s.backend, "/b.txt").await.as_deref(),
+        Some(&b"one"[..])
+    );
+    let view = checkpoint::load_view(fx.store.as_ref(), &s.thread)
         .await
         .unwrap();
-    assert!(back.restored.is_empty() && back.undo_checkpoint.is_none());
-    assert_eq!(bytes(&s.backend, "/a.txt").await.as_deref(), Some(&b"changed"[..]));
-    assert_eq!(bytes(&s.backend, "/b.txt").await.as_deref(), Some(&b"one"[..]));
-    let view = checkpoint::load_view(fx.store.as_ref(), &s.thread).await.unwrap();
     assert_eq!(view.len(), usize::try_from(ks[0].history_len).unwrap());
 
     // Both, to before the first batch: /b.txt, created by it, is gone; /a.txt original.
-    checkpoint::rewind(fx.store.as_ref(), s.backend.as_ref(), &ctx(), &s.thread, &ks[0].id, &RewindOptions::default())
-        .await
-        .unwrap();
+    checkpoint::rewind(
+        fx.store.as_ref(),
+        s.backend.as_ref(),
+        &ctx(),
+        &s.thread,
+        &ks[0].id,
+        &RewindOptions::default(),
+    )
+    .await
+    .unwrap();
     assert_eq!(bytes(&s.backend, "/b.txt").await, None);
     assert_eq!(bytes(&s.backend, "/a.txt").await.as_deref(), Some(ORIGINAL));
 }
@@ -223,19 +289,31 @@ async fn a_fork_starts_a_new_thread_from_a_checkpoint_and_the_original_is_untouc
         .await
         .unwrap();
     assert_eq!(n, 4);
-    let forked = checkpoint::load_view(fx.store.as_ref(), &new).await.unwrap();
+    let forked = checkpoint::load_view(fx.store.as_ref(), &new)
+        .await
+        .unwrap();
     assert_eq!(
         texts(&forked),
         ["user:edit", "calls:c1,c2", "result:c1", "result:c2"]
     );
     assert_eq!(fx.store.history(&s.thread, 0).await.unwrap(), original);
-    assert_eq!(bytes(&s.backend, "/a.txt").await.as_deref(), Some(&b"changed"[..]));
+    assert_eq!(
+        bytes(&s.backend, "/a.txt").await.as_deref(),
+        Some(&b"changed"[..])
+    );
     // A fork into a thread with a conversation, or from an unknown checkpoint, is refused.
-    let again = checkpoint::fork(fx.store.as_ref(), &s.thread, &ks[1].id, &new).await.unwrap_err();
-    assert_eq!(again.kind(), CheckpointErrorKind::InvalidState);
-    let unknown = checkpoint::fork(fx.store.as_ref(), &s.thread, "ck_none", &s.thread.scope.thread("t3"))
+    let again = checkpoint::fork(fx.store.as_ref(), &s.thread, &ks[1].id, &new)
         .await
         .unwrap_err();
+    assert_eq!(again.kind(), CheckpointErrorKind::InvalidState);
+    let unknown = checkpoint::fork(
+        fx.store.as_ref(),
+        &s.thread,
+        "ck_none",
+        &s.thread.scope.thread("t3"),
+    )
+    .await
+    .unwrap_err();
     assert_eq!(unknown.kind(), CheckpointErrorKind::NotFound);
     // A run in the fork goes on from its conversation.
     s.seen.lock().unwrap().clear();
@@ -252,13 +330,25 @@ async fn a_rewind_of_a_running_thread_is_refused_and_changes_nothing(fx: Fixture
     run(&s, "edit").await;
     let ks = fx.store.checkpoints(&s.thread).await.unwrap();
     // A run holds the claim: busy. A run left running (its claim lapsed): invalid state.
-    let claim = match fx.store.acquire_claim(&s.thread, "runner-x", Duration::from_secs(30)).await.unwrap() {
+    let claim = match fx
+        .store
+        .acquire_claim(&s.thread, "runner-x", Duration::from_secs(30))
+        .await
+        .unwrap()
+    {
         burrow_runtime::session::ClaimAttempt::Granted(c) => c,
         other => panic!("{other:?}"),
     };
-    let busy = checkpoint::rewind(fx.store.as_ref(), s.backend.as_ref(), &ctx(), &s.thread, &ks[0].id, &RewindOptions::default())
-        .await
-        .unwrap_err();
+    let busy = checkpoint::rewind(
+        fx.store.as_ref(),
+        s.backend.as_ref(),
+        &ctx(),
+        &s.thread,
+        &ks[0].id,
+        &RewindOptions::default(),
+    )
+    .await
+    .unwrap_err();
     assert_eq!(busy.kind(), CheckpointErrorKind::Busy);
     let posted = fx.store.messages(&s.thread, 0, 10).await.unwrap();
     fx.store
@@ -275,14 +365,36 @@ async fn a_rewind_of_a_running_thread_is_refused_and_changes_nothing(fx: Fixture
         .await
         .unwrap();
     fx.clock.advance(Duration::from_secs(60));
-    let running = checkpoint::rewind(fx.store.as_ref(), s.backend.as_ref(), &ctx(), &s.thread, &ks[0].id, &RewindOptions::default())
-        .await
-        .unwrap_err();
+    let running = checkpoint::rewind(
+        fx.store.as_ref(),
+        s.backend.as_ref(),
+        &ctx(),
+        &s.thread,
+        &ks[0].id,
+        &RewindOptions::default(),
+    )
+    .await
+    .unwrap_err();
     assert_eq!(running.kind(), CheckpointErrorKind::InvalidState);
-    assert!(running.message().contains("cannot be rewound"), "{}", running.message());
-    assert_eq!(bytes(&s.backend, "/a.txt").await.as_deref(), Some(&b"changed"[..]));
+    assert!(
+        running.message().contains("cannot be rewound"),
+        "{}",
+        running.message()
+    );
+    assert_eq!(
+        bytes(&s.backend, "/a.txt").await.as_deref(),
+        Some(&b"changed"[..])
+    );
     assert_eq!(fx.store.checkpoints(&s.thread).await.unwrap().len(), 2);
-    assert!(fx.store.thread(&s.thread).await.unwrap().unwrap().rewind.is_none());
+    assert!(
+        fx.store
+            .thread(&s.thread)
+            .await
+            .unwrap()
+            .unwrap()
+            .rewind
+            .is_none()
+    );
 }
 
 on_every_store!(
@@ -346,7 +458,9 @@ mod cut_short {
             Some(ks[0].id.as_str())
         );
         // The conversation has not moved; the files are old (Begun) or new (Restored).
-        let view = checkpoint::load_view(fx.store.as_ref(), &s.thread).await.unwrap();
+        let view = checkpoint::load_view(fx.store.as_ref(), &s.thread)
+            .await
+            .unwrap();
         assert_eq!(view.last(), Some(&Message::assistant_text("done")));
         let b = bytes(&s.backend, "/b.txt").await;
         match step {
@@ -394,8 +508,18 @@ mod cut_short {
         assert_eq!(done.finished_earlier.as_deref(), Some(ks[0].id.as_str()));
         assert_eq!(bytes(&s.backend, "/b.txt").await, None);
         assert_eq!(bytes(&s.backend, "/a.txt").await.as_deref(), Some(ORIGINAL));
-        assert!(fx.store.thread(&s.thread).await.unwrap().unwrap().rewind.is_none());
-        let view = checkpoint::load_view(fx.store.as_ref(), &s.thread).await.unwrap();
+        assert!(
+            fx.store
+                .thread(&s.thread)
+                .await
+                .unwrap()
+                .unwrap()
+                .rewind
+                .is_none()
+        );
+        let view = checkpoint::load_view(fx.store.as_ref(), &s.thread)
+            .await
+            .unwrap();
         assert_eq!(view.len(), usize::try_from(ks[0].history_len).unwrap());
         // Exactly one rewind entry: the re-run did not rewind twice.
         let entries = fx.store.history(&s.thread, 0).await.unwrap();
@@ -433,7 +557,11 @@ async fn a_schema_2_sqlite_file_gains_checkpoint_files() {
     let t = Scope::new("tenant-a", "workspace-1").thread("t1");
     {
         let store = SqliteStore::open_with(&path, clock.clone(), SqliteOptions::default()).unwrap();
-        let ClaimAttempt::Granted(c) = store.acquire_claim(&t, "h", Duration::from_secs(30)).await.unwrap() else {
+        let ClaimAttempt::Granted(c) = store
+            .acquire_claim(&t, "h", Duration::from_secs(30))
+            .await
+            .unwrap()
+        else {
             panic!("claim");
         };
         use burrow_runtime::session::SessionStore as _;
@@ -444,12 +572,16 @@ async fn a_schema_2_sqlite_file_gains_checkpoint_files() {
                     .fenced(c.fence())
                     .write(Write::AppendHistory {
                         run_id: None,
-                        items: vec![HistoryItem::Message { message: Message::user("one") }],
+                        items: vec![HistoryItem::Message {
+                            message: Message::user("one"),
+                        }],
                     })
                     .write(Write::save_checkpoint("old", Some("from schema 2".into())))
                     .write(Write::AppendHistory {
                         run_id: None,
-                        items: vec![HistoryItem::Message { message: Message::user("two") }],
+                        items: vec![HistoryItem::Message {
+                            message: Message::user("two"),
+                        }],
                     }),
             )
             .await
@@ -470,14 +602,34 @@ async fn a_schema_2_sqlite_file_gains_checkpoint_files() {
     let ks = store.checkpoints(&t).await.unwrap();
     assert_eq!(ks.len(), 1);
     assert!(ks[0].paths.is_empty() && ks[0].metadata.is_empty() && ks[0].turn.is_none());
-    assert_eq!(store.checkpoint_files(&t, "old").await.unwrap(), Some(Vec::new()));
+    assert_eq!(
+        store.checkpoint_files(&t, "old").await.unwrap(),
+        Some(Vec::new())
+    );
     let backend = StateBackend::new();
-    let rewound = checkpoint::rewind(&store, &backend, &ctx(), &t, "old", &RewindOptions::default())
-        .await
-        .unwrap();
+    let rewound = checkpoint::rewind(
+        &store,
+        &backend,
+        &ctx(),
+        &t,
+        "old",
+        &RewindOptions::default(),
+    )
+    .await
+    .unwrap();
     assert!(rewound.restored.is_empty());
     let view = checkpoint::load_view(&store, &t).await.unwrap();
     assert_eq!(view, vec![Message::user("one")]);
-    let id = checkpoint::take(&store, None, &t, Some("new".into()), &[]).await.unwrap();
-    assert_eq!(store.checkpoints(&t).await.unwrap().last().map(|k| k.id.clone()), Some(id));
+    let id = checkpoint::take(&store, None, &t, Some("new".into()), &[])
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .checkpoints(&t)
+            .await
+            .unwrap()
+            .last()
+            .map(|k| k.id.clone()),
+        Some(id)
+    );
 }

@@ -141,10 +141,9 @@ pub async fn checkpoint_retention_keeps_the_newest(fx: &super::Fixture) -> Outco
     ensure(s.checkpoint_files(&t, "k1").await?.is_none(), || {
         "a dropped checkpoint's files stay".into()
     })?;
-    ensure(
-        s.checkpoint_files(&t, "k3").await? == Some(one(3)),
-        || "a kept checkpoint lost its files".into(),
-    )?;
+    ensure(s.checkpoint_files(&t, "k3").await? == Some(one(3)), || {
+        "a kept checkpoint lost its files".into()
+    })?;
     s.commit(
         &t,
         Commit::new()
@@ -196,8 +195,11 @@ pub async fn a_rewind_is_begun_then_finished(fx: &super::Fixture) -> Outcome {
         || format!("thread after begin: {info:?}"),
     )?;
     expect_kind(
-        s.commit(&t, Commit::new().fenced(f.clone()).write(start("r1", &["m1"])))
-            .await,
+        s.commit(
+            &t,
+            Commit::new().fenced(f.clone()).write(start("r1", &["m1"])),
+        )
+        .await,
         StoreErrorKind::InvalidState,
         "starting a run during a rewind",
     )?;

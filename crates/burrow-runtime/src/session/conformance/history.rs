@@ -197,7 +197,9 @@ pub async fn checkpoints_mark_history_positions(fx: &super::Fixture) -> Outcome 
     expect_kind(
         s.commit(
             &t,
-            Commit::new().fenced(f).write(Write::save_checkpoint("k1", None)),
+            Commit::new()
+                .fenced(f)
+                .write(Write::save_checkpoint("k1", None)),
         )
         .await,
         StoreErrorKind::IdInUse,

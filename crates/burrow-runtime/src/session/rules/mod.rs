@@ -23,10 +23,10 @@ use crate::checkpoint::FileImage;
 use crate::message::Message;
 
 mod apply;
-mod rewind;
 mod check;
 mod claim;
 pub(crate) mod prune;
+mod rewind;
 
 pub(crate) use apply::apply;
 pub(crate) use check::{check_command, check_name, check_thread, precheck};

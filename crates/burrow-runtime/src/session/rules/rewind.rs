@@ -3,8 +3,8 @@
 use super::apply::State;
 use crate::checkpoint::FileImage;
 use crate::session::error::{StoreError, StoreResult};
-use crate::session::types::{EventKind, HistoryItem, RewindIntent, ThreadStatus};
 use crate::session::rules::HistoryRow;
+use crate::session::types::{EventKind, HistoryItem, RewindIntent, ThreadStatus};
 
 impl State<'_> {
     /// Refuses `what` while the thread has a rewind begun and not finished.
