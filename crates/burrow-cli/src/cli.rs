@@ -652,6 +652,62 @@ pub enum ThreadCommand {
               value_parser = clap::value_parser!(u64).range(1..=86400))]
         request_timeout: u64,
     },
+    /// Save a checkpoint of the thread's conversation now (a run also takes one before
+    /// every batch of tool calls that changes files, holding the files' earlier bytes).
+    Checkpoint {
+        /// The thread.
+        id: String,
+        /// A label for people.
+        #[arg(long, value_name = "L")]
+        label: Option<String>,
+        /// The session: sqlite:FILE.db, postgres://... or memory: (per process).
+        #[arg(long, value_name = "SESSION")]
+        session: String,
+    },
+    /// List the thread's checkpoints, oldest first: `ID CREATED_AT MESSAGES TURN FILES LABEL`
+    /// (with --json: {"checkpoints": [...]}). What `execute` changed in a sandbox is not
+    /// in any checkpoint; the metadata names those calls.
+    Checkpoints {
+        /// The thread.
+        id: String,
+        /// The session: sqlite:FILE.db, postgres://... or memory: (per process).
+        #[arg(long, value_name = "SESSION")]
+        session: String,
+    },
+    /// Rewind the thread to a checkpoint: the files (through --backend) get back the bytes
+    /// they had then, and the conversation moves back (later messages stay in the store).
+    /// A thread with a running or paused run is refused; a rewind cut short is finished by
+    /// running it again.
+    Rewind {
+        /// The thread.
+        id: String,
+        /// The checkpoint (`burrow thread checkpoints` lists them).
+        #[arg(long, value_name = "CHECKPOINT")]
+        to: String,
+        /// Restore the files only; the conversation goes on as it is.
+        #[arg(long, conflicts_with = "conversation_only")]
+        files_only: bool,
+        /// Move the conversation back only; the files stay as they are.
+        #[arg(long)]
+        conversation_only: bool,
+        /// The session: sqlite:FILE.db, postgres://... or memory: (per process).
+        #[arg(long, value_name = "SESSION")]
+        session: String,
+    },
+    /// Start a new thread from a checkpoint's conversation (the files are not touched).
+    Fork {
+        /// The thread.
+        id: String,
+        /// The checkpoint.
+        #[arg(long, value_name = "CHECKPOINT")]
+        at: String,
+        /// The new thread's id.
+        #[arg(long = "new", value_name = "NEW_ID")]
+        new_id: String,
+        /// The session: sqlite:FILE.db, postgres://... or memory: (per process).
+        #[arg(long, value_name = "SESSION")]
+        session: String,
+    },
     /// Stop the thread's run, in whichever process runs it, and wait until it has ended.
     Stop {
         /// The thread.

@@ -63,6 +63,8 @@ mod spec;
 mod state_file;
 #[cfg(feature = "run")]
 mod subagents;
+#[cfg(feature = "run")]
+mod thread_checkpoint;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -602,6 +604,7 @@ async fn run_agent(
             return Ok(Exit::Failed);
         }
     };
+    thread_checkpoint::checkpoint_runs(&cli.command, opened, &ctx);
     let config = match discover_skills(&cli, opened, &ctx).await? {
         Ok(skills) => config.with_skills(skills),
         Err(exit) => return Ok(exit),
@@ -775,6 +778,10 @@ async fn thread_command(cli: &Cli) -> io::Result<Option<Exit>> {
             .await
         }
         cli::ThreadCommand::Answer { .. } => return Ok(None),
+        cli::ThreadCommand::Checkpoint { .. }
+        | cli::ThreadCommand::Checkpoints { .. }
+        | cli::ThreadCommand::Rewind { .. }
+        | cli::ThreadCommand::Fork { .. } => thread_checkpoint::command(cli, command).await,
     };
     Ok(Some(match outcome {
         Ok(exit) => exit,

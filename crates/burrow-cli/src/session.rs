@@ -326,7 +326,7 @@ impl Refused {
     }
 
     /// The session does not allow what was asked: exit 1.
-    fn not_allowed(kind: &'static str, message: impl Into<String>) -> Self {
+    pub(crate) fn not_allowed(kind: &'static str, message: impl Into<String>) -> Self {
         Self {
             exit: Exit::Refused,
             kind,
@@ -480,6 +480,9 @@ pub fn runner_with_live(
         .with_live(live);
     for (name, value) in args.setup.labels() {
         config = config.with_run_label(name, value);
+    }
+    if let Some(checkpointer) = crate::thread_checkpoint::checkpointer() {
+        config = config.with_checkpoints(checkpointer);
     }
     Runner::with_config(agent, store, config)
 }

@@ -75,4 +75,6 @@ mod all {
     mod state_file;
     mod state_journal;
     mod support;
+    #[cfg(all(feature = "openai", feature = "fs", feature = "sqlite"))]
+    mod thread_checkpoint;
 }

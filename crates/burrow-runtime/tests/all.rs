@@ -26,6 +26,7 @@ mod all {
     mod metrics;
     mod model;
     mod pipeline;
+    mod rewind;
     mod runner;
     mod runner_remote;
     mod schema;

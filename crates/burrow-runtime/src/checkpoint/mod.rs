@@ -10,6 +10,8 @@
 //! bytes again, a file that was absent is removed. Restoring is idempotent,
 //! so a rewind that dies half-way is finished by running it again.
 //! [`Retention`] keeps the last checkpoints of a thread (20 by default).
+//! `thread` takes them into the session store, builds the model's view after
+//! a rewind, and rewinds and forks threads (ADR 0295).
 
 use std::collections::BTreeSet;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -19,6 +21,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::message::ToolCall;
+
+mod thread;
+#[cfg(feature = "failpoints")]
+pub use thread::RewindStep;
+pub use thread::{
+    CheckpointError, CheckpointErrorKind, Checkpointer, RewindMode, RewindOptions, Rewound, fork,
+    load_view, new_checkpoint_id, rewind, take, view,
+};
 
 /// How many checkpoints a thread keeps unless told otherwise.
 pub const DEFAULT_KEEP: usize = 20;

@@ -31,6 +31,9 @@ pub struct RunnerConfig {
     /// example the model it runs with, so that a process answering the run
     /// later can set itself up alike. A run resumed keeps its own.
     pub run_labels: BTreeMap<String, String>,
+    /// Takes a checkpoint (the files' pre-images) before every batch that
+    /// changes files (ADR 0295); none by default.
+    pub checkpoints: Option<crate::checkpoint::Checkpointer>,
     /// Where this runner's runs crash, in crash-recovery tests (feature `failpoints`).
     #[cfg(feature = "failpoints")]
     pub failpoint: Option<Arc<dyn crate::failpoint::Failpoint>>,
@@ -46,6 +49,7 @@ impl Default for RunnerConfig {
             turn_context: None,
             evaluators: Vec::new(),
             run_labels: BTreeMap::new(),
+            checkpoints: None,
             #[cfg(feature = "failpoints")]
             failpoint: None,
         }
@@ -53,6 +57,12 @@ impl Default for RunnerConfig {
 }
 
 impl RunnerConfig {
+    /// The same config taking a checkpoint before every batch that changes files.
+    pub fn with_checkpoints(mut self, checkpointer: crate::checkpoint::Checkpointer) -> Self {
+        self.checkpoints = Some(checkpointer);
+        self
+    }
+
     /// The same config with live frames going to `live`.
     pub fn with_live(mut self, live: Arc<dyn LiveChannel>) -> Self {
         self.live = live;

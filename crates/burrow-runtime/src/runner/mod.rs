@@ -32,6 +32,7 @@
 mod approval;
 mod ask;
 mod carry;
+mod checkpoints;
 mod claim;
 mod command;
 mod config;

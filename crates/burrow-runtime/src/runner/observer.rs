@@ -40,6 +40,8 @@ pub(super) struct DurableRun {
     pub(super) asked: Arc<Asked>,
     /// The one-result-per-call invariant, checked before every request (ADR 0251).
     pub(super) pairing: Mutex<pairing::Pairing>,
+    /// Takes a checkpoint before each batch that changes files (ADR 0295).
+    pub(super) checkpoints: Option<crate::checkpoint::Checkpointer>,
 }
 
 impl DurableRun {
@@ -211,6 +213,12 @@ impl RunObserver for DurableRun {
         // about to run (ADR 0240); its finish may still ride in the batch's
         // last commit.
         let calls = self.announce(history);
+        if let Some(taker) = &self.checkpoints {
+            // Rides first in the commit that saves the answer: it marks the
+            // conversation before this turn (ADR 0295).
+            let write = super::checkpoints::checkpoint_before(taker, history).await?;
+            self.commits.restore_held(write.into_iter().collect());
+        }
         self.save(history, Vec::new()).await?;
         let mut ledger = self.commits.ledger();
         ledger.announced.clear();

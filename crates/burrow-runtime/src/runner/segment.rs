@@ -19,7 +19,7 @@ use crate::agent::{CancelToken, FailureReason, Observer, Outcome, RunOptions, Ru
 use crate::message::{Message, Usage};
 use crate::session::{
     Claim, Commit, Fence, HistoryItem, RequestKind, RequestSpec, RunEnd, StoreErrorKind, ThreadKey,
-    ToolCallStatus, Write, load_history,
+    ToolCallStatus, Write,
 };
 
 use super::engine::{ASKED, Active, BusyGuard, Inner, RunHandle, Segment, TAKEN};
@@ -220,7 +220,7 @@ impl Inner {
             approvals: Vec::new(),
         };
         let fence = claim.fence();
-        let mut history = match load_history(self.store.as_ref(), thread).await {
+        let mut history = match crate::checkpoint::load_view(self.store.as_ref(), thread).await {
             Ok(h) => h,
             Err(e) => {
                 let result = fail(
@@ -271,6 +271,7 @@ impl Inner {
             recorded_tools.insert(super::ask::ASK_USER.to_owned());
         }
         let durable = Arc::new(DurableRun {
+            checkpoints: self.config.checkpoints.clone(),
             commits,
             run_id: run_id.to_owned(),
             recorded_tools,

@@ -337,7 +337,7 @@ impl Inner {
                 e.run_id.as_deref() == Some(left) && matches!(e.message, Message::ToolResult(_))
             })
             .count();
-        let mut history: Vec<Message> = entries.into_iter().map(|e| e.message).collect();
+        let mut history: Vec<Message> = crate::checkpoint::view(&entries);
         let records: HashMap<String, CallState> = self
             .store
             .tool_calls(&thread.scope, left)

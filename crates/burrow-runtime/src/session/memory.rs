@@ -30,6 +30,8 @@ struct State {
     calls: BTreeMap<(Scope, String, String), ToolCallRecord>,
     cursors: BTreeMap<(ThreadKey, String), u64>,
     checkpoints: BTreeMap<ThreadKey, Vec<Checkpoint>>,
+    /// The pre-images of each checkpoint, by thread and checkpoint id.
+    checkpoint_files: BTreeMap<(ThreadKey, String), Vec<crate::checkpoint::FileImage>>,
     /// Each command's result and when it was recorded.
     commands: BTreeMap<CommandKey, (Value, i64)>,
 }
@@ -157,6 +159,18 @@ impl SessionStore for MemoryStore {
             .entry(thread.clone())
             .or_default()
             .extend(changes.checkpoints);
+        for (id, files) in changes.checkpoint_files {
+            st.checkpoint_files.insert((thread.clone(), id), files);
+        }
+        if let Some(keep) = changes.checkpoint_keep
+            && let Some(list) = st.checkpoints.get_mut(thread)
+        {
+            let cut = list.len().saturating_sub(keep);
+            let dropped: Vec<Checkpoint> = list.drain(..cut).collect();
+            for c in dropped {
+                st.checkpoint_files.remove(&(thread.clone(), c.id));
+            }
+        }
         if let Some(cmd) = changes.command {
             st.commands.insert(cmd.key, (cmd.result, now));
         }
@@ -365,6 +379,27 @@ impl SessionStore for MemoryStore {
             .get(thread)
             .cloned()
             .unwrap_or_default())
+    }
+
+    async fn checkpoint_files(
+        &self,
+        thread: &ThreadKey,
+        checkpoint_id: &str,
+    ) -> StoreResult<Option<Vec<crate::checkpoint::FileImage>>> {
+        let st = self.lock();
+        let known = st
+            .checkpoints
+            .get(thread)
+            .is_some_and(|cs| cs.iter().any(|c| c.id == checkpoint_id));
+        if !known {
+            return Ok(None);
+        }
+        Ok(Some(
+            st.checkpoint_files
+                .get(&(thread.clone(), checkpoint_id.to_owned()))
+                .cloned()
+                .unwrap_or_default(),
+        ))
     }
 
     async fn command_result(&self, key: &CommandKey) -> StoreResult<Option<Value>> {

@@ -68,8 +68,8 @@ pub use types::{
     Answer, Checkpoint, Claim, ClaimAttempt, CommandKey, CommandRecord, Commit, Committed,
     CursorMove, Event, EventKind, Fence, HistoryEntry, HistoryItem, MAX_LABEL_NAME,
     MAX_LABEL_VALUE, MAX_RUN_LABELS, MessageKind, PostedMessage, Pruned, Request, RequestKind,
-    RequestSpec, RunEnd, RunRecord, RunStatus, Scope, ThreadInfo, ThreadKey, ThreadStatus,
-    ToolCallRecord, ToolCallStatus, Trigger, Write,
+    RequestSpec, RewindIntent, RunEnd, RunRecord, RunStatus, Scope, ThreadInfo, ThreadKey,
+    ThreadStatus, ToolCallRecord, ToolCallStatus, Trigger, Write,
 };
 
 /// The most entries one listing returns, whatever limit the caller asks.
@@ -116,7 +116,21 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
     ///   unfinished (a re-run: `attempts` grows); a finished call is `InvalidState`.
     /// - `ToolFinished`: the call was started and has not finished; its run is running or paused.
     /// - `RecordUsage`: the run is running or paused; the usage adds to the run's.
-    /// - `SaveCheckpoint`: the id is unused in the thread (`IdInUse`).
+    /// - `SaveCheckpoint`: the id is unused in the thread (`IdInUse`); no
+    ///   rewind is unfinished (`InvalidState`). Its files are kept beside the
+    ///   row, byte for byte; with `keep`, only the thread's newest `keep`
+    ///   checkpoints (by seq) stay after the commit, the others and their files
+    ///   deleted in its transaction.
+    /// - `StartRun` is refused too (`InvalidState`) while a rewind is unfinished.
+    /// - `BeginRewind`: the thread has no running or paused run and no
+    ///   unfinished rewind (`InvalidState`); the checkpoint is the thread's
+    ///   (`NotFound`); its history length is within the history
+    ///   (`InvalidArgument`). Records the intent in the thread
+    ///   ([`ThreadInfo::rewind`]).
+    /// - `FinishRewind`: the thread's unfinished rewind names this checkpoint
+    ///   (`InvalidState`); appends a [`HistoryItem::Rewind`] when it moves the
+    ///   conversation, and clears the intent. `AppendHistory` of a rewind item
+    ///   is `InvalidArgument`.
     /// - A write naming a run of another thread is `NotFound`.
     /// - Cursors: `CursorMove::HEAD` means the head after the commit; a move to
     ///   a seq past the new head is `InvalidArgument`; with
@@ -210,6 +224,24 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
 
     /// The thread's checkpoints, oldest first.
     async fn checkpoints(&self, thread: &ThreadKey) -> StoreResult<Vec<Checkpoint>>;
+
+    /// The file pre-images of the thread's checkpoint `checkpoint_id`, in the
+    /// order they were saved; `None` when the thread has no such checkpoint.
+    ///
+    /// # Behavior
+    /// Every image's bytes are those saved, exactly (absent images stay
+    /// absent). A store that keeps no files says so (`Storage`).
+    async fn checkpoint_files(
+        &self,
+        thread: &ThreadKey,
+        checkpoint_id: &str,
+    ) -> StoreResult<Option<Vec<crate::checkpoint::FileImage>>> {
+        let _ = (thread, checkpoint_id);
+        Err(StoreError::new(
+            StoreErrorKind::Storage,
+            "this session store keeps no checkpoint files",
+        ))
+    }
 
     /// The result remembered for command `key`.
     async fn command_result(&self, key: &CommandKey) -> StoreResult<Option<Value>>;

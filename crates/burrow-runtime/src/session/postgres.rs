@@ -91,6 +91,12 @@ const SCHEMA: &[&str] = &[
         tenant TEXT NOT NULL, workspace TEXT NOT NULL, thread TEXT NOT NULL, id TEXT NOT NULL,
         seq BIGINT NOT NULL, doc TEXT NOT NULL,
         PRIMARY KEY (tenant, workspace, thread, id))",
+    // Checkpoints' file pre-images (ADR 0295): a database made before them gains the
+    // empty table when opened, its checkpoints holding no files.
+    "CREATE TABLE IF NOT EXISTS session_checkpoint_files (
+        tenant TEXT NOT NULL, workspace TEXT NOT NULL, thread TEXT NOT NULL,
+        checkpoint_id TEXT NOT NULL, ord BIGINT NOT NULL, path TEXT NOT NULL, bytes BYTEA,
+        PRIMARY KEY (tenant, workspace, thread, checkpoint_id, ord))",
     "CREATE TABLE IF NOT EXISTS session_commands (
         tenant TEXT NOT NULL, workspace TEXT NOT NULL, sender TEXT NOT NULL, command_id TEXT NOT NULL,
         result TEXT NOT NULL, at_ms BIGINT NOT NULL,
@@ -183,6 +189,25 @@ statements! {
     /// Inserts a checkpoint.
     insert_checkpoint = "INSERT INTO session_checkpoints (tenant, workspace, thread, id, seq, doc)
                          VALUES ($1, $2, $3, $4, $5, $6)";
+    /// Inserts one pre-image of a checkpoint.
+    insert_checkpoint_file = "INSERT INTO session_checkpoint_files
+                              (tenant, workspace, thread, checkpoint_id, ord, path, bytes)
+                              VALUES ($1, $2, $3, $4, $5, $6, $7)";
+    /// Keeps the thread's newest `$4` + 1 checkpoints (`$4`: the offset of the oldest kept).
+    keep_checkpoints = "DELETE FROM session_checkpoints WHERE tenant = $1 AND workspace = $2 AND thread = $3
+                        AND seq < (SELECT seq FROM session_checkpoints
+                                   WHERE tenant = $1 AND workspace = $2 AND thread = $3
+                                   ORDER BY seq DESC LIMIT 1 OFFSET $4)";
+    /// Deletes the pre-images of the thread's checkpoints that are gone.
+    drop_checkpoint_files = "DELETE FROM session_checkpoint_files f
+                             WHERE f.tenant = $1 AND f.workspace = $2 AND f.thread = $3
+                             AND NOT EXISTS (SELECT 1 FROM session_checkpoints k
+                                             WHERE k.tenant = $1 AND k.workspace = $2
+                                             AND k.thread = $3 AND k.id = f.checkpoint_id)";
+    /// A checkpoint's pre-images, in order.
+    checkpoint_files = "SELECT path, bytes FROM session_checkpoint_files
+                        WHERE tenant = $1 AND workspace = $2 AND thread = $3 AND checkpoint_id = $4
+                        ORDER BY ord";
     /// Inserts a command's result (a repeat fails on `session_commands_pkey`).
     insert_command = "INSERT INTO session_commands (tenant, workspace, sender, command_id, result, at_ms)
                       VALUES ($1, $2, $3, $4, $5, $6)";
@@ -802,7 +827,7 @@ fn save<'a>(
         let (message_ref, call_ref) = match &h.item {
             HistoryItem::Posted { message_id } => (Some(message_id.as_str()), None),
             HistoryItem::ToolResult { call_id } => (None, Some(call_id.as_str())),
-            HistoryItem::Message { .. } => (None, None),
+            HistoryItem::Message { .. } | HistoryItem::Rewind { .. } => (None, None),
         };
         let (pos, item) = (int(h.pos), to_json(&h.item)?);
         out.push(Box::pin(async move {
@@ -860,6 +885,29 @@ fn save<'a>(
         let (seq, json) = (int(k.seq), to_json(k)?);
         out.push(Box::pin(async move {
             c.execute(&prepared.insert_checkpoint, &[t, w, th, &k.id, &seq, &json])
+                .await
+        }));
+    }
+    for (id, files) in &ch.checkpoint_files {
+        for (ord, f) in files.iter().enumerate() {
+            let ord = int(ord as u64);
+            out.push(Box::pin(async move {
+                c.execute(
+                    &prepared.insert_checkpoint_file,
+                    &[t, w, th, id, &ord, &f.path, &f.bytes],
+                )
+                .await
+            }));
+        }
+    }
+    if let Some(keep) = ch.checkpoint_keep {
+        let offset = int(keep as u64) - 1;
+        out.push(Box::pin(async move {
+            c.execute(&prepared.keep_checkpoints, &[t, w, th, &offset])
+                .await
+        }));
+        out.push(Box::pin(async move {
+            c.execute(&prepared.drop_checkpoint_files, &[t, w, th])
                 .await
         }));
     }
@@ -1273,6 +1321,45 @@ impl SessionStore for PostgresStore {
         .await?;
         self.give_back(conn).await;
         Ok(found)
+    }
+
+    async fn checkpoint_files(
+        &self,
+        thread: &ThreadKey,
+        checkpoint_id: &str,
+    ) -> StoreResult<Option<Vec<crate::checkpoint::FileImage>>> {
+        let conn = self.take().await?;
+        let (t, w, th) = (
+            &thread.scope.tenant,
+            &thread.scope.workspace,
+            &thread.thread,
+        );
+        let id = checkpoint_id.to_owned();
+        let known = conn
+            .client
+            .query_opt(&conn.statements.checkpoint_exists, &[t, w, th, &id])
+            .await
+            .map_err(pg)?
+            .is_some();
+        let files = if known {
+            let rows = conn
+                .client
+                .query(&conn.statements.checkpoint_files, &[t, w, th, &id])
+                .await
+                .map_err(pg)?;
+            Some(
+                rows.iter()
+                    .map(|r| crate::checkpoint::FileImage {
+                        path: r.get(0),
+                        bytes: r.get(1),
+                    })
+                    .collect(),
+            )
+        } else {
+            None
+        };
+        self.give_back(conn).await;
+        Ok(files)
     }
 
     async fn command_result(&self, key: &CommandKey) -> StoreResult<Option<Value>> {

@@ -40,7 +40,9 @@ const WAL_AUTOCHECKPOINT_PAGES: i64 = 10_000;
 /// What the WAL file is cut back to after a checkpoint.
 const WAL_SIZE_LIMIT_BYTES: i64 = 64 * 1024 * 1024;
 /// 2: command results carry the time they were recorded (`at_ms`, for retention).
-const SCHEMA_VERSION: i64 = 2;
+/// 3: checkpoints keep their files' pre-images (`session_checkpoint_files`, ADR 0295);
+/// an older file gains the empty table when opened, its checkpoints holding no files.
+const SCHEMA_VERSION: i64 = 3;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS session_threads (
@@ -85,6 +87,11 @@ CREATE TABLE IF NOT EXISTS session_checkpoints (
     tenant TEXT NOT NULL, workspace TEXT NOT NULL, thread TEXT NOT NULL, id TEXT NOT NULL,
     seq INTEGER NOT NULL, doc TEXT NOT NULL,
     PRIMARY KEY (tenant, workspace, thread, id)) WITHOUT ROWID;
+-- A rowid table: a row carries a whole file's bytes (absent: NULL, no file stood there).
+CREATE TABLE IF NOT EXISTS session_checkpoint_files (
+    tenant TEXT NOT NULL, workspace TEXT NOT NULL, thread TEXT NOT NULL,
+    checkpoint_id TEXT NOT NULL, ord INTEGER NOT NULL, path TEXT NOT NULL, bytes BLOB,
+    UNIQUE (tenant, workspace, thread, checkpoint_id, ord));
 CREATE TABLE IF NOT EXISTS session_commands (
     tenant TEXT NOT NULL, workspace TEXT NOT NULL, sender TEXT NOT NULL, command_id TEXT NOT NULL,
     result TEXT NOT NULL, at_ms INTEGER NOT NULL,
@@ -660,7 +667,7 @@ fn save(conn: &Connection, key: &ThreadKey, ch: &Changes, now: i64) -> StoreResu
         let (message_ref, call_ref) = match &h.item {
             HistoryItem::Posted { message_id } => (Some(message_id.as_str()), None),
             HistoryItem::ToolResult { call_id } => (None, Some(call_id.as_str())),
-            HistoryItem::Message { .. } => (None, None),
+            HistoryItem::Message { .. } | HistoryItem::Rewind { .. } => (None, None),
         };
         conn.prepare_cached(
             "INSERT INTO session_history (tenant, workspace, thread, pos, run_id, message_ref, call_ref, item)
@@ -730,6 +737,37 @@ fn save(conn: &Connection, key: &ThreadKey, ch: &Changes, now: i64) -> StoreResu
         )
         .map_err(sql)?
         .execute(params![t, w, th, c.id, int(c.seq), to_json(c)?])
+        .map_err(sql)?;
+    }
+    for (id, files) in &ch.checkpoint_files {
+        for (ord, f) in files.iter().enumerate() {
+            conn.prepare_cached(
+                "INSERT INTO session_checkpoint_files
+                 (tenant, workspace, thread, checkpoint_id, ord, path, bytes)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )
+            .map_err(sql)?
+            .execute(params![t, w, th, id, int(ord as u64), f.path, f.bytes])
+            .map_err(sql)?;
+        }
+    }
+    if let Some(keep) = ch.checkpoint_keep {
+        conn.prepare_cached(
+            "DELETE FROM session_checkpoints WHERE tenant = ?1 AND workspace = ?2 AND thread = ?3
+             AND seq < (SELECT seq FROM session_checkpoints
+                        WHERE tenant = ?1 AND workspace = ?2 AND thread = ?3
+                        ORDER BY seq DESC LIMIT 1 OFFSET ?4)",
+        )
+        .map_err(sql)?
+        .execute(params![t, w, th, int(keep as u64) - 1])
+        .map_err(sql)?;
+        conn.prepare_cached(
+            "DELETE FROM session_checkpoint_files WHERE tenant = ?1 AND workspace = ?2 AND thread = ?3
+             AND checkpoint_id NOT IN (SELECT id FROM session_checkpoints
+                                       WHERE tenant = ?1 AND workspace = ?2 AND thread = ?3)",
+        )
+        .map_err(sql)?
+        .execute(params![t, w, th])
         .map_err(sql)?;
     }
     if let Some(cmd) = &ch.command {
@@ -1001,6 +1039,51 @@ impl SessionStore for SqliteStore {
              ORDER BY seq",
             Vec::new(),
         )
+        .await
+    }
+
+    async fn checkpoint_files(
+        &self,
+        thread: &ThreadKey,
+        checkpoint_id: &str,
+    ) -> StoreResult<Option<Vec<crate::checkpoint::FileImage>>> {
+        let (k, id) = (thread.clone(), checkpoint_id.to_owned());
+        self.blocking(move |conn, _| {
+            let (t, w, th) = (&k.scope.tenant, &k.scope.workspace, &k.thread);
+            let known = conn
+                .prepare_cached(
+                    "SELECT 1 FROM session_checkpoints
+                     WHERE tenant = ?1 AND workspace = ?2 AND thread = ?3 AND id = ?4",
+                )
+                .map_err(sql)?
+                .query_row(params![t, w, th, id], |_| Ok(()))
+                .optional()
+                .map_err(sql)?
+                .is_some();
+            if !known {
+                return Ok(None);
+            }
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT path, bytes FROM session_checkpoint_files
+                     WHERE tenant = ?1 AND workspace = ?2 AND thread = ?3 AND checkpoint_id = ?4
+                     ORDER BY ord",
+                )
+                .map_err(sql)?;
+            let rows = stmt
+                .query_map(params![t, w, th, id], |r| {
+                    Ok(crate::checkpoint::FileImage {
+                        path: r.get(0)?,
+                        bytes: r.get(1)?,
+                    })
+                })
+                .map_err(sql)?;
+            let mut files = Vec::new();
+            for row in rows {
+                files.push(row.map_err(sql)?);
+            }
+            Ok(Some(files))
+        })
         .await
     }
 

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::agent::FailureReason;
+use crate::checkpoint::FileImage;
 use crate::message::{Message, ToolResult, Usage};
 
 /// A workspace of a tenant: what message ids, run ids and commands are unique in.
@@ -79,6 +80,25 @@ pub struct ThreadInfo {
     pub status: ThreadStatus,
     /// The run that is running or paused, if one is.
     pub active_run: Option<String>,
+    /// A rewind begun and not finished (ADR 0294): while it stands no run
+    /// starts and no checkpoint is saved; running the rewind again finishes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rewind: Option<RewindIntent>,
+}
+
+/// A rewind recorded before its files are restored, cleared by the commit that finishes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RewindIntent {
+    /// The checkpoint the thread is rewound to.
+    pub checkpoint_id: String,
+    /// The checkpoint's history length: where the conversation moves back to.
+    pub history_len: u64,
+    /// Whether the checkpoint's files are restored.
+    pub files: bool,
+    /// Whether the conversation moves back.
+    pub conversation: bool,
+    /// When the rewind began.
+    pub at_ms: i64,
 }
 
 /// Whether a posted message is for the agent or only for people.
@@ -131,6 +151,16 @@ pub enum HistoryItem {
     ToolResult {
         /// The call's id.
         call_id: String,
+    },
+    /// The conversation moved back to a checkpoint here: the model's view is
+    /// the history's first `history_len` entries (as viewed) and what follows
+    /// this entry (see [`crate::checkpoint::view`]). Read back as a system
+    /// message saying so; the entries it passes over stay, reachable by position.
+    Rewind {
+        /// The checkpoint.
+        checkpoint_id: String,
+        /// The checkpoint's history length.
+        history_len: u64,
     },
 }
 
@@ -380,6 +410,17 @@ pub struct Checkpoint {
     pub label: Option<String>,
     /// When it was saved.
     pub at_ms: i64,
+    /// The agent turn it was taken before, when a run took it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u32>,
+    /// What the taker recorded (the tools of the batch, the `execute` calls
+    /// whose changes are not captured).
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub metadata: serde_json::Map<String, Value>,
+    /// The paths whose pre-images it holds (read them with
+    /// [`SessionStore::checkpoint_files`](super::SessionStore::checkpoint_files)).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
 }
 
 /// One event of a thread's log. Events are content-free: ids, names, usage, outcomes.
@@ -480,6 +521,16 @@ pub enum EventKind {
     },
     /// A checkpoint was saved.
     CheckpointSaved {
+        /// The checkpoint.
+        checkpoint_id: String,
+    },
+    /// A rewind to a checkpoint began (its files are restored next).
+    RewindBegun {
+        /// The checkpoint.
+        checkpoint_id: String,
+    },
+    /// A rewind to a checkpoint finished.
+    Rewound {
         /// The checkpoint.
         checkpoint_id: String,
     },
@@ -648,7 +699,53 @@ pub enum Write {
         checkpoint_id: String,
         /// A label for people.
         label: Option<String>,
+        /// The agent turn it is taken before, if a run takes it.
+        #[serde(default)]
+        turn: Option<u32>,
+        /// What the taker records.
+        #[serde(default)]
+        metadata: serde_json::Map<String, Value>,
+        /// The pre-images of the files it keeps (kept beside the row).
+        #[serde(default)]
+        files: Vec<FileImage>,
+        /// Keep only the thread's newest `keep` checkpoints after this one is
+        /// saved (at least one); `None` drops none.
+        #[serde(default)]
+        keep: Option<u32>,
     },
+    /// Begin a rewind to a checkpoint: records the intent, which a
+    /// [`Write::FinishRewind`] clears once the files are restored.
+    BeginRewind {
+        /// The checkpoint, of this thread.
+        checkpoint_id: String,
+        /// Its history length (where the conversation moves back to).
+        history_len: u64,
+        /// Whether its files are restored.
+        files: bool,
+        /// Whether the conversation moves back.
+        conversation: bool,
+    },
+    /// Finish the thread's rewind: appends the [`HistoryItem::Rewind`] entry
+    /// when the conversation moves back, and clears the intent.
+    FinishRewind {
+        /// The checkpoint the begun rewind names.
+        checkpoint_id: String,
+    },
+}
+
+impl Write {
+    /// A [`Write::SaveCheckpoint`] of the conversation only: no turn, no
+    /// metadata, no files, no retention.
+    pub fn save_checkpoint(checkpoint_id: impl Into<String>, label: Option<String>) -> Self {
+        Write::SaveCheckpoint {
+            checkpoint_id: checkpoint_id.into(),
+            label,
+            turn: None,
+            metadata: serde_json::Map::new(),
+            files: Vec::new(),
+            keep: None,
+        }
+    }
 }
 
 /// Moves a named cursor of the thread forward, in the commit's transaction.

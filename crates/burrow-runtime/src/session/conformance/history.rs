@@ -189,24 +189,17 @@ pub async fn checkpoints_mark_history_positions(fx: &super::Fixture) -> Outcome 
         Commit::new()
             .fenced(f.clone())
             .write(add("one"))
-            .write(Write::SaveCheckpoint {
-                checkpoint_id: "k1".into(),
-                label: Some("after one".into()),
-            })
+            .write(Write::save_checkpoint("k1", Some("after one".into())))
             .write(add("two"))
-            .write(Write::SaveCheckpoint {
-                checkpoint_id: "k2".into(),
-                label: None,
-            }),
+            .write(Write::save_checkpoint("k2", None)),
     )
     .await?;
     expect_kind(
         s.commit(
             &t,
-            Commit::new().fenced(f).write(Write::SaveCheckpoint {
-                checkpoint_id: "k1".into(),
-                label: None,
-            }),
+            Commit::new()
+                .fenced(f)
+                .write(Write::save_checkpoint("k1", None)),
         )
         .await,
         StoreErrorKind::IdInUse,

@@ -35,6 +35,7 @@
 //! });
 //! ```
 
+mod checkpoints;
 mod child;
 mod claims;
 mod commands;
@@ -267,6 +268,10 @@ macro_rules! __for_each_session_scenario {
             history::history_keeps_each_text_once
             history::history_refuses_dangling_references
             history::checkpoints_mark_history_positions
+            checkpoints::checkpoint_files_are_kept_byte_for_byte
+            checkpoints::checkpoint_retention_keeps_the_newest
+            checkpoints::a_rewind_is_begun_then_finished
+            checkpoints::a_rewind_of_a_running_thread_is_refused
             claims::a_claim_is_granted_once_and_busy_for_others
             claims::a_released_claim_goes_to_the_next_with_a_greater_token
             claims::a_lapsed_claim_is_taken_over_and_fences_out_the_old_holder

@@ -539,14 +539,8 @@ pub async fn writes_to_a_run_need_a_fence(fx: &super::Fixture) -> Outcome {
         "starting a run without a fence",
     )?;
     expect_kind(
-        s.commit(
-            &t,
-            Commit::new().write(Write::SaveCheckpoint {
-                checkpoint_id: "k1".into(),
-                label: None,
-            }),
-        )
-        .await,
+        s.commit(&t, Commit::new().write(Write::save_checkpoint("k1", None)))
+            .await,
         StoreErrorKind::StaleClaim,
         "saving a checkpoint without a fence",
     )?;

@@ -24,24 +24,26 @@ fn add_usage(total: &mut Usage, more: &Usage) {
 }
 
 /// A commit in progress: the rows it read, as its writes change them, and the rows it adds.
-struct State<'a> {
-    key: &'a ThreadKey,
-    thread: ThreadInfo,
-    runs: BTreeMap<String, RunRecord>,
-    touched_runs: BTreeSet<String>,
-    new_runs: BTreeSet<String>,
-    calls: BTreeMap<(String, String), ToolCallRecord>,
-    touched_calls: BTreeSet<(String, String)>,
+pub(super) struct State<'a> {
+    pub(super) key: &'a ThreadKey,
+    pub(super) thread: ThreadInfo,
+    pub(super) runs: BTreeMap<String, RunRecord>,
+    pub(super) touched_runs: BTreeSet<String>,
+    pub(super) new_runs: BTreeSet<String>,
+    pub(super) calls: BTreeMap<(String, String), ToolCallRecord>,
+    pub(super) touched_calls: BTreeSet<(String, String)>,
     /// Posted messages of the workspace: id to thread.
-    messages: BTreeMap<String, String>,
+    pub(super) messages: BTreeMap<String, String>,
     /// Checkpoint ids of the thread.
-    checkpoints: BTreeSet<String>,
-    now: i64,
+    pub(super) checkpoints: BTreeSet<String>,
+    pub(super) now: i64,
     /// The seq of the write being applied.
-    seq: u64,
-    new_messages: Vec<PostedMessage>,
-    new_history: Vec<HistoryRow>,
-    new_checkpoints: Vec<Checkpoint>,
+    pub(super) seq: u64,
+    pub(super) new_messages: Vec<PostedMessage>,
+    pub(super) new_history: Vec<HistoryRow>,
+    pub(super) new_checkpoints: Vec<Checkpoint>,
+    pub(super) new_checkpoint_files: Vec<(String, Vec<crate::checkpoint::FileImage>)>,
+    pub(super) checkpoint_keep: Option<usize>,
 }
 
 impl State<'_> {
@@ -156,6 +158,7 @@ pub(crate) fn apply(
         history_len: 0,
         status: ThreadStatus::Idle,
         active_run: None,
+        rewind: None,
     });
     let mut st = State {
         key,
@@ -172,6 +175,8 @@ pub(crate) fn apply(
         new_messages: Vec::new(),
         new_history: Vec::new(),
         new_checkpoints: Vec::new(),
+        new_checkpoint_files: Vec::new(),
+        checkpoint_keep: None,
     };
     let mut events = Vec::new();
     let mut seqs = Vec::new();
@@ -249,6 +254,8 @@ pub(crate) fn apply(
         events,
         cursors,
         checkpoints: st.new_checkpoints,
+        checkpoint_files: st.new_checkpoint_files,
+        checkpoint_keep: st.checkpoint_keep,
         command: commit.command,
         committed,
     })
@@ -297,7 +304,22 @@ fn apply_write(st: &mut State<'_>, write: Write) -> StoreResult<EventKind> {
         Write::SaveCheckpoint {
             checkpoint_id,
             label,
-        } => st.save_checkpoint(checkpoint_id, label),
+            turn,
+            metadata,
+            files,
+            keep,
+        } => {
+            let kind = st.save_checkpoint(checkpoint_id.clone(), label)?;
+            st.checkpoint_extras(checkpoint_id, turn, metadata, files, keep);
+            Ok(kind)
+        }
+        Write::BeginRewind {
+            checkpoint_id,
+            history_len,
+            files,
+            conversation,
+        } => st.begin_rewind(checkpoint_id, history_len, files, conversation),
+        Write::FinishRewind { checkpoint_id } => st.finish_rewind(checkpoint_id),
     }
 }
 
@@ -364,6 +386,11 @@ impl State<'_> {
                     }
                 }
                 HistoryItem::Message { .. } => {}
+                HistoryItem::Rewind { .. } => {
+                    return Err(StoreError::invalid_argument(
+                        "a rewind entry is written by finishing a rewind, not appended",
+                    ));
+                }
             }
             self.new_history.push(HistoryRow {
                 pos: self.thread.history_len,
@@ -400,6 +427,7 @@ impl State<'_> {
                 self.key.thread
             )));
         }
+        self.no_rewind_pending("start a run")?;
         for m in &message_ids {
             self.message_of_thread(m)?;
         }
@@ -641,6 +669,7 @@ impl State<'_> {
         checkpoint_id: String,
         label: Option<String>,
     ) -> StoreResult<EventKind> {
+        self.no_rewind_pending("save a checkpoint")?;
         if !self.checkpoints.insert(checkpoint_id.clone()) {
             return Err(StoreError::new(
                 StoreErrorKind::IdInUse,
@@ -656,6 +685,9 @@ impl State<'_> {
             seq: self.seq,
             label,
             at_ms: self.now,
+            turn: None,
+            metadata: serde_json::Map::new(),
+            paths: Vec::new(),
         });
         Ok(EventKind::CheckpointSaved { checkpoint_id })
     }

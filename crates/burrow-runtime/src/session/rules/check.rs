@@ -46,6 +46,9 @@ fn check_names(commit: &Commit) -> StoreResult<()> {
                         HistoryItem::Posted { message_id } => check_name("message id", message_id)?,
                         HistoryItem::ToolResult { call_id } => check_name("call id", call_id)?,
                         HistoryItem::Message { .. } => {}
+                        HistoryItem::Rewind { checkpoint_id, .. } => {
+                            check_name("checkpoint id", checkpoint_id)?
+                        }
                     }
                 }
             }
@@ -120,7 +123,17 @@ fn check_names(commit: &Commit) -> StoreResult<()> {
                 check_name("call id", call_id)?;
             }
             Write::RecordUsage { run_id, .. } => check_name("run id", run_id)?,
-            Write::SaveCheckpoint { checkpoint_id, .. } => {
+            Write::SaveCheckpoint {
+                checkpoint_id,
+                files,
+                ..
+            } => {
+                check_name("checkpoint id", checkpoint_id)?;
+                for f in files {
+                    check_name("checkpoint file path", &f.path)?;
+                }
+            }
+            Write::BeginRewind { checkpoint_id, .. } | Write::FinishRewind { checkpoint_id } => {
                 check_name("checkpoint id", checkpoint_id)?;
             }
         }

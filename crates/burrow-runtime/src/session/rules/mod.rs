@@ -19,12 +19,14 @@ use super::types::{
     Checkpoint, Claim, CommandRecord, Commit, Committed, Event, HistoryItem, PostedMessage,
     RunRecord, ThreadInfo, ToolCallRecord, Write,
 };
+use crate::checkpoint::FileImage;
 use crate::message::Message;
 
 mod apply;
 mod check;
 mod claim;
 pub(crate) mod prune;
+mod rewind;
 
 pub(crate) use apply::apply;
 pub(crate) use check::{check_command, check_name, check_thread, precheck};
@@ -103,6 +105,10 @@ pub(crate) struct Changes {
     /// Cursors after the commit (insert or replace).
     pub cursors: Vec<(String, u64)>,
     pub checkpoints: Vec<Checkpoint>,
+    /// The pre-images of the checkpoints saved, by checkpoint id (saved beside their rows).
+    pub checkpoint_files: Vec<(String, Vec<FileImage>)>,
+    /// Keep only the thread's newest this many checkpoints after the commit.
+    pub checkpoint_keep: Option<usize>,
     pub command: Option<CommandRecord>,
     pub committed: Committed,
 }
@@ -129,7 +135,7 @@ pub(crate) fn needs(commit: &Commit) -> Needs {
                                 n.calls.insert((run.clone(), call_id.clone()));
                             }
                         }
-                        HistoryItem::Message { .. } => {}
+                        HistoryItem::Message { .. } | HistoryItem::Rewind { .. } => {}
                     }
                 }
             }
@@ -162,9 +168,11 @@ pub(crate) fn needs(commit: &Commit) -> Needs {
                 n.runs.insert(run_id.clone());
                 n.calls.insert((run_id.clone(), call_id.clone()));
             }
-            Write::SaveCheckpoint { checkpoint_id, .. } => {
+            Write::SaveCheckpoint { checkpoint_id, .. }
+            | Write::BeginRewind { checkpoint_id, .. } => {
                 n.checkpoints.insert(checkpoint_id.clone());
             }
+            Write::FinishRewind { .. } => {}
         }
     }
     n.cursors = commit.cursors.iter().map(|c| c.name.clone()).collect();
@@ -179,6 +187,12 @@ pub(crate) fn resolve(
 ) -> StoreResult<Message> {
     match item {
         HistoryItem::Message { message } => Ok(message.clone()),
+        HistoryItem::Rewind {
+            checkpoint_id,
+            history_len,
+        } => Ok(Message::system(format!(
+            "The conversation was rewound here to checkpoint {checkpoint_id} (its first {history_len} entries)."
+        ))),
         HistoryItem::Posted { message_id } => posted
             .map(|m| Message::user(m.text.clone()))
             .ok_or_else(|| {
