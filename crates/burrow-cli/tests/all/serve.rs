@@ -124,7 +124,8 @@ fn a_served_thread_runs_is_shown_by_the_cli_and_sigterm_ends_the_server() {
     served_thread_runs(dir.path(), &session_spec(dir.path()), &[]);
 }
 
-/// Needs the real PostgreSQL server (BURROW_POSTGRES_URL).
+/// Needs the real PostgreSQL server (BURROW_POSTGRES_URL) and the `postgres` feature.
+#[cfg(feature = "postgres")]
 mod postgres {
     use burrow_testkit::{Part, require};
 
@@ -151,6 +152,7 @@ mod postgres {
 /// Two `burrow serve` processes on one session store: a hook holds the first
 /// server's run (it touches `started`, then waits for the file `go`) while the
 /// test watches it through the second.
+#[cfg(feature = "postgres")]
 mod cluster {
     use std::io::{BufRead, BufReader};
     use std::path::{Path, PathBuf};
