@@ -237,10 +237,7 @@ async fn run(cli: Cli) -> io::Result<Exit> {
         // A resumed run gets the MCP servers of its settings too (ADR 0316).
         (Some((config, setup)), cli::Command::Thread(cli::ThreadCommand::Answer { .. })) => {
             let timeout = burrow_runtime::mcp::client::DEFAULT_CALL_TIMEOUT;
-            match config
-                .with_mcp(&setup.settings, false, timeout)
-                .await
-            {
+            match config.with_mcp(&setup.settings, false, timeout).await {
                 Ok(config) => Some((config, setup)),
                 Err(message) => {
                     writeln!(io::stderr(), "burrow: {message}")?;

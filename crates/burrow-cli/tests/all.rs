@@ -31,8 +31,6 @@ mod all {
     mod mcp_permissions;
     #[cfg(feature = "run")]
     mod run;
-    #[cfg(all(feature = "run", feature = "sqlite"))]
-    mod run_background_tasks;
     #[cfg(all(
         feature = "artifacts",
         feature = "openai",
@@ -40,6 +38,8 @@ mod all {
         feature = "sqlite"
     ))]
     mod run_artifacts;
+    #[cfg(all(feature = "run", feature = "sqlite"))]
+    mod run_background_tasks;
     #[cfg(all(
         any(feature = "openai", feature = "anthropic"),
         feature = "fs",

@@ -164,7 +164,11 @@ pub(crate) async fn run_events(
     }
     // A run held here is watched live; any other is followed through the log (ADR 0344).
     let frames: BoxStream<'static, (Option<String>, LiveFrame)> = if here && after.is_none() {
-        state.runner.watch(&scope, &run_id).map(|f| (None, f)).boxed()
+        state
+            .runner
+            .watch(&scope, &run_id)
+            .map(|f| (None, f))
+            .boxed()
     } else {
         follow(state.runner.clone(), thread, run, after, &state.wake)
             .await

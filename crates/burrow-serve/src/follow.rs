@@ -20,8 +20,8 @@ use burrow_runtime::runner::{LiveEvent, LiveFrame, Runner};
 use burrow_runtime::session::{
     Event, EventKind, HistoryItem, RunRecord, RunStatus, SessionStore, ThreadKey,
 };
-use futures::stream::BoxStream;
 use futures::StreamExt;
+use futures::stream::BoxStream;
 use tokio::sync::broadcast;
 
 /// How many events a follower reads at once.
@@ -67,7 +67,10 @@ impl Wake {
     pub fn postgres(url: &str, fallback: Duration) -> Self {
         let (sender, _) = broadcast::channel(1024);
         let sender = Arc::new(sender);
-        tokio::spawn(crate::listen::listen(url.to_owned(), Arc::downgrade(&sender)));
+        tokio::spawn(crate::listen::listen(
+            url.to_owned(),
+            Arc::downgrade(&sender),
+        ));
         Self {
             poll: fallback.max(Duration::from_millis(1)),
             notices: Some(sender),

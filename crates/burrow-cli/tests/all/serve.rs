@@ -395,10 +395,17 @@ mod cluster {
         let mut events = c.watch(&b, &run, None);
         let seen = events.until("tool_call");
         let names: Vec<&str> = seen.iter().map(|f| f.event.as_str()).collect();
-        assert_eq!(names, ["run_started", "text_delta", "tool_call"], "{seen:?}");
+        assert_eq!(
+            names,
+            ["run_started", "text_delta", "tool_call"],
+            "{seen:?}"
+        );
         assert_eq!(seen[1].data["text"], "looking");
         assert_eq!(seen[2].data["name"], "ls");
-        assert!(seen.iter().all(|f| f.id.as_deref().is_some_and(|id| id.starts_with('s'))));
+        assert!(
+            seen.iter()
+                .all(|f| f.id.as_deref().is_some_and(|id| id.starts_with('s')))
+        );
         assert_eq!(c.view(&b)["runs"][0]["status"], "running");
         std::fs::write(a.dir.join("go"), b"").unwrap();
         let mut rest = Vec::new();

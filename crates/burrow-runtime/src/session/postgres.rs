@@ -643,7 +643,11 @@ async fn write_and_commit(
 /// pass PostgreSQL's limit of 8000 bytes, so a long name never fails a commit.
 fn notify_payload(key: &ThreadKey) -> String {
     let json = serde_json::json!([key.scope.tenant, key.scope.workspace, key.thread]).to_string();
-    if json.len() < 7900 { json } else { String::new() }
+    if json.len() < 7900 {
+        json
+    } else {
+        String::new()
+    }
 }
 
 /// Rolls the transaction back (awaited, so no transaction stays open on the

@@ -74,7 +74,10 @@ async fn a_run_held_by_one_server_is_followed_live_through_the_other() {
         names(&seen),
         ["run_started", "text_delta", "tool_call", "tool_result"]
     );
-    assert_eq!(seen[1].data, json!({"type": "text_delta", "text": "looking"}));
+    assert_eq!(
+        seen[1].data,
+        json!({"type": "text_delta", "text": "looking"})
+    );
     assert_eq!(seen[2].data["name"], "no_such_tool");
     assert_eq!(seen[2].data["arguments"], json!({"x": 1}));
     assert_eq!(seen[3].data["id"], "c1");
