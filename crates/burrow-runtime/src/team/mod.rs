@@ -1,4 +1,4 @@
-//! Teams: a shared todo list and messages between members, kept in the session store (the `TeamStore` port), and the rules every store applies.
+//! Teams: a shared todo list and messages between members, kept in the session store (the `TeamStore` port), the rules every store applies, the team tools and the capability that delivers messages.
 //!
 //! # Key design decision: a small port of its own, rules written once
 //!
@@ -13,11 +13,17 @@
 //! members claiming one item at once are serialised, the second sees the first's
 //! claim and is refused. ADR 0265.
 
+pub mod capability;
+pub mod tools;
+
 use async_trait::async_trait;
 use burrow_types::{SharedTodoItem, TeamMessage, TodoStatus};
 use serde::{Deserialize, Serialize};
 
 use crate::session::{Scope, StoreError, StoreErrorKind, StoreResult};
+
+pub use capability::TeamInbox;
+pub use tools::{TeamContext, team_tools};
 
 /// A team of a workspace.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
