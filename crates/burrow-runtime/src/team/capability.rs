@@ -11,8 +11,8 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
-use super::tools::TeamContext;
 use super::LoggedMessage;
+use super::tools::TeamContext;
 use crate::agent::{Capability, RunFailure, RunInfo};
 use crate::message::Message;
 

@@ -158,7 +158,10 @@ pub fn decide(items: &[SharedTodoItem], change: &TodoChange) -> StoreResult<Deci
             if items.iter().any(|i| i.id == item.id) {
                 return Err(refuse(
                     StoreErrorKind::IdInUse,
-                    format!("the todo item id \"{}\" is already used in the team", item.id),
+                    format!(
+                        "the todo item id \"{}\" is already used in the team",
+                        item.id
+                    ),
                 ));
             }
             for b in &item.blocked_by {
@@ -283,10 +286,13 @@ pub trait TeamStore: Send + Sync + std::fmt::Debug {
     ///   transaction: of two members claiming one item at once (on one or two
     ///   connections, in one or two processes) exactly one wins and the other
     ///   is refused `InvalidState`; a refusal writes nothing.
-    async fn change_todo(&self, team: &TeamKey, change: TodoChange)
-    -> StoreResult<SharedTodoItem>;
+    async fn change_todo(&self, team: &TeamKey, change: TodoChange) -> StoreResult<SharedTodoItem>;
 
-    /// The team's todo items, in the order they were added (none for an unknown team).
+    /// The team's todo items, in the order they were added.
+    ///
+    /// # Behavior
+    /// Each item as its last change left it; none for a team never written to;
+    /// another team's (or workspace's) items never appear.
     async fn team_todos(&self, team: &TeamKey) -> StoreResult<Vec<SharedTodoItem>>;
 
     /// Logs `message` for the team and returns its seq.
@@ -297,7 +303,11 @@ pub trait TeamStore: Send + Sync + std::fmt::Debug {
     /// - Seqs are 1, 2, ... in the order messages were logged, without gaps.
     async fn send_message(&self, team: &TeamKey, message: TeamMessage) -> StoreResult<u64>;
 
-    /// The messages for `member` (see [`is_for`]) with a seq above `after`, oldest first.
+    /// The messages for `member` with a seq above `after`, oldest first.
+    ///
+    /// # Behavior
+    /// Those addressed to `member` and every broadcast `member` did not send
+    /// ([`is_for`]), each with its seq, as sent; another team's never appear.
     async fn messages_for(
         &self,
         team: &TeamKey,

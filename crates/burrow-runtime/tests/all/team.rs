@@ -73,12 +73,23 @@ async fn a_team_works_through_its_tools(store: Arc<dyn SessionStore>) {
         ScriptedResponse::text("Delegated."),
     ];
     let mut lead_history = Vec::new();
-    let r = agent(&lead, script).run(&mut lead_history, "split the work").await;
+    let r = agent(&lead, script)
+        .run(&mut lead_history, "split the work")
+        .await;
     assert_eq!(r.outcome, Outcome::Completed);
     let lead_results = results(&lead_history);
-    assert!(lead_results.iter().all(|(_, err, _)| !err), "{lead_results:?}");
-    assert!(lead_results[0].2.contains("blocked by write"), "{lead_results:?}");
-    assert!(team_messages(&lead_history).is_empty(), "the lead got its own broadcast");
+    assert!(
+        lead_results.iter().all(|(_, err, _)| !err),
+        "{lead_results:?}"
+    );
+    assert!(
+        lead_results[0].2.contains("blocked by write"),
+        "{lead_results:?}"
+    );
+    assert!(
+        team_messages(&lead_history).is_empty(),
+        "the lead got its own broadcast"
+    );
 
     let alice = member(&store, "alice");
     let script = vec![
@@ -91,7 +102,10 @@ async fn a_team_works_through_its_tools(store: Arc<dyn SessionStore>) {
     let r = agent(&alice, script).run(&mut alice_history, "work").await;
     assert_eq!(r.outcome, Outcome::Completed);
     let got = results(&alice_history);
-    assert!(got[0].1 && got[0].2.contains("blocked by unfinished items: write"), "{got:?}");
+    assert!(
+        got[0].1 && got[0].2.contains("blocked by unfinished items: write"),
+        "{got:?}"
+    );
     assert!(!got[1].1 && !got[2].1, "{got:?}");
     let inbox = team_messages(&alice_history);
     assert_eq!(inbox.len(), 1, "{inbox:?}");
@@ -112,7 +126,10 @@ async fn a_team_works_through_its_tools(store: Arc<dyn SessionStore>) {
     assert_eq!(r.outcome, Outcome::Completed);
     let got = results(&bob_history);
     assert!(!got[0].1, "{got:?}");
-    assert!(got[1].1 && got[1].2.contains("already completed"), "{got:?}");
+    assert!(
+        got[1].1 && got[1].2.contains("already completed"),
+        "{got:?}"
+    );
     let inbox = team_messages(&bob_history);
     assert_eq!(inbox.len(), 2, "{inbox:?}");
     assert!(inbox[1].contains("to=\"bob\"") && inbox[1].contains("you review"));
@@ -193,5 +210,10 @@ async fn an_older_sqlite_file_gains_the_team_tables() {
     agent(&cx, script).run(&mut history, "plan").await;
     let items = teams.team_todos(&cx.team).await.unwrap();
     assert_eq!(items.len(), 1);
-    assert_eq!(items[0].id.len(), 8, "a made-up id is 8 hex digits: {}", items[0].id);
+    assert_eq!(
+        items[0].id.len(),
+        8,
+        "a made-up id is 8 hex digits: {}",
+        items[0].id
+    );
 }

@@ -76,7 +76,8 @@ pub async fn team_todos_are_added_claimed_and_completed(fx: &super::Fixture) -> 
         "adding an item id twice",
     )?;
     expect_kind(
-        ts.change_todo(&t, TodoChange::Add(item("c", &["nope"]))).await,
+        ts.change_todo(&t, TodoChange::Add(item("c", &["nope"])))
+            .await,
         StoreErrorKind::NotFound,
         "adding an item blocked by an unknown item",
     )?;
@@ -174,8 +175,10 @@ pub async fn a_blocked_team_todo_cannot_be_started(fx: &super::Fixture) -> Outco
         Err(skip) => return Ok(skip),
     };
     let t = team();
-    ts.change_todo(&t, TodoChange::Add(item("design", &[]))).await?;
-    ts.change_todo(&t, TodoChange::Add(item("schema", &[]))).await?;
+    ts.change_todo(&t, TodoChange::Add(item("design", &[])))
+        .await?;
+    ts.change_todo(&t, TodoChange::Add(item("schema", &[])))
+        .await?;
     ts.change_todo(&t, TodoChange::Add(item("build", &["design", "schema"])))
         .await?;
     let refused = expect_kind(
@@ -185,7 +188,12 @@ pub async fn a_blocked_team_todo_cannot_be_started(fx: &super::Fixture) -> Outco
     )?;
     ensure(
         refused.message().contains("design") && refused.message().contains("schema"),
-        || format!("the refusal does not name the blockers: {}", refused.message()),
+        || {
+            format!(
+                "the refusal does not name the blockers: {}",
+                refused.message()
+            )
+        },
     )?;
     ts.change_todo(&t, claim("design", "alice")).await?;
     ts.change_todo(&t, complete("design", "alice")).await?;
@@ -197,7 +205,12 @@ pub async fn a_blocked_team_todo_cannot_be_started(fx: &super::Fixture) -> Outco
     )?;
     ensure(
         refused.message().contains("schema") && !refused.message().contains("design"),
-        || format!("the refusal names the wrong blockers: {}", refused.message()),
+        || {
+            format!(
+                "the refusal names the wrong blockers: {}",
+                refused.message()
+            )
+        },
     )?;
     let build = ts.team_todos(&t).await?;
     ensure(
@@ -304,9 +317,15 @@ pub async fn team_messages_reach_their_receivers_and_broadcasts_reach_everyone(
         Err(skip) => return Ok(skip),
     };
     let t = team();
-    let s1 = ts.send_message(&t, message("m1", "lead", "bob", "take i1")).await?;
-    let s2 = ts.send_message(&t, message("m2", "lead", "", "standup now")).await?;
-    let s3 = ts.send_message(&t, message("m3", "bob", "lead", "done")).await?;
+    let s1 = ts
+        .send_message(&t, message("m1", "lead", "bob", "take i1"))
+        .await?;
+    let s2 = ts
+        .send_message(&t, message("m2", "lead", "", "standup now"))
+        .await?;
+    let s3 = ts
+        .send_message(&t, message("m3", "bob", "lead", "done"))
+        .await?;
     ensure((s1, s2, s3) == (1, 2, 3), || {
         format!("the seqs read {s1}, {s2}, {s3}")
     })?;
@@ -328,7 +347,9 @@ pub async fn team_messages_reach_their_receivers_and_broadcasts_reach_everyone(
         format!("bob reads {bob:?}")
     })?;
     let carol = read(ts.messages_for(&t, "carol", 0).await?);
-    ensure(carol == [(2, "m2".into())], || format!("carol reads {carol:?}"))?;
+    ensure(carol == [(2, "m2".into())], || {
+        format!("carol reads {carol:?}")
+    })?;
     let lead = read(ts.messages_for(&t, "lead", 0).await?);
     ensure(lead == [(3, "m3".into())], || {
         format!("the lead reads {lead:?} (its own broadcast included?)")

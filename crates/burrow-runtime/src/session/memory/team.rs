@@ -18,11 +18,7 @@ pub(super) struct TeamState {
 
 #[async_trait]
 impl TeamStore for MemoryStore {
-    async fn change_todo(
-        &self,
-        team: &TeamKey,
-        change: TodoChange,
-    ) -> StoreResult<SharedTodoItem> {
+    async fn change_todo(&self, team: &TeamKey, change: TodoChange) -> StoreResult<SharedTodoItem> {
         team::check_team(team)?;
         let mut st = self.lock();
         let items = st.teams.todos.entry(team.clone()).or_default();

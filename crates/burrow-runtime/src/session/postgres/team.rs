@@ -147,11 +147,7 @@ impl PostgresStore {
 
 #[async_trait]
 impl TeamStore for PostgresStore {
-    async fn change_todo(
-        &self,
-        team: &TeamKey,
-        change: TodoChange,
-    ) -> StoreResult<SharedTodoItem> {
+    async fn change_todo(&self, team: &TeamKey, change: TodoChange) -> StoreResult<SharedTodoItem> {
         team::check_team(team)?;
         let conn = self.take().await?;
         let result = change_locked(&conn.client, team, &change).await;

@@ -26,11 +26,7 @@ const TODOS: &str = "SELECT doc FROM session_team_todos
 
 #[async_trait]
 impl TeamStore for SqliteStore {
-    async fn change_todo(
-        &self,
-        team: &TeamKey,
-        change: TodoChange,
-    ) -> StoreResult<SharedTodoItem> {
+    async fn change_todo(&self, team: &TeamKey, change: TodoChange) -> StoreResult<SharedTodoItem> {
         team::check_team(team)?;
         let k = team.clone();
         self.write(move |tx, _| {
@@ -147,7 +143,13 @@ impl TeamStore for SqliteStore {
                 .map_err(sql)?;
             let rows = stmt
                 .query_map(
-                    params![k.scope.tenant, k.scope.workspace, k.team, int(after), member],
+                    params![
+                        k.scope.tenant,
+                        k.scope.workspace,
+                        k.team,
+                        int(after),
+                        member
+                    ],
                     |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)),
                 )
                 .map_err(sql)?;
