@@ -92,6 +92,7 @@ pub mod runner;
 pub mod session;
 pub mod skills;
 pub mod subagent;
+pub mod team;
 pub mod todos;
 pub mod tool;
 pub mod tools;

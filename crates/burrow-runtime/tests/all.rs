@@ -37,6 +37,7 @@ mod all {
     mod subagent;
     mod subagent_background;
     mod support;
+    mod team;
     mod tool;
     mod toolset;
     mod uploads;

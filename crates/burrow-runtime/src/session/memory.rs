@@ -16,6 +16,8 @@ use super::types::{
 };
 use super::{MAX_PAGE, SessionStore};
 
+mod team;
+
 #[derive(Debug, Default)]
 struct State {
     threads: BTreeMap<ThreadKey, ThreadInfo>,
@@ -34,6 +36,8 @@ struct State {
     checkpoint_files: BTreeMap<(ThreadKey, String), Vec<crate::checkpoint::FileImage>>,
     /// Each command's result and when it was recorded.
     commands: BTreeMap<CommandKey, (Value, i64)>,
+    /// Teams' todo lists and messages.
+    teams: team::TeamState,
 }
 
 /// A session store in the process: nothing survives it, and every clone shares the same data.
@@ -502,5 +506,9 @@ impl SessionStore for MemoryStore {
 
     fn now_ms(&self) -> i64 {
         self.clock.now_ms()
+    }
+
+    fn teams(&self) -> Option<&dyn crate::team::TeamStore> {
+        Some(self)
     }
 }

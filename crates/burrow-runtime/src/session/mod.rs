@@ -290,6 +290,12 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
 
     /// The store's clock.
     fn now_ms(&self) -> i64;
+
+    /// The store's team part (teams' shared todo lists and messages, ADR 0265),
+    /// when it keeps one; `None` (the default) when it does not.
+    fn teams(&self) -> Option<&dyn crate::team::TeamStore> {
+        None
+    }
 }
 
 /// The thread's history as messages (references resolved), to pass to a model.

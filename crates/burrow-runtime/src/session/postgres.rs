@@ -51,6 +51,8 @@ use super::types::{
 };
 use super::{MAX_PAGE, SessionStore};
 
+mod team;
+
 const SCHEMA: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS session_threads (
         tenant TEXT NOT NULL, workspace TEXT NOT NULL, thread TEXT NOT NULL, doc TEXT NOT NULL,
@@ -432,7 +434,7 @@ impl PostgresStore {
                     .await
                     .map_err(pg)?;
             }
-            for ddl in SCHEMA {
+            for ddl in SCHEMA.iter().chain(team::SCHEMA) {
                 tx.batch_execute(ddl).await.map_err(pg)?;
             }
             // Tables made before command results carried their time: the
@@ -1463,5 +1465,9 @@ impl SessionStore for PostgresStore {
 
     fn now_ms(&self) -> i64 {
         self.now()
+    }
+
+    fn teams(&self) -> Option<&dyn crate::team::TeamStore> {
+        Some(self)
     }
 }

@@ -35,6 +35,8 @@ use super::types::{
 };
 use super::{MAX_PAGE, SessionStore};
 
+mod team;
+
 /// Pages the WAL may hold before SQLite checkpoints it into the database file.
 const WAL_AUTOCHECKPOINT_PAGES: i64 = 10_000;
 /// What the WAL file is cut back to after a checkpoint.
@@ -42,7 +44,9 @@ const WAL_SIZE_LIMIT_BYTES: i64 = 64 * 1024 * 1024;
 /// 2: command results carry the time they were recorded (`at_ms`, for retention).
 /// 3: checkpoints keep their files' pre-images (`session_checkpoint_files`, ADR 0295);
 /// an older file gains the empty table when opened, its checkpoints holding no files.
-const SCHEMA_VERSION: i64 = 3;
+/// 4: teams' shared todo lists and messages (`session_team_todos`,
+/// `session_team_messages`, ADR 0265); an older file gains the empty tables when opened.
+const SCHEMA_VERSION: i64 = 4;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS session_threads (
@@ -218,6 +222,7 @@ impl SqliteStore {
             ));
         }
         tx.execute_batch(SCHEMA).map_err(sql)?;
+        tx.execute_batch(team::SCHEMA).map_err(sql)?;
         add_command_times(&tx, clock.now_ms())?;
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(sql)?;
@@ -1175,5 +1180,9 @@ impl SessionStore for SqliteStore {
 
     fn now_ms(&self) -> i64 {
         self.inner.clock.now_ms()
+    }
+
+    fn teams(&self) -> Option<&dyn crate::team::TeamStore> {
+        Some(self)
     }
 }

@@ -598,7 +598,7 @@ async fn a_schema_2_sqlite_file_gains_checkpoint_files() {
         .unwrap()
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
     let ks = store.checkpoints(&t).await.unwrap();
     assert_eq!(ks.len(), 1);
     assert!(ks[0].paths.is_empty() && ks[0].metadata.is_empty() && ks[0].turn.is_none());

@@ -134,7 +134,7 @@ mod sqlite {
             .expect("open the file")
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .expect("read the version");
-        assert_eq!(version, 3);
+        assert_eq!(version, 4);
         let kept = store.prune(&scope, 1_000_000).await.expect("prune");
         assert_eq!(kept.commands, 0, "dated at the upgrade, not before it");
         let pruned = store.prune(&scope, 1_000_001).await.expect("prune");

@@ -45,6 +45,7 @@ mod history;
 mod hooks;
 mod retention;
 mod runs;
+mod teams;
 mod tools;
 
 use std::any::Any;
@@ -297,6 +298,10 @@ macro_rules! __for_each_session_scenario {
             hooks::two_connections_commit_concurrently_without_gaps
             hooks::second_process_claims_and_commits
             hooks::second_process_command_once
+            teams::team_todos_are_added_claimed_and_completed
+            teams::a_blocked_team_todo_cannot_be_started
+            teams::two_members_claiming_one_todo_at_once_exactly_one_wins
+            teams::team_messages_reach_their_receivers_and_broadcasts_reach_everyone
         }
     };
 }
