@@ -36,6 +36,7 @@ mod all {
     mod spill;
     mod subagent;
     mod subagent_background;
+    mod subagent_compaction;
     mod support;
     mod tool;
     mod toolset;
