@@ -41,4 +41,5 @@ mod all {
     mod tool;
     mod toolset;
     mod uploads;
+    mod uploads_resumed;
 }
