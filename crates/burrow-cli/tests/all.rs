@@ -79,4 +79,6 @@ mod all {
     mod support;
     #[cfg(all(feature = "openai", feature = "fs", feature = "sqlite"))]
     mod thread_checkpoint;
+    #[cfg(all(feature = "openai", feature = "fs", feature = "sqlite"))]
+    mod thread_compact_rewound;
 }
