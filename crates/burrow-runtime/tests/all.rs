@@ -32,6 +32,7 @@ mod all {
     mod schema;
     mod session;
     mod skills;
+    mod skills_allowed_tools;
     mod spans;
     mod spill;
     mod subagent;
