@@ -173,7 +173,8 @@ as --tenant: mount /memories on a durable backend to keep memories between runs.
 every request's instructions list each upload with its size, lines and MIME type; a name that is
 not a plain file name, or a file over the backend's size limit, is refused (exit 1) before
 anything is written or run. With --json each upload is an upload event (path, original_name,
-size, line_count, mime_type, encoding).
+size, line_count, mime_type, encoding). A later run of the thread (--thread, or burrow thread
+answer) lists what /uploads holds then.
 
 --artifacts DIR: the artifact workspace (typed, versioned JSON documents the agent and people
 change together): kinds from DIR/KIND.schema.json, each rendered through DIR/KIND.md when there is

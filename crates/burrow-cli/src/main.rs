@@ -330,10 +330,15 @@ async fn upload_files(
     opened: &spec::Opened,
     ctx: &FileContext,
 ) -> io::Result<Result<Option<burrow_runtime::uploads::Uploads>, Exit>> {
-    let cli::Command::Run { uploads: files, .. } = &cli.command else {
-        return Ok(Ok(None));
+    // A run going on with a thread lists what `/uploads` holds already (ADR 0296).
+    let (files, resumed): (&[std::path::PathBuf], bool) = match &cli.command {
+        cli::Command::Run {
+            uploads, thread, ..
+        } => (uploads, thread.is_some()),
+        cli::Command::Thread(cli::ThreadCommand::Answer { .. }) => (&[], true),
+        _ => return Ok(Ok(None)),
     };
-    if files.is_empty() {
+    if files.is_empty() && !resumed {
         return Ok(Ok(None));
     }
     // Every file is read and checked before the first is stored: a refusal
@@ -363,7 +368,15 @@ async fn upload_files(
         }
         read.push((name, bytes));
     }
-    let uploads = burrow_runtime::uploads::Uploads::new();
+    let uploads = match resumed {
+        true => match burrow_runtime::uploads::Uploads::from_folder(opened.backend.as_ref(), ctx)
+            .await
+        {
+            Ok(uploads) => uploads,
+            Err(e) => return upload_refused(&e),
+        },
+        false => burrow_runtime::uploads::Uploads::new(),
+    };
     for (name, bytes) in read {
         match uploads
             .upload(opened.backend.as_ref(), ctx, &name, &bytes)

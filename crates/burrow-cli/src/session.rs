@@ -1233,12 +1233,9 @@ pub async fn compact(
         }
     };
     let done = async {
-        let history: Vec<Message> = store
-            .history(&key, 0)
-            .await?
-            .into_iter()
-            .map(|e| e.message)
-            .collect();
+        // The conversation as the next run reads it: a rewound thread's view (ADR 0297).
+        let history: Vec<Message> =
+            burrow_runtime::checkpoint::load_view(store.as_ref(), &key).await?;
         let hooks = config.hooks();
         if hooks.has_event(burrow_runtime::hooks::HookEvent::PreCompact) {
             let cx = burrow_runtime::hooks::HookContext {

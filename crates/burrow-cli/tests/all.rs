@@ -63,6 +63,8 @@ mod all {
     #[cfg(all(feature = "run", feature = "sqlite"))]
     mod run_todos;
     mod run_uploads;
+    #[cfg(all(feature = "openai", feature = "fs", feature = "sqlite"))]
+    mod run_uploads_resumed;
     #[cfg(feature = "s3")]
     mod s3;
     #[cfg(all(feature = "serve", feature = "sqlite"))]
@@ -77,4 +79,6 @@ mod all {
     mod support;
     #[cfg(all(feature = "openai", feature = "fs", feature = "sqlite"))]
     mod thread_checkpoint;
+    #[cfg(all(feature = "openai", feature = "fs", feature = "sqlite"))]
+    mod thread_compact_rewound;
 }

@@ -29,6 +29,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
+mod allowed;
+
+pub use allowed::{AllowedTools, tools_of};
+
 use crate::agent::{Agent, InstructionProvider};
 use crate::message::Message;
 use crate::tool::{FnTool, Tool, ToolOutput};
@@ -785,12 +789,14 @@ pub fn skill_tool(skills: Arc<Skills>) -> Arc<dyn Tool> {
     )
 }
 
-/// `agent` with `skills`: the `skill` tool, and the listing in every
-/// request's instructions.
+/// `agent` with `skills`: the `skill` tool, the listing in every
+/// request's instructions, and the loaded skills' `allowed-tools` narrowing
+/// what the rest of the run may call ([`AllowedTools`], ADR 0297).
 pub fn with_skills(agent: Agent, skills: Arc<Skills>) -> Agent {
     let mut tools = agent.tools().clone();
     tools.add_arc(skill_tool(skills.clone()));
     agent
         .with_tools(tools)
-        .with_provider(Arc::new(SkillListing(skills)))
+        .with_provider(Arc::new(SkillListing(skills.clone())))
+        .with_capability(Arc::new(AllowedTools::new(skills)))
 }

@@ -21,6 +21,9 @@ use crate::message::Message;
 /// The folder uploads are stored in.
 pub const UPLOADS_DIR: &str = "/uploads";
 
+/// The most uploads a resumed run lists from the `/uploads` folder.
+pub const MAX_LISTED: usize = 200;
+
 /// The longest upload name, in bytes (one path segment).
 const MAX_NAME_BYTES: usize = 255;
 
@@ -137,6 +140,38 @@ impl Uploads {
     /// No uploads yet.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The uploads already in `/uploads` of `backend` as `ctx` sees it: what
+    /// a resumed run of a thread lists (ADR 0296), the folder being the
+    /// record of what was uploaded.
+    ///
+    /// # Behavior
+    /// - Each file directly under `/uploads` whose name is a safe upload
+    ///   name, in path order, described from its bytes as [`upload_file`]
+    ///   describes them; folders and files that cannot be read are left out.
+    /// - No `/uploads` folder (nothing uploaded yet): no uploads, no error.
+    /// - At most [`MAX_LISTED`] files; other failures of the listing are errors.
+    pub async fn from_folder(backend: &dyn Backend, ctx: &FileContext) -> Result<Self, Error> {
+        let uploads = Self::new();
+        let dir = VPath::parse(UPLOADS_DIR)?;
+        let listing = match backend.ls(ctx, &dir, MAX_LISTED).await {
+            Ok(listing) => listing,
+            Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
+                return Ok(uploads);
+            }
+            Err(e) => return Err(e),
+        };
+        for entry in listing.entries {
+            if entry.is_dir || safe_name(&entry.name).is_err() {
+                continue;
+            }
+            let path = dir.join(&entry.name)?;
+            if let Ok(bytes) = backend.read_bytes(ctx, &path).await {
+                uploads.add(describe(path.as_str(), &entry.name, &bytes));
+            }
+        }
+        Ok(uploads)
     }
 
     /// Adds `file`, replacing an earlier upload at its path.

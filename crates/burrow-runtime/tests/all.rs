@@ -32,13 +32,16 @@ mod all {
     mod schema;
     mod session;
     mod skills;
+    mod skills_allowed_tools;
     mod spans;
     mod spill;
     mod subagent;
     mod subagent_background;
+    mod subagent_compaction;
     mod support;
     mod team;
     mod tool;
     mod toolset;
     mod uploads;
+    mod uploads_resumed;
 }

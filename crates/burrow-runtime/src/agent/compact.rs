@@ -68,6 +68,11 @@ impl Agent {
         self
     }
 
+    /// How the agent compacts its history, if it does.
+    pub fn compaction(&self) -> Option<&CompactionConfig> {
+        self.compaction.as_ref()
+    }
+
     /// Compacts `history` when the next request would pass the threshold.
     /// `Some` when a `PreCompact` hook ends the run; a blocked or failed
     /// compaction is an event and the run goes on uncompacted.

@@ -146,6 +146,8 @@ pub(super) struct Inner {
     pub(super) slots: Arc<tokio::sync::Semaphore>,
     pub(super) children: Children,
     pub(super) board: Arc<Board>,
+    /// How children compact their histories (the parent's settings, ADR 0296).
+    pub(super) compaction: Option<crate::compaction::CompactionConfig>,
 }
 
 /// The runners of the children running now, by a number of their own, so
@@ -189,6 +191,7 @@ impl Tasks {
                 slots: Arc::new(tokio::sync::Semaphore::new(DEFAULT_MAX_CONCURRENT)),
                 children: Children::default(),
                 board: Arc::default(),
+                compaction: None,
             }),
         }
     }
@@ -213,6 +216,7 @@ impl Tasks {
             slots: old.slots.clone(),
             children: old.children.clone(),
             board: old.board.clone(),
+            compaction: old.compaction.clone(),
         };
         f(&mut inner);
         Self {
@@ -249,6 +253,12 @@ impl Tasks {
     /// The same, children's runners claiming their threads for `ttl`.
     pub fn with_claim_ttl(self, ttl: Duration) -> Self {
         self.edit(|i| i.claim_ttl = ttl)
+    }
+
+    /// The same, children compacting their histories as `config` says
+    /// ([`Tasks::install`] gives them the parent agent's settings unless set here).
+    pub fn with_compaction(self, config: crate::compaction::CompactionConfig) -> Self {
+        self.edit(|i| i.compaction = Some(config))
     }
 
     /// The same, sending what children do to `sink`.
@@ -333,14 +343,19 @@ impl Tasks {
         )
     }
 
-    /// `agent` with the `task` tool.
+    /// `agent` with the `task` tool; children compact as `agent` does
+    /// unless [`Tasks::with_compaction`] said otherwise.
     pub fn install(&self, agent: Agent) -> Agent {
+        let this = match (&self.inner.compaction, agent.compaction()) {
+            (None, Some(config)) => self.clone().with_compaction(config.clone()),
+            _ => self.clone(),
+        };
         let mut tools = agent.tools().clone();
-        tools.add_arc(self.tool());
-        self.add_background_tools(&mut tools);
+        tools.add_arc(this.tool());
+        this.add_background_tools(&mut tools);
         agent
             .with_tools(tools)
-            .with_capability(self.background_capability(self.inner.max_depth))
+            .with_capability(this.background_capability(this.inner.max_depth))
     }
 
     fn description(&self) -> String {
@@ -413,6 +428,9 @@ subagents (`subagent_type`):",
         }
         if nests {
             agent = agent.with_capability(self.background_capability(depth - 1));
+        }
+        if let Some(config) = &inner.compaction {
+            agent = agent.with_compaction(config.clone());
         }
         agent
     }

@@ -1,0 +1,147 @@
+//! `allowed-tools` of a loaded skill (ADR 0297), through the scripted model on a StateBackend: before any skill every tool runs; once a skill naming `Read` is loaded, a write is refused with one sentence and nothing is written while reads still run; a skill without the field widens nothing; a second skill's tools join the first's; the next run starts unnarrowed.
+
+use std::sync::Arc;
+
+use burrow_backend::Backend;
+use burrow_runtime::agent::{Agent, Outcome};
+use burrow_runtime::message::{Message, ToolResult};
+use burrow_runtime::model::{ScriptedModel, ScriptedResponse};
+use burrow_runtime::skills::{SkillSource, Skills, tools_of, with_skills};
+use burrow_state::StateBackend;
+use burrow_types::SkillDirectory;
+use serde_json::json;
+
+use super::support::{ctx, p};
+
+fn write(id: &str, path: &str) -> ScriptedResponse {
+    ScriptedResponse::calls().call(id, "write_file", json!({"file_path": path, "content": "x"}))
+}
+
+fn results(history: &[Message]) -> Vec<ToolResult> {
+    history
+        .iter()
+        .filter_map(|m| match m {
+            Message::ToolResult(r) => Some(r.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn entries_name_burrow_tools_as_claude_code_names_them() {
+    assert_eq!(tools_of("Read"), ["read_file", "ls", "glob", "grep"]);
+    assert_eq!(
+        tools_of("Write"),
+        ["write_file", "edit_file", "delete_path"]
+    );
+    assert_eq!(tools_of("Bash(git:*)"), ["execute"]);
+    assert_eq!(tools_of("read_file"), ["read_file"]);
+    assert_eq!(tools_of("mcp__docs__search"), ["mcp__docs__search"]);
+}
+
+#[tokio::test]
+async fn a_loaded_skill_narrows_the_tools_for_the_rest_of_the_run() {
+    let backend: Arc<dyn Backend> = Arc::new(StateBackend::new());
+    for (path, text) in [
+        (
+            "/skills/reader/SKILL.md",
+            "---\nname: reader\ndescription: Reads only.\nallowed-tools: Read\n---\nRead, never write.\n",
+        ),
+        (
+            "/skills/plain/SKILL.md",
+            "---\nname: plain\ndescription: No tool list.\n---\nAnything.\n",
+        ),
+        (
+            "/skills/todo/SKILL.md",
+            "---\nname: todo\ndescription: Edits.\nallowed-tools:\n  - edit_file\n---\nEdit.\n",
+        ),
+        ("/a.txt", "hello\n"),
+    ] {
+        backend.write(&ctx(), &p(path), text).await.unwrap();
+    }
+    let sources = vec![SkillSource::new(
+        backend.clone(),
+        ctx(),
+        SkillDirectory {
+            path: "/skills".to_owned(),
+            recursive: None,
+        },
+    )];
+    let (skills, warnings) = Skills::discover(sources).await.unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let script = vec![
+        write("w1", "/before.txt"),
+        ScriptedResponse::calls().call("s1", "skill", json!({"name": "reader"})),
+        write("w2", "/after.txt").call("r1", "read_file", json!({"file_path": "/a.txt"})),
+        ScriptedResponse::calls().call("s2", "skill", json!({"name": "plain"})),
+        write("w3", "/plain.txt"),
+        ScriptedResponse::calls().call("s3", "skill", json!({"name": "todo"})),
+        ScriptedResponse::calls().call(
+            "e1",
+            "edit_file",
+            json!({"file_path": "/a.txt", "old_string": "hello", "new_string": "bye"}),
+        ),
+        ScriptedResponse::text("first done"),
+        // The next run.
+        write("w4", "/next.txt"),
+        ScriptedResponse::text("second done"),
+    ];
+    let mut tools = burrow_runtime::tool::ToolRegistry::new();
+    tools.add_file_tools(backend.clone(), ctx());
+    let agent = with_skills(
+        Agent::new(Arc::new(ScriptedModel::from_responses(script))).with_tools(tools),
+        Arc::new(skills),
+    );
+    let mut history = Vec::new();
+    let result = agent.run(&mut history, "look").await;
+    assert_eq!(result.outcome, Outcome::Completed);
+    let got = results(&history);
+    let by_id = |id: &str| got.iter().find(|r| r.call_id == id).unwrap().clone();
+    assert!(!by_id("w1").is_error, "{:?}", by_id("w1"));
+    let s1 = by_id("s1");
+    assert!(
+        s1.content.ends_with(
+            "For the rest of this run you may call only these tools (its allowed-tools, with those of the other skills loaded): glob, grep, ls, read_file, and skill."
+        ),
+        "{}",
+        s1.content
+    );
+    let w2 = by_id("w2");
+    assert!(w2.is_error);
+    assert_eq!(
+        w2.content,
+        "The loaded skill reader allows only these tools for the rest of this run: glob, grep, ls, read_file; write_file is not one of them."
+    );
+    assert!(!by_id("r1").is_error && by_id("r1").content.contains("hello"));
+    assert!(!by_id("s2").is_error);
+    assert!(
+        by_id("w3").is_error,
+        "a skill without allowed-tools widens nothing"
+    );
+    assert!(!by_id("e1").is_error, "{:?}", by_id("e1"));
+    for gone in ["/after.txt", "/plain.txt"] {
+        assert!(
+            backend.read_bytes(&ctx(), &p(gone)).await.is_err(),
+            "{gone} was written"
+        );
+    }
+    assert_eq!(
+        backend.read_bytes(&ctx(), &p("/a.txt")).await.unwrap(),
+        b"bye\n"
+    );
+
+    // The narrowing ends with its run.
+    let result = agent.run(&mut history, "write now").await;
+    assert_eq!(result.outcome, Outcome::Completed);
+    assert!(
+        !results(&history)
+            .iter()
+            .find(|r| r.call_id == "w4")
+            .unwrap()
+            .is_error
+    );
+    assert_eq!(
+        backend.read_bytes(&ctx(), &p("/next.txt")).await.unwrap(),
+        b"x"
+    );
+}
