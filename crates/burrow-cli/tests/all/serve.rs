@@ -537,7 +537,10 @@ mod handback {
                     .collect();
                 assert_eq!(results.len(), 1, "one result for the held call: {view}");
                 assert!(view["history"].to_string().contains("carried on"), "{view}");
-                assert!(!view["history"].to_string().contains("never said"), "{view}");
+                assert!(
+                    !view["history"].to_string().contains("never said"),
+                    "{view}"
+                );
                 break runs[1]["run_id"].as_str().unwrap().to_owned();
             }
             assert!(Instant::now() < deadline, "{view}");

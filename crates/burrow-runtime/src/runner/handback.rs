@@ -55,6 +55,7 @@ impl Inner {
     /// Whether a segment that ended with `result` was handed back: cancelled
     /// while this runner hands its runs back.
     pub(super) fn handed_back(&self, result: &RunResult) -> bool {
-        self.handing_back.load(Ordering::SeqCst) && matches!(result.outcome, Outcome::Stopped { .. })
+        self.handing_back.load(Ordering::SeqCst)
+            && matches!(result.outcome, Outcome::Stopped { .. })
     }
 }

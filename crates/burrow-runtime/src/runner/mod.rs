@@ -38,8 +38,8 @@ mod command;
 mod config;
 mod durable;
 mod engine;
-mod handback;
 mod error;
+mod handback;
 mod ledger;
 pub mod live;
 mod observer;
@@ -55,10 +55,10 @@ pub use carry::Carried;
 pub use claim::DEFAULT_CLAIM_TTL;
 pub use command::{Command, CommandResult};
 pub use config::RunnerConfig;
-pub use handback::HANDED_OVER;
 pub use durable::{NOT_RUN, OUTCOME_UNKNOWN, QUESTION_UNANSWERED};
 pub use engine::{ASKED, Resumed, RunHandle, Runner, Sent, TAKEN, last_seen};
 pub use error::{RunnerError, RunnerErrorKind, RunnerResult};
+pub use handback::HANDED_OVER;
 pub use live::{
     DEFAULT_LIVE_BUFFER, FanoutChannel, LiveChannel, LiveEvent, LiveFrame, NullChannel, emit_draft,
     with_live,
