@@ -256,9 +256,14 @@ impl Follower {
                 Err(_) => false,
             };
             if lapsed {
-                // Its holder died: this process takes the thread, which records the run
-                // abandoned (and starts the next run with any untaken messages).
-                match self.runner.take_thread(&self.thread).await {
+                // Its holder died or handed it back: this process takes the thread, which
+                // records the run abandoned and starts the next run with any untaken
+                // messages, else carries the run on (ADR 0345).
+                let taken = match run.message_ids.first() {
+                    Some(message) => self.runner.take_over(&self.thread, message).await,
+                    None => self.runner.take_thread(&self.thread).await,
+                };
+                match taken {
                     Ok(_) => return true,
                     Err(e) => tracing::warn!(error = %e, "taking over a followed thread failed"),
                 }

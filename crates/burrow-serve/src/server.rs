@@ -114,9 +114,10 @@ impl Server {
     }
 
     /// Serves on `listener` until `signal` completes, then shuts down: stops
-    /// accepting, ends every event stream with an `end` event, waits up to
-    /// the grace period for open requests, and closes the runner (its runs
-    /// are stopped and their claims released).
+    /// accepting, hands the runner's runs back (not ended; their claims
+    /// released, so another process takes them over at once, ADR 0345),
+    /// ends every other event stream with an `end` event, and waits up to
+    /// the grace period for open requests.
     ///
     /// # Behavior
     /// A client that has not sent a request's headers within the header
@@ -163,7 +164,10 @@ impl Server {
             });
         }
         drop(listener);
-        // Event streams end with `end`; then open connections finish.
+        // This process's runs are handed back first, so their watchers here get
+        // `end` `handed_over` and another process carries them on (ADR 0345).
+        self.state.runner.hand_back().await;
+        // Other event streams end with `end`; then open connections finish.
         let _ = self.shutdown.send(true);
         if tokio::time::timeout(self.state.limits.shutdown_grace, graceful.shutdown())
             .await
@@ -171,7 +175,6 @@ impl Server {
         {
             tracing::warn!("connections still open after the shutdown grace period");
         }
-        self.state.runner.aclose().await;
         Ok(())
     }
 }

@@ -147,6 +147,12 @@ mod postgres {
         let url = require(Part::Postgres);
         super::cluster::sigkill_the_holder(&url);
     }
+
+    #[test]
+    fn sigterm_to_the_server_holding_a_run_hands_it_to_the_other() {
+        let url = require(Part::Postgres);
+        super::handback::sigterm_the_holder(&url);
+    }
 }
 
 /// Two `burrow serve` processes on one session store: a hook holds the first
@@ -164,16 +170,16 @@ mod cluster {
     use super::super::support::{burrow_in, script};
 
     /// How long the test waits for another process before it fails.
-    const PATIENCE: Duration = Duration::from_secs(60);
+    pub(super) const PATIENCE: Duration = Duration::from_secs(60);
 
     /// A PreToolUse hook on `ls` that holds its run until `go` exists.
     const HOLD: &str = "touch started; while [ ! -e go ]; do sleep 0.01; done";
 
     /// A `burrow serve` child, killed when dropped.
-    struct Served {
-        child: Child,
-        base: String,
-        dir: PathBuf,
+    pub(super) struct Served {
+        pub(super) child: Child,
+        pub(super) base: String,
+        pub(super) dir: PathBuf,
     }
 
     impl Drop for Served {
@@ -184,19 +190,19 @@ mod cluster {
     }
 
     /// One live-event stream, read line by line.
-    struct Events {
+    pub(super) struct Events {
         reader: BufReader<reqwest::blocking::Response>,
     }
 
     #[derive(Debug)]
-    struct Frame {
-        event: String,
-        id: Option<String>,
-        data: Value,
+    pub(super) struct Frame {
+        pub(super) event: String,
+        pub(super) id: Option<String>,
+        pub(super) data: Value,
     }
 
     impl Events {
-        fn next(&mut self) -> Option<Frame> {
+        pub(super) fn next(&mut self) -> Option<Frame> {
             let (mut event, mut id, mut data) = (None, None, String::new());
             loop {
                 let mut line = String::new();
@@ -221,7 +227,7 @@ mod cluster {
             }
         }
 
-        fn until(&mut self, name: &str) -> Vec<Frame> {
+        pub(super) fn until(&mut self, name: &str) -> Vec<Frame> {
             let mut seen = Vec::new();
             while let Some(f) = self.next() {
                 let done = f.event == name;
@@ -235,7 +241,7 @@ mod cluster {
     }
 
     /// A test's tenant, its token, a thread name and the tokens file.
-    struct Cluster {
+    pub(super) struct Cluster {
         dir: tempfile::TempDir,
         url: String,
         token: String,
@@ -244,7 +250,7 @@ mod cluster {
     }
 
     impl Cluster {
-        fn new(url: &str) -> Self {
+        pub(super) fn new(url: &str) -> Self {
             let dir = tempfile::tempdir().unwrap();
             let nanos = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -282,7 +288,7 @@ mod cluster {
 
         /// A server in the folder `name` answering with `answers`, its hook holding `ls`
         /// calls when `hold`.
-        fn serve(&self, name: &str, answers: &[Value], hold: bool, ttl: &str) -> Served {
+        pub(super) fn serve(&self, name: &str, answers: &[Value], hold: bool, ttl: &str) -> Served {
             let dir = self.dir.path().join(name);
             std::fs::create_dir_all(&dir).unwrap();
             let model = script(&dir, "m.jsonl", answers);
@@ -330,7 +336,7 @@ mod cluster {
             Served { child, base, dir }
         }
 
-        fn post(&self, s: &Served, content: &str) -> Value {
+        pub(super) fn post(&self, s: &Served, content: &str) -> Value {
             self.client
                 .post(format!("{}/v1/threads/{}/messages", s.base, self.thread))
                 .bearer_auth(&self.token)
@@ -341,7 +347,7 @@ mod cluster {
                 .unwrap()
         }
 
-        fn view(&self, s: &Served) -> Value {
+        pub(super) fn view(&self, s: &Served) -> Value {
             self.client
                 .get(format!("{}/v1/threads/{}", s.base, self.thread))
                 .bearer_auth(&self.token)
@@ -351,7 +357,7 @@ mod cluster {
                 .unwrap()
         }
 
-        fn watch(&self, s: &Served, run: &str, last: Option<&str>) -> Events {
+        pub(super) fn watch(&self, s: &Served, run: &str, last: Option<&str>) -> Events {
             let mut req = self
                 .client
                 .get(format!("{}/v1/runs/{run}/events", s.base))
@@ -368,7 +374,7 @@ mod cluster {
     }
 
     /// Waits until the hook of the server in `dir` holds its run.
-    fn held(dir: &Path) {
+    pub(super) fn held(dir: &Path) {
         let deadline = Instant::now() + PATIENCE;
         while !dir.join("started").exists() {
             assert!(Instant::now() < deadline, "the holder's hook never started");
@@ -376,7 +382,7 @@ mod cluster {
         }
     }
 
-    fn ls_then(text: &str) -> Vec<Value> {
+    pub(super) fn ls_then(text: &str) -> Vec<Value> {
         vec![
             json!({"text": "looking", "tool_calls": [{"id": "c1", "name": "ls", "arguments": {"path": "/"}}]}),
             json!({ "text": text }),
@@ -475,6 +481,72 @@ mod cluster {
                 .any(|f| f.event == "text_delta" && f.data["text"] == "taken over"),
             "{frames:?}"
         );
+        assert_eq!(frames.last().unwrap().data["outcome"], "completed");
+    }
+}
+
+#[cfg(feature = "postgres")]
+mod handback {
+    use std::process::Command;
+    use std::time::Instant;
+
+    use serde_json::{Value, json};
+
+    use super::cluster::{Cluster, PATIENCE, held, ls_then};
+
+    /// SIGTERM to the server holding a run in a held tool call: its watcher gets
+    /// `end` `handed_over`, the other server takes the thread over without waiting
+    /// for the claim TTL (300 s, longer than the test's patience), records the run
+    /// abandoned and carries it on; the held call gets one result, nothing runs twice.
+    pub(super) fn sigterm_the_holder(url: &str) {
+        let c = Cluster::new(url);
+        let mut a = c.serve("a", &ls_then("never said"), true, "300");
+        let b = c.serve("b", &[json!({"text": "carried on"})], false, "300");
+        let posted = c.post(&a, "first");
+        let run = posted["run_id"].as_str().unwrap().to_owned();
+        held(&a.dir);
+        let mut on_a = c.watch(&a, &run, None);
+        on_a.until("tool_call");
+        let mut on_b = c.watch(&b, &run, None);
+        on_b.until("tool_call");
+        let sent = Command::new("kill")
+            .args(["-TERM", &a.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let end = on_a.until("end").pop().unwrap();
+        assert_eq!(end.data["outcome"], "handed_over", "{end:?}");
+        assert!(a.child.wait().unwrap().success());
+        let end = on_b.until("end").pop().unwrap();
+        assert_eq!(end.data["outcome"], "failed", "{end:?}");
+        assert_eq!(end.data["reason"], "abandoned", "{end:?}");
+        let deadline = Instant::now() + PATIENCE;
+        let next = loop {
+            let view = c.view(&b);
+            let runs = view["runs"].as_array().unwrap().clone();
+            if runs.len() == 2 && runs[1]["status"] == "completed" {
+                assert_eq!(runs[0]["run_id"], run.as_str());
+                assert_eq!(runs[0]["status"], "failed");
+                assert_eq!(runs[0]["reason"], "abandoned");
+                let history = view["history"].as_array().unwrap();
+                // The held call has one result: the holder's hook never let it run, and
+                // its cancellation is the result the carried-on run sees (ADR 0345).
+                let results: Vec<&Value> = history
+                    .iter()
+                    .filter(|h| h["message"]["call_id"] == "c1")
+                    .collect();
+                assert_eq!(results.len(), 1, "one result for the held call: {view}");
+                assert!(view["history"].to_string().contains("carried on"), "{view}");
+                assert!(
+                    !view["history"].to_string().contains("never said"),
+                    "{view}"
+                );
+                break runs[1]["run_id"].as_str().unwrap().to_owned();
+            }
+            assert!(Instant::now() < deadline, "{view}");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        let frames = c.watch(&b, &next, None).until("end");
         assert_eq!(frames.last().unwrap().data["outcome"], "completed");
     }
 }

@@ -134,6 +134,8 @@ pub(super) struct Inner {
     pub(super) store: Arc<dyn SessionStore>,
     pub(super) config: RunnerConfig,
     pub(super) closed: AtomicBool,
+    /// Set by [`Runner::hand_back`]: ending segments record no end.
+    pub(super) handing_back: AtomicBool,
     pub(super) state: Mutex<State>,
     /// Runs, hand-overs and claimants in flight (for `drain`).
     pub(super) busy: AtomicUsize,
@@ -213,6 +215,7 @@ impl Runner {
                 store,
                 config,
                 closed: AtomicBool::new(false),
+                handing_back: AtomicBool::new(false),
                 state: Mutex::new(State::default()),
                 busy: AtomicUsize::new(0),
                 idle: Notify::new(),

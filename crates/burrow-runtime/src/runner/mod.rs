@@ -39,6 +39,7 @@ mod config;
 mod durable;
 mod engine;
 mod error;
+mod handback;
 mod ledger;
 pub mod live;
 mod observer;
@@ -57,6 +58,7 @@ pub use config::RunnerConfig;
 pub use durable::{NOT_RUN, OUTCOME_UNKNOWN, QUESTION_UNANSWERED};
 pub use engine::{ASKED, Resumed, RunHandle, Runner, Sent, TAKEN, last_seen};
 pub use error::{RunnerError, RunnerErrorKind, RunnerResult};
+pub use handback::HANDED_OVER;
 pub use live::{
     DEFAULT_LIVE_BUFFER, FanoutChannel, LiveChannel, LiveEvent, LiveFrame, NullChannel, emit_draft,
     with_live,

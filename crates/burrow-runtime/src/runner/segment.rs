@@ -84,13 +84,18 @@ impl Inner {
                 if let Err(e) = inner.store.release_claim(&thread, &claim).await {
                     tracing::warn!(error = %e, "releasing a thread claim failed; it lapses after its TTL");
                 }
-                inner.config.live.close(
-                    &run_id,
+                let end = if inner.handed_back(&result) {
+                    LiveEvent::End {
+                        outcome: Some(super::handback::HANDED_OVER.to_owned()),
+                        reason: None,
+                    }
+                } else {
                     LiveEvent::End {
                         outcome: Some(result.outcome.name().to_owned()),
                         reason: result.outcome.reason().map(str::to_owned),
-                    },
-                );
+                    }
+                };
+                inner.config.live.close(&run_id, end);
                 {
                     let mut state = inner.lock();
                     state.runs.remove(&thread);
@@ -444,6 +449,10 @@ impl Inner {
         segment: Option<&SegmentCommits>,
     ) {
         let _ = &segment; // counted for the failpoints only
+        if self.handed_back(result) {
+            // Handed back (ADR 0345): the run stays `running` for the next claimant.
+            return;
+        }
         let mut commit = Commit::new().fenced(fence.clone());
         for write in held {
             commit = commit.write(write);

@@ -113,7 +113,7 @@ async fn watchers_past_the_bound_are_refused_until_one_leaves() {
 }
 
 #[tokio::test]
-async fn shutdown_ends_watchers_with_end_and_stops_the_runs_it_holds() {
+async fn shutdown_hands_the_runs_it_holds_back_and_ends_their_watchers_with_handed_over() {
     let mut s = start(Setup {
         gated: true,
         ..Setup::default()
@@ -132,9 +132,11 @@ async fn shutdown_ends_watchers_with_end_and_stops_the_runs_it_holds() {
     let rest = sse.rest().await;
     let end = rest.last().unwrap();
     assert_eq!(end.event, "end");
+    assert_eq!(end.data["outcome"], "handed_over", "{rest:?}");
+    // Handed back, not ended: the next claimant carries it on (ADR 0345).
     let scope = burrow_runtime::session::Scope::new("acme", "default");
     let record = s.store.run(&scope, &run).await.unwrap().unwrap();
-    assert_ne!(record.status, burrow_runtime::session::RunStatus::Running);
+    assert_eq!(record.status, burrow_runtime::session::RunStatus::Running);
     assert!(
         s.store.claim(&scope.thread("t1")).await.unwrap().is_none(),
         "the claim was released"
