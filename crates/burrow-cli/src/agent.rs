@@ -352,7 +352,7 @@ impl Config {
         for tool in self.mcp.iter().flat_map(|m| m.tools()) {
             tools.add_arc(tool.clone());
         }
-        let file_tools = tools.clone();
+        let mut file_tools = tools.clone();
         if self.memory {
             tools.add(burrow_runtime::memory::MemoryTool::new(
                 opened.backend.clone(),
@@ -361,6 +361,8 @@ impl Config {
         }
         if let Some(permissions) = &self.permissions {
             tools = crate::permissions::offered(tools, permissions, |tool| tool);
+            // Children are offered what the parent is: in plan mode no changing tool.
+            file_tools = crate::permissions::offered(file_tools, permissions, |tool| tool);
         }
         let model = self.model.clone();
         let mut hooks = self
