@@ -139,9 +139,12 @@ impl Config {
             return Ok(self);
         };
         let shown = &merged.shown;
-        let (servers, mut failures) =
-            burrow_runtime::mcp::client::servers_from_settings(&merged.value)
-                .map_err(|e| format!("{shown} cannot be used: {e}"))?;
+        // `${VAR}` and `${VAR:-default}` from the environment (ADR 0322).
+        let (value, unset) =
+            burrow_runtime::mcp::expand::expand_servers(&merged.value, |v| std::env::var(v).ok());
+        self.warnings.extend(unset);
+        let (servers, mut failures) = burrow_runtime::mcp::client::servers_from_settings(&value)
+            .map_err(|e| format!("{shown} cannot be used: {e}"))?;
         if servers.is_empty() && failures.is_empty() {
             return Ok(self);
         }
