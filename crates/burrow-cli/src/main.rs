@@ -241,7 +241,10 @@ async fn run(cli: Cli) -> io::Result<Exit> {
                 burrow_runtime::mcp::client::DEFAULT_CALL_TIMEOUT,
                 std::time::Duration::from_secs,
             );
-            match config.with_mcp(&setup.settings, setup.strict_mcp, timeout).await {
+            match config
+                .with_mcp(&setup.settings, setup.strict_mcp, timeout)
+                .await
+            {
                 Ok(config) => Some((config, setup)),
                 Err(message) => {
                     writeln!(io::stderr(), "burrow: {message}")?;
