@@ -139,9 +139,12 @@ impl Config {
             return Ok(self);
         };
         let shown = &merged.shown;
-        let (servers, mut failures) =
-            burrow_runtime::mcp::client::servers_from_settings(&merged.value)
-                .map_err(|e| format!("{shown} cannot be used: {e}"))?;
+        // `${VAR}` and `${VAR:-default}` from the environment (ADR 0322).
+        let (value, unset) =
+            burrow_runtime::mcp::expand::expand_servers(&merged.value, |v| std::env::var(v).ok());
+        self.warnings.extend(unset);
+        let (servers, mut failures) = burrow_runtime::mcp::client::servers_from_settings(&value)
+            .map_err(|e| format!("{shown} cannot be used: {e}"))?;
         if servers.is_empty() && failures.is_empty() {
             return Ok(self);
         }
@@ -352,7 +355,7 @@ impl Config {
         for tool in self.mcp.iter().flat_map(|m| m.tools()) {
             tools.add_arc(tool.clone());
         }
-        let file_tools = tools.clone();
+        let mut file_tools = tools.clone();
         if self.memory {
             tools.add(burrow_runtime::memory::MemoryTool::new(
                 opened.backend.clone(),
@@ -361,6 +364,8 @@ impl Config {
         }
         if let Some(permissions) = &self.permissions {
             tools = crate::permissions::offered(tools, permissions, |tool| tool);
+            // Children are offered what the parent is: in plan mode no changing tool.
+            file_tools = crate::permissions::offered(file_tools, permissions, |tool| tool);
         }
         let model = self.model.clone();
         let mut hooks = self

@@ -234,10 +234,17 @@ async fn run(cli: Cli) -> io::Result<Exit> {
                 return Ok(Exit::Failed);
             }
         },
-        // A resumed run gets the MCP servers of its settings too (ADR 0316).
+        // A resumed run gets the MCP servers of its settings too (ADR 0316),
+        // under the run's recorded --mcp-timeout and --strict-mcp (ADR 0320).
         (Some((config, setup)), cli::Command::Thread(cli::ThreadCommand::Answer { .. })) => {
-            let timeout = burrow_runtime::mcp::client::DEFAULT_CALL_TIMEOUT;
-            match config.with_mcp(&setup.settings, false, timeout).await {
+            let timeout = setup.mcp_timeout.map_or(
+                burrow_runtime::mcp::client::DEFAULT_CALL_TIMEOUT,
+                std::time::Duration::from_secs,
+            );
+            match config
+                .with_mcp(&setup.settings, setup.strict_mcp, timeout)
+                .await
+            {
                 Ok(config) => Some((config, setup)),
                 Err(message) => {
                     writeln!(io::stderr(), "burrow: {message}")?;
@@ -516,6 +523,8 @@ async fn run_setup(cli: &Cli) -> io::Result<Result<Option<session::Setup>, Exit>
             compact_at,
             compact_keep,
             large_result_tokens,
+            mcp_timeout,
+            strict_mcp,
             ..
         } => Ok(Ok(Some(run_artifacts_setup(
             cli,
@@ -523,7 +532,8 @@ async fn run_setup(cli: &Cli) -> io::Result<Result<Option<session::Setup>, Exit>
                 .with_memory(*memory)
                 .with_compaction(*compact_at, Some(*compact_keep))
                 .with_large_result_tokens(Some(*large_result_tokens))
-                .with_tasks(agents.as_deref(), *max_task_depth, *task_max_turns),
+                .with_tasks(agents.as_deref(), *max_task_depth, *task_max_turns)
+                .with_mcp(*mcp_timeout, *strict_mcp),
         )))),
         cli::Command::Thread(cli::ThreadCommand::Answer {
             id,
@@ -547,6 +557,8 @@ async fn run_setup(cli: &Cli) -> io::Result<Result<Option<session::Setup>, Exit>
                 large_result_tokens: None,
                 artifacts: None,
                 no_notices: false,
+                mcp_timeout: None,
+                strict_mcp: false,
             };
             // Always read the run's record: what no flag can say (`--todos`) comes from it.
             let args = session::SessionArgs {

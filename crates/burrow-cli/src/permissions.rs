@@ -66,8 +66,9 @@ pub fn guard(opened: &mut Opened, rules: PathRules) {
     }
 }
 
-/// The tools that change nothing, besides the reading file tools, for plan mode.
-const READ_ONLY_TOOLS: &[&str] = &["skill", "write_todos", "ask_user"];
+/// The tools that change nothing, besides the reading file tools, for plan mode
+/// (`task`: its children are offered what the parent is, ADR 0321).
+const READ_ONLY_TOOLS: &[&str] = &["skill", "write_todos", "ask_user", "task"];
 
 /// A `PreToolUse` handler hook that decides each call by the permissions of
 /// `files`, merged in order (ask pauses the call as an `ask` hook does, deny

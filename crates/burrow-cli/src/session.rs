@@ -49,6 +49,8 @@ const COMPACT_KEEP_LABEL: &str = "burrow.compact_keep";
 const LARGE_RESULT_LABEL: &str = "burrow.large_result_tokens";
 const ARTIFACTS_LABEL: &str = "burrow.artifacts";
 const NO_NOTICES_LABEL: &str = "burrow.no_notices";
+const MCP_TIMEOUT_LABEL: &str = "burrow.mcp_timeout";
+const STRICT_MCP_LABEL: &str = "burrow.strict_mcp";
 /// The turn limit of a segment whose run recorded none (`burrow run`'s default).
 const DEFAULT_MAX_TURNS: u32 = 100;
 
@@ -104,6 +106,10 @@ pub struct Setup {
     pub artifacts: Option<PathBuf>,
     /// With `artifacts`: no change notes (`--no-notices`).
     pub no_notices: bool,
+    /// An MCP tool call's timeout in seconds (`--mcp-timeout`).
+    pub mcp_timeout: Option<u64>,
+    /// An MCP server that fails to start fails the run (`--strict-mcp`).
+    pub strict_mcp: bool,
 }
 
 impl Setup {
@@ -128,7 +134,17 @@ impl Setup {
             large_result_tokens: None,
             artifacts: None,
             no_notices: false,
+            mcp_timeout: None,
+            strict_mcp: false,
         }
+    }
+
+    /// The same setup with `--mcp-timeout` and `--strict-mcp`, so that a
+    /// resumed run calls its MCP servers as the run did.
+    pub fn with_mcp(mut self, timeout_secs: u64, strict: bool) -> Self {
+        self.mcp_timeout = Some(timeout_secs);
+        self.strict_mcp = strict;
+        self
     }
 
     /// The same setup with the artifact workspace of `dir` (`--artifacts`), its
@@ -226,6 +242,8 @@ impl Setup {
                 recorded.no_notices
             },
             artifacts: self.artifacts.or(recorded.artifacts),
+            mcp_timeout: self.mcp_timeout.or(recorded.mcp_timeout),
+            strict_mcp: self.strict_mcp || recorded.strict_mcp,
         }
     }
 
@@ -261,6 +279,12 @@ impl Setup {
                 labels.insert(NO_NOTICES_LABEL.to_owned(), "true".to_owned());
             }
         }
+        if let Some(n) = self.mcp_timeout {
+            labels.insert(MCP_TIMEOUT_LABEL.to_owned(), n.to_string());
+        }
+        if self.strict_mcp {
+            labels.insert(STRICT_MCP_LABEL.to_owned(), "true".to_owned());
+        }
         if let Some(agents) = &self.agents {
             labels.insert(AGENTS_LABEL.to_owned(), agents.display().to_string());
             if let Some(n) = self.task_depth {
@@ -290,6 +314,8 @@ impl Setup {
             large_result_tokens: labels.get(LARGE_RESULT_LABEL).and_then(|n| n.parse().ok()),
             artifacts: labels.get(ARTIFACTS_LABEL).map(PathBuf::from),
             no_notices: labels.get(NO_NOTICES_LABEL).is_some_and(|v| v == "true"),
+            mcp_timeout: labels.get(MCP_TIMEOUT_LABEL).and_then(|n| n.parse().ok()),
+            strict_mcp: labels.get(STRICT_MCP_LABEL).is_some_and(|v| v == "true"),
         }
     }
 }

@@ -37,6 +37,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use crate::tool::{CallContext, ToolRegistry};
 
 pub mod client;
+pub mod expand;
 pub mod framing;
 
 pub use framing::{FramedTransport, MAX_LINE_BYTES};

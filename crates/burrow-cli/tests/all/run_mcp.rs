@@ -241,14 +241,16 @@ mod mcp_client {
         let answers = [
             json!({"tool_calls": [
                 {"id": "z", "name": "mcp__fx__sleep", "arguments": {"seconds": 30}}]}),
+            json!({"tool_calls": [
+                {"id": "k", "name": "mcp__fx__cancelled", "arguments": {}}]}),
             json!({"text": "done"}),
         ];
         let settings = json!({"mcpServers": {"fx": s.fixture_server()}});
-        let started = std::time::Instant::now();
         let run = s.run(&answers, settings, &["--mcp-timeout", "1"]);
         run.assert_code(0);
-        assert!(started.elapsed() < std::time::Duration::from_secs(20));
         let events = events(&run);
+        // The server was told (notifications/cancelled): its sleep was cancelled.
+        assert_eq!(result_of(&events, "k")["content"], "cancelled: sleep 30");
         let result = result_of(&events, "z");
         assert_eq!(result["is_error"], true);
         assert!(
@@ -609,5 +611,284 @@ mod mcp_client {
             "{plain}"
         );
         assert_eq!(result_of(&events, "t1")["is_error"], false);
+    }
+
+    /// Runs `burrow run --session` on thread `t` calling `tool` (a fixture tool that
+    /// counts its calls, then holds), SIGKILLs it while the call is held at the
+    /// server, lets the held call go, and runs the thread's next run to its end.
+    /// Returns the calls the server counted and the results the thread holds for the call.
+    fn kill_mid_call_and_take_over(tool: &str) -> (usize, Vec<String>) {
+        let s = Setup::new();
+        let session = crate::all::support::session_spec(s.dir());
+        let counts = s.dir().join("counts");
+        let go = s.dir().join("go");
+        let call = json!({"tool_calls": [{"id": "h", "name": tool, "arguments": {
+            "counts": counts.display().to_string(), "go": go.display().to_string()}}]});
+        let settings = json!({"mcpServers": {"fx": s.fixture_server()}});
+        let flags = ["--session", &session, "--thread", "t", "--claim-ttl", "1"];
+        let args = s.run_args(&[call, json!({"text": "never"})], settings.clone(), &flags);
+        let mut holder = Background::start(&s, &args);
+        // A bound on a hang, not a timing assertion.
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while std::fs::read_to_string(&counts)
+            .unwrap_or_default()
+            .is_empty()
+        {
+            assert!(
+                Instant::now() < deadline,
+                "the call never reached the server"
+            );
+            assert!(
+                holder.child.try_wait().unwrap().is_none(),
+                "the run ended before its call was held"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        holder.signal("-KILL");
+        assert_eq!(holder.wait(), -1, "killed");
+        std::fs::write(&go, b"").unwrap();
+        // The next run on the thread takes over the killed run's unanswered call.
+        let taker = s.run(&[json!({"text": "taken over"})], settings, &flags);
+        taker.assert_code(0);
+        let count = std::fs::read_to_string(&counts).unwrap().lines().count();
+        let shown = crate::all::support::show_thread(s.dir(), "t");
+        let results: Vec<String> = shown["history"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["message"]["role"] == "tool_result" && e["message"]["call_id"] == "h")
+            .map(|e| {
+                e["message"]["content"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned()
+            })
+            .collect();
+        (count, results)
+    }
+
+    #[test]
+    fn a_non_idempotent_mcp_call_killed_in_flight_is_outcome_unknown_and_never_called_twice() {
+        let (count, results) = kill_mid_call_and_take_over("mcp__fx__hold");
+        assert_eq!(count, 1, "the server was called once");
+        assert_eq!(results.len(), 1, "{results:?}");
+        assert!(
+            results[0].contains("The outcome of this call is unknown"),
+            "{results:?}"
+        );
+    }
+
+    #[test]
+    fn an_idempotent_mcp_call_killed_in_flight_is_replayed_once() {
+        let (count, results) = kill_mid_call_and_take_over("mcp__fx__hold_idempotent");
+        assert_eq!(count, 2, "the call was replayed once");
+        assert_eq!(results.len(), 1, "{results:?}");
+        assert!(results[0].contains("held"), "{results:?}");
+        assert!(!results[0].contains("unknown"), "{results:?}");
+    }
+
+    /// Pauses a run on thread `thread` at an `ask` for `mcp__fx__echo` (run with
+    /// `flags`, its server failing to start once the file `broken` exists), writes
+    /// `resumed` as the resumed segment's script and approves the call with
+    /// `burrow thread answer`, which gets no MCP flag; with `break_server` the
+    /// server is broken between the pause and the answer.
+    fn pause_then_answer(
+        s: &Setup,
+        thread: &str,
+        flags: &[&str],
+        resumed: &[Value],
+        break_server: bool,
+    ) -> Run {
+        let session = crate::all::support::session_spec(s.dir());
+        let broken = s.dir().join("broken");
+        let server = json!({"command": "sh", "args": [
+                "-c", "if [ -e \"$0\" ]; then exit 1; fi; exec \"$1\" \"$2\"",
+                broken.display().to_string(), s.python, fixture()],
+            "env": {"PIDFILE": s.pidfile().display().to_string()}});
+        let settings = json!({"mcpServers": {"fx": server},
+            "permissions": {"ask": ["mcp__fx__echo"]}});
+        let answers = [
+            json!({"tool_calls": [
+                {"id": "e", "name": "mcp__fx__echo", "arguments": {"text": "approved"}}]}),
+            json!({"text": "never reached here"}),
+        ];
+        let mut extra = vec!["--session", &session, "--thread", thread];
+        extra.extend_from_slice(flags);
+        let paused = s.run(&answers, settings, &extra);
+        paused.assert_code(3);
+        let paused_events = events(&paused);
+        let request = paused_events
+            .iter()
+            .find(|e| e["type"] == "request")
+            .unwrap_or_else(|| panic!("{paused_events:?}"));
+        let request_id = request["request_id"].as_str().unwrap().to_owned();
+        if break_server {
+            std::fs::write(&broken, b"").unwrap();
+        }
+        let text: String = resumed.iter().map(|a| format!("{a}\n")).collect();
+        std::fs::write(s.dir().join("script.jsonl"), text).unwrap();
+        let backend = format!("fs:{}", s.dir().join("ws").display());
+        burrow_in(
+            s.dir(),
+            &[
+                "--backend",
+                &backend,
+                "--json",
+                "thread",
+                "answer",
+                thread,
+                "--request",
+                &request_id,
+                "yes",
+                "--approve",
+                "--session",
+                &session,
+            ],
+            b"",
+        )
+    }
+
+    #[test]
+    fn thread_answer_calls_the_mcp_servers_under_the_run_s_mcp_timeout() {
+        let s = Setup::new();
+        let resumed = [
+            json!({"tool_calls": [
+                {"id": "z", "name": "mcp__fx__sleep", "arguments": {"seconds": 30}}]}),
+            json!({"text": "done"}),
+        ];
+        let answered = pause_then_answer(&s, "t", &["--mcp-timeout", "1"], &resumed, false);
+        answered.assert_code(0);
+        let events = events(&answered);
+        let result = result_of(&events, "z");
+        assert_eq!(result["is_error"], true, "{result}");
+        assert!(
+            result["content"]
+                .as_str()
+                .unwrap()
+                .contains("did not answer within 1 s"),
+            "the run's --mcp-timeout, not the default 60 s: {result}"
+        );
+    }
+
+    #[test]
+    fn thread_answer_of_a_strict_mcp_run_exits_2_when_a_server_fails() {
+        let resumed = [json!({"text": "done"})];
+        // Without --strict-mcp the resumed run warns and goes on.
+        let lenient = Setup::new();
+        let answered = pause_then_answer(&lenient, "t", &[], &resumed, true);
+        answered.assert_code(0);
+        assert!(
+            answered
+                .stderr
+                .contains("the MCP server \"fx\" is not used"),
+            "{}",
+            answered.stderr
+        );
+        // With it (recorded by the run, not given again), nothing runs.
+        let strict = Setup::new();
+        let answered = pause_then_answer(&strict, "t", &["--strict-mcp"], &resumed, true);
+        answered.assert_code(2);
+        assert!(
+            answered
+                .stderr
+                .contains("the MCP server \"fx\" is not used")
+                && answered.stderr.contains("(--strict-mcp)"),
+            "{}",
+            answered.stderr
+        );
+        assert!(answered.out().is_empty(), "nothing ran: {}", answered.out());
+    }
+
+    #[test]
+    fn subagents_in_plan_mode_are_not_offered_changing_tools() {
+        let s = Setup::new();
+        let agents = s.dir().join("agents");
+        std::fs::create_dir(&agents).unwrap();
+        let counts = s.dir().join("counts").display().to_string();
+        let go = s.dir().join("go").display().to_string();
+        let answers = [
+            json!({"tool_calls": [
+                {"id": "cw", "name": "write_file", "arguments": {"file_path": "/a.txt", "content": "x"}},
+                {"id": "ch", "name": "mcp__fx__hold", "arguments": {"counts": counts, "go": go}},
+                {"id": "cl", "name": "ls", "arguments": {"path": "/"}}]}),
+            json!({"text": "child done"}),
+        ];
+        let text: String = answers.iter().map(|a| format!("{a}\n")).collect();
+        std::fs::write(agents.join("planner.jsonl"), text).unwrap();
+        std::fs::write(
+            agents.join("planner.md"),
+            "---\nname: planner\ndescription: The planner.\nmodel: scripted:planner.jsonl\ntools: ls, write_file, mcp__fx__hold\n---\nYou plan.\n",
+        )
+        .unwrap();
+        let answers = [
+            json!({"tool_calls": [{"id": "t1", "name": "task", "arguments": {
+                "description": "plan", "prompt": "Plan.", "subagent_type": "planner"}}]}),
+            json!({"text": "done"}),
+        ];
+        let settings = json!({"mcpServers": {"fx": s.fixture_server()}});
+        let agents = agents.display().to_string();
+        let run = s.run(
+            &answers,
+            settings,
+            &["--agents", &agents, "--permission-mode", "plan"],
+        );
+        run.assert_code(0);
+        let events = events(&run);
+        let child_result = |id: &str| {
+            events
+                .iter()
+                .find(|e| {
+                    e["type"] == "tool_result" && e["id"] == id && e.get("parent_run_id").is_some()
+                })
+                .unwrap_or_else(|| panic!("no child result of {id}: {events:?}"))
+                .clone()
+        };
+        for (id, name) in [("cw", "write_file"), ("ch", "mcp__fx__hold")] {
+            let result = child_result(id);
+            assert_eq!(result["is_error"], true, "{result}");
+            let text = result["content"].as_str().unwrap();
+            assert!(
+                text.starts_with(&format!(
+                    "There is no tool named \"{name}\" (plan mode offers no tool that changes anything)"
+                )),
+                "not offered, not refused by a hook: {text}"
+            );
+        }
+        assert_eq!(child_result("cl")["is_error"], false, "reads run");
+        assert_eq!(
+            result_of(&events, "t1")["is_error"],
+            false,
+            "task runs in plan mode"
+        );
+        assert!(!s.dir().join("ws/a.txt").exists());
+        assert!(
+            !s.dir().join("counts").exists(),
+            "the server was never called"
+        );
+    }
+
+    #[test]
+    fn variables_in_mcp_servers_entries_are_expanded_and_an_unset_one_is_a_warning() {
+        let s = Setup::new();
+        let answers = [
+            json!({"tool_calls": [
+                {"id": "e", "name": "mcp__fx__echo", "arguments": {"text": "expanded"}}]}),
+            json!({"text": "done"}),
+        ];
+        // No such variables are set: the defaults start the fixture.
+        let server = json!({"command": format!("${{BURROW_TEST_NO_SUCH_PYTHON:-{}}}", s.python),
+            "args": [format!("${{BURROW_TEST_NO_SUCH_FIXTURE:-{}}}", fixture())],
+            "env": {"PIDFILE": s.pidfile().display().to_string(),
+                    "TOKEN": "${BURROW_TEST_NO_SUCH_TOKEN}"}});
+        let run = s.run(&answers, json!({"mcpServers": {"fx": server}}), &[]);
+        run.assert_code(0);
+        assert_eq!(result_of(&events(&run), "e")["content"], "echo: expanded");
+        assert!(
+            run.stderr.contains(
+                "burrow: warning: the MCP server \"fx\" names the variable ${BURROW_TEST_NO_SUCH_TOKEN}, which is not set and has no default"
+            ),
+            "{}",
+            run.stderr
+        );
     }
 }

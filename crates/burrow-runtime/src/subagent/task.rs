@@ -391,12 +391,18 @@ subagents (`subagent_type`):",
                 for name in names {
                     if let Some(tool) = inner.tools.get(name) {
                         tools.add_arc(tool.clone());
+                    } else if let Some((_, why)) = inner.tools.absent().find(|(n, _)| n == name) {
+                        // Withheld from the parent too (plan mode): say why.
+                        tools.note_absent(name.clone(), why);
                     }
                 }
             }
             None => {
                 for tool in inner.tools.tools() {
                     tools.add_arc(tool.clone());
+                }
+                for (name, why) in inner.tools.absent() {
+                    tools.note_absent(name, why);
                 }
             }
         }
