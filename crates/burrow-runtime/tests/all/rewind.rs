@@ -11,7 +11,7 @@ use burrow_runtime::checkpoint::{
 use burrow_runtime::message::Message;
 use burrow_runtime::model::{ScriptedModel, ScriptedResponse};
 use burrow_runtime::runner::{Runner, RunnerConfig};
-use burrow_runtime::session::{Commit, HistoryItem, Scope, StoreErrorKind, ThreadKey, Write};
+use burrow_runtime::session::{Commit, HistoryItem, Scope, ThreadKey, Write};
 use burrow_runtime::tool::ToolRegistry;
 use burrow_runtime::tools::Toolset;
 use burrow_state::StateBackend;
@@ -492,7 +492,10 @@ mod cut_short {
             )
             .await
             .unwrap_err();
-        assert_eq!(refused.kind(), StoreErrorKind::InvalidState);
+        assert_eq!(
+            refused.kind(),
+            burrow_runtime::session::StoreErrorKind::InvalidState
+        );
         assert!(fx.store.release_claim(&s.thread, &claim).await.unwrap());
         // Running it again finishes it: new files, new conversation, no intent.
         let done = checkpoint::rewind(

@@ -93,6 +93,7 @@ impl Tools {
     }
 
     /// The registry (for the MCP server).
+    #[cfg(feature = "mcp")]
     pub fn registry(&self) -> ToolRegistry {
         self.registry.clone()
     }
