@@ -146,6 +146,8 @@ pub(super) struct Inner {
     pub(super) slots: Arc<tokio::sync::Semaphore>,
     pub(super) children: Children,
     pub(super) board: Arc<Board>,
+    /// Where a final text past the large-result limit is saved (the parent's file tools).
+    pub(super) spill: Option<Arc<crate::tools::Toolset>>,
 }
 
 /// The runners of the children running now, by a number of their own, so
@@ -189,6 +191,7 @@ impl Tasks {
                 slots: Arc::new(tokio::sync::Semaphore::new(DEFAULT_MAX_CONCURRENT)),
                 children: Children::default(),
                 board: Arc::default(),
+                spill: None,
             }),
         }
     }
@@ -213,6 +216,7 @@ impl Tasks {
             slots: old.slots.clone(),
             children: old.children.clone(),
             board: old.board.clone(),
+            spill: old.spill.clone(),
         };
         f(&mut inner);
         Self {
@@ -249,6 +253,14 @@ impl Tasks {
     /// The same, children's runners claiming their threads for `ttl`.
     pub fn with_claim_ttl(self, ttl: Duration) -> Self {
         self.edit(|i| i.claim_ttl = ttl)
+    }
+
+    /// The same, a child's final text longer than `toolset`'s large-result
+    /// limit saved to a file of its workspace and replaced by a preview and
+    /// the file's path, as the file tools' large results are (without it,
+    /// the text is cut at 80,000 characters).
+    pub fn with_spill(self, toolset: Arc<crate::tools::Toolset>) -> Self {
+        self.edit(|i| i.spill = Some(toolset))
     }
 
     /// The same, sending what children do to `sink`.
@@ -474,7 +486,7 @@ subagents (`subagent_type`):",
         guard.finish();
         let ended = ended.map_err(|e| store_failure(&e))?;
         let out = self
-            .report(&name, &thread, parent_thread, &cx.run_id, &ended, true)
+            .report(&name, &thread, parent_thread, &cx, &ended, true)
             .await;
         self.emit_ended(&name, &thread, &cx.run_id, &ended);
         out
@@ -524,14 +536,24 @@ subagents (`subagent_type`):",
         name: &str,
         thread: &ThreadKey,
         parent_thread: String,
-        parent_run_id: &str,
+        cx: &CallContext,
         ended: &ChildEnd,
         stop_hook: bool,
     ) -> Result<ToolOutput, Error> {
         let inner = &self.inner;
-        let text = final_text(&*inner.store, thread)
+        let parent_run_id: &str = &cx.run_id;
+        let mut text = final_text(&*inner.store, thread)
             .await
             .map_err(|e| store_failure(&e))?;
+        if ended.outcome == RunStatus::Completed.as_str() {
+            text = match &inner.spill {
+                Some(toolset) => {
+                    let call = crate::tools::Call::new(toolset.context(), cx);
+                    toolset.spill(TASK, text, &call).await?.0
+                }
+                None => cut(&text, MAX_RESULT_CHARS),
+            };
+        }
         let hook_cx = HookContext {
             session_id: parent_thread,
             run_id: parent_run_id.to_owned(),
@@ -800,7 +822,6 @@ fn result(name: &str, thread: &str, ended: &ChildEnd, text: String) -> ToolOutpu
         );
     }
     if ended.outcome == RunStatus::Completed.as_str() {
-        let text = cut(&text, MAX_RESULT_CHARS);
         let body = if text.trim().is_empty() {
             "(The subagent ended without a final text.)".to_owned()
         } else {
