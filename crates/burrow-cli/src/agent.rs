@@ -24,7 +24,7 @@ use burrow_runtime::model::{Model, ScriptedModel};
 use burrow_runtime::runner::{FanoutChannel, LiveChannel, LiveEvent, LiveFrame};
 use burrow_runtime::session::{MemoryStore, Scope, SessionStore};
 use burrow_runtime::subagent::{SubAgent, TaskEvent, Tasks};
-use burrow_runtime::tool::{ToolRegistry, file_tools};
+use burrow_runtime::tool::ToolRegistry;
 use futures::StreamExt;
 use serde::Serialize;
 use serde_json::Value;
@@ -347,7 +347,11 @@ impl Config {
         if let Some(chars) = self.large_result_chars {
             tool_config.large_result_chars = chars;
         }
-        for tool in file_tools(opened.backend.clone(), ctx, tool_config) {
+        let toolset = Arc::new(
+            burrow_runtime::tools::Toolset::new(opened.backend.clone(), ctx)
+                .with_config(tool_config),
+        );
+        for tool in toolset.tools() {
             tools.add_arc(tool);
         }
         // Children of `task` get the file and MCP tools (as their lists allow,
@@ -402,6 +406,7 @@ impl Config {
             });
             let tasks = Tasks::new(agents, model, store, scope)
                 .with_tools(file_tools)
+                .with_spill(toolset)
                 .with_hooks(hooks.clone())
                 .with_max_depth(self.task_depth)
                 .with_child_max_turns(self.task_max_turns)

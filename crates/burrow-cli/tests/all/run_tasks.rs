@@ -801,3 +801,82 @@ fn parent_run_id(events: &[Value]) -> String {
         .unwrap()
         .to_owned()
 }
+
+#[test]
+fn a_final_text_past_the_large_result_limit_is_spilled_to_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("work")).unwrap();
+    // About 6,000 characters: past 1,000 tokens (4,000 characters), not past 20,000.
+    let long: String = (0..100)
+        .map(|i| format!("finding {i:03}: the scout saw something worth a line\n"))
+        .collect();
+    assert!(long.len() > 4_000 && long.len() < 80_000);
+    agent(d, "scout", "", "You look around.", &[json!({"text": long})]);
+    let agents = d.join("agents").display().to_string();
+    let backend = format!("fs:{}", d.join("work").display());
+    let spec = spec(d);
+    let run_with = |thread: &str, tokens: &str| {
+        let parent = script(
+            d,
+            &format!("parent-{thread}.jsonl"),
+            &[
+                json!({"tool_calls": [task_call("t1", "scout", "Report everything.")]}),
+                json!({"text": "parent done"}),
+            ],
+        );
+        let run = burrow_in(
+            d,
+            &[
+                "--json",
+                "--backend",
+                &backend,
+                "run",
+                "go",
+                "--model",
+                &parent,
+                "--agents",
+                &agents,
+                "--session",
+                &spec,
+                "--thread",
+                thread,
+                "--large-result-tokens",
+                tokens,
+            ],
+            b"",
+        );
+        run.assert_code(0);
+        let events = lines(&run);
+        let result = result_of(&events, "t1").clone();
+        assert_eq!(result["is_error"], false, "{result}");
+        result["content"].as_str().unwrap().to_owned()
+    };
+
+    let content = run_with("big", "1000");
+    assert!(content.starts_with("finding 000: "), "{content}");
+    assert!(!content.contains("finding 099"), "{content}");
+    let at = content
+        .find("/.burrow/large_results/task-")
+        .unwrap_or_else(|| panic!("no saved path: {content}"));
+    let name: String = content[at + "/.burrow/large_results/".len()..]
+        .chars()
+        .take_while(|c| !c.is_whitespace() && *c != ':')
+        .collect();
+    let saved = std::fs::read_to_string(d.join("work/.burrow/large_results").join(&name)).unwrap();
+    assert_eq!(saved, long);
+    // The usage line follows the preview.
+    assert!(
+        content.ends_with(
+            "[subagent scout completed: 1 turn, 0 tool calls, usage unknown; thread big/task-t1]"
+        ),
+        "{content}"
+    );
+
+    // Within the limit the text is the result as it is, and nothing is saved.
+    std::fs::remove_dir_all(d.join("work/.burrow")).unwrap();
+    let content = run_with("small", "20000");
+    assert!(content.starts_with(&long), "{content}");
+    assert!(!content.contains("large_results"), "{content}");
+    assert!(!d.join("work/.burrow/large_results").exists());
+}

@@ -324,7 +324,7 @@ impl Tasks {
                 &child.name,
                 &child.thread,
                 child.parent_thread.clone(),
-                &child.cx.run_id,
+                &child.cx,
                 end,
                 !stopped,
             )

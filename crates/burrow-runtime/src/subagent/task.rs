@@ -148,6 +148,8 @@ pub(super) struct Inner {
     pub(super) board: Arc<Board>,
     /// How children compact their histories (the parent's settings, ADR 0296).
     pub(super) compaction: Option<crate::compaction::CompactionConfig>,
+    /// Where a final text past the large-result limit is saved (the parent's file tools).
+    pub(super) spill: Option<Arc<crate::tools::Toolset>>,
 }
 
 /// The runners of the children running now, by a number of their own, so
@@ -192,6 +194,7 @@ impl Tasks {
                 children: Children::default(),
                 board: Arc::default(),
                 compaction: None,
+                spill: None,
             }),
         }
     }
@@ -217,6 +220,7 @@ impl Tasks {
             children: old.children.clone(),
             board: old.board.clone(),
             compaction: old.compaction.clone(),
+            spill: old.spill.clone(),
         };
         f(&mut inner);
         Self {
@@ -259,6 +263,14 @@ impl Tasks {
     /// ([`Tasks::install`] gives them the parent agent's settings unless set here).
     pub fn with_compaction(self, config: crate::compaction::CompactionConfig) -> Self {
         self.edit(|i| i.compaction = Some(config))
+    }
+
+    /// The same, a child's final text longer than `toolset`'s large-result
+    /// limit saved to a file of its workspace and replaced by a preview and
+    /// the file's path, as the file tools' large results are (without it,
+    /// the text is cut at 80,000 characters).
+    pub fn with_spill(self, toolset: Arc<crate::tools::Toolset>) -> Self {
+        self.edit(|i| i.spill = Some(toolset))
     }
 
     /// The same, sending what children do to `sink`.
@@ -498,7 +510,7 @@ subagents (`subagent_type`):",
         guard.finish();
         let ended = ended.map_err(|e| store_failure(&e))?;
         let out = self
-            .report(&name, &thread, parent_thread, &cx.run_id, &ended, true)
+            .report(&name, &thread, parent_thread, &cx, &ended, true)
             .await;
         self.emit_ended(&name, &thread, &cx.run_id, &ended);
         out
@@ -548,14 +560,24 @@ subagents (`subagent_type`):",
         name: &str,
         thread: &ThreadKey,
         parent_thread: String,
-        parent_run_id: &str,
+        cx: &CallContext,
         ended: &ChildEnd,
         stop_hook: bool,
     ) -> Result<ToolOutput, Error> {
         let inner = &self.inner;
-        let text = final_text(&*inner.store, thread)
+        let parent_run_id: &str = &cx.run_id;
+        let mut text = final_text(&*inner.store, thread)
             .await
             .map_err(|e| store_failure(&e))?;
+        if ended.outcome == RunStatus::Completed.as_str() {
+            text = match &inner.spill {
+                Some(toolset) => {
+                    let call = crate::tools::Call::new(toolset.context(), cx);
+                    toolset.spill(TASK, text, &call).await?.0
+                }
+                None => cut(&text, MAX_RESULT_CHARS),
+            };
+        }
         let hook_cx = HookContext {
             session_id: parent_thread,
             run_id: parent_run_id.to_owned(),
@@ -824,7 +846,6 @@ fn result(name: &str, thread: &str, ended: &ChildEnd, text: String) -> ToolOutpu
         );
     }
     if ended.outcome == RunStatus::Completed.as_str() {
-        let text = cut(&text, MAX_RESULT_CHARS);
         let body = if text.trim().is_empty() {
             "(The subagent ended without a final text.)".to_owned()
         } else {
