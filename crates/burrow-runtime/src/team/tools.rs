@@ -1,4 +1,4 @@
-//! The team tools over a [`TeamStore`](super::TeamStore): `team_todos` (list, and add items), `claim_todo`, `complete_todo` and `send_message`, each acting as one member of one team.
+//! The team tools over a [`TeamStore`]: `team_todos` (list, and add items), `claim_todo`, `complete_todo` and `send_message`, each acting as one member of one team.
 //!
 //! A store refusal (an item claimed by another member, blocked, unknown)
 //! is the call's refusal (`is_error`) with the store's sentence; a store
