@@ -1,14 +1,14 @@
 //! `burrow thread checkpoint|checkpoints|rewind|fork` through the binary, on a SQLite session and an fs backend, with the local OpenAI wire server as the model: a run writes files over two turns, a rewind restores their bytes exactly and the next run's request holds the earlier conversation; a fork starts a new thread; --files-only and --conversation-only.
 
-use burrow_testkit::http::ReplayServer;
+use burrow_testkit::http::{ReplayServer, Reply};
 use serde_json::{Value, json};
 
 use super::run_providers::{KEY, Out, body, burrow, chat};
 
 const ORIGINAL: &[u8] = b"\x00\x01 original bytes\r\n\xff";
-const MODEL: &str = "openai:gpt-test";
+pub(super) const MODEL: &str = "openai:gpt-test";
 
-fn ok(out: &Out) -> Value {
+pub(super) fn ok(out: &Out) -> Value {
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     serde_json::from_str(out.stdout.trim()).unwrap_or_else(|e| panic!("{e}: {}", out.stdout))
 }
@@ -17,17 +17,11 @@ fn messages_text(server: &ReplayServer, i: usize) -> String {
     body(server, i)["messages"].to_string()
 }
 
-#[test]
-fn a_rewind_restores_the_files_and_the_next_run_reads_the_conversation_at_the_checkpoint() {
-    let dir = tempfile::tempdir().unwrap();
-    let work = dir.path().join("work");
-    std::fs::create_dir(&work).unwrap();
-    std::fs::write(work.join("a.txt"), ORIGINAL).unwrap();
-    let spec = format!("sqlite:{}", dir.path().join("s.db").display());
-    let session = ["--session", spec.as_str(), "--thread", "t1"];
-
-    // Run 1: read /a.txt, create /b.txt (turn 2), rewrite /a.txt (turn 3).
-    let server = ReplayServer::start(vec![
+/// The first run of these tests: read /a.txt, create /b.txt (turn 2), rewrite
+/// /a.txt (turn 3), then answer `done`; two checkpoints (before each batch that
+/// changed a file, not the read).
+pub(super) fn read_then_two_writes(done: &str) -> Vec<Reply> {
+    vec![
         chat(
             None,
             Some(("call_r", "read_file", json!({"file_path": "/a.txt"}))),
@@ -48,8 +42,21 @@ fn a_rewind_restores_the_files_and_the_next_run_reads_the_conversation_at_the_ch
                 json!({"file_path": "/a.txt", "content": "changed"}),
             )),
         ),
-        chat(Some("Done-ONE."), None),
-    ]);
+        chat(Some(done), None),
+    ]
+}
+
+#[test]
+fn a_rewind_restores_the_files_and_the_next_run_reads_the_conversation_at_the_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    std::fs::write(work.join("a.txt"), ORIGINAL).unwrap();
+    let spec = format!("sqlite:{}", dir.path().join("s.db").display());
+    let session = ["--session", spec.as_str(), "--thread", "t1"];
+
+    // Run 1: read /a.txt, create /b.txt (turn 2), rewrite /a.txt (turn 3).
+    let server = ReplayServer::start(read_then_two_writes("Done-ONE."));
     let mut args = vec!["run", "PROMPT-ONE", "--model", MODEL];
     args.extend_from_slice(&session);
     let out = burrow(dir.path(), &server, Some(KEY), &args);

@@ -1,16 +1,9 @@
 //! `burrow thread compact` of a rewound thread (ADR 0297), on a SQLite session and an fs backend with the local OpenAI wire server: the summary request reads the conversation at the checkpoint, never the entries the rewind passed over, and the next run reads the summary of that view.
 
 use burrow_testkit::http::ReplayServer;
-use serde_json::{Value, json};
 
-use super::run_providers::{KEY, Out, body, burrow, chat};
-
-const MODEL: &str = "openai:gpt-test";
-
-fn ok(out: &Out) -> Value {
-    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
-    serde_json::from_str(out.stdout.trim()).unwrap_or_else(|e| panic!("{e}: {}", out.stdout))
-}
+use super::run_providers::{KEY, body, burrow, chat};
+use super::thread_checkpoint::{MODEL, ok, read_then_two_writes};
 
 #[test]
 fn a_rewound_thread_is_compacted_from_its_view_at_the_checkpoint() {
@@ -22,29 +15,7 @@ fn a_rewound_thread_is_compacted_from_its_view_at_the_checkpoint() {
     let session = ["--session", spec.as_str(), "--thread", "t1"];
 
     // Read /a.txt, create /b.txt, rewrite /a.txt, answer: two checkpoints.
-    let server = ReplayServer::start(vec![
-        chat(
-            None,
-            Some(("call_r", "read_file", json!({"file_path": "/a.txt"}))),
-        ),
-        chat(
-            None,
-            Some((
-                "call_b",
-                "write_file",
-                json!({"file_path": "/b.txt", "content": "one"}),
-            )),
-        ),
-        chat(
-            None,
-            Some((
-                "call_a",
-                "write_file",
-                json!({"file_path": "/a.txt", "content": "changed"}),
-            )),
-        ),
-        chat(Some("Done-PASSED-OVER."), None),
-    ]);
+    let server = ReplayServer::start(read_then_two_writes("Done-PASSED-OVER."));
     let mut args = vec!["run", "PROMPT-ONE", "--model", MODEL];
     args.extend_from_slice(&session);
     let out = burrow(dir.path(), &server, Some(KEY), &args);
