@@ -11,6 +11,7 @@ use axum::{Json, Router};
 use burrow_runtime::message::Message;
 use burrow_runtime::runner::{Command, CommandResult, StopRequest};
 use burrow_runtime::session::{CommandKey, MAX_PAGE, RequestKind, RunStatus, Scope, ThreadStatus};
+use burrow_runtime::subagent::{PARENT_RUN_LABEL, SUBAGENT_LABEL, TASK_CALL_LABEL};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tower_http::timeout::RequestBodyTimeoutLayer;
@@ -20,8 +21,8 @@ use crate::error::{ServeError, ServeErrorKind, ServeResult};
 use crate::server::Shared;
 use crate::tokens::Principal;
 use crate::types::{
-    Action, AnswerBody, AnswerResponse, MessageBody, MessageResponse, Page, Pending, Problem,
-    StopResponse, ThreadList, ThreadView,
+    Action, AnswerBody, AnswerResponse, Child, MessageBody, MessageResponse, Page, Pending,
+    Problem, StopResponse, ThreadList, ThreadView,
 };
 
 /// The author every message and answer is recorded under: the one
@@ -40,8 +41,10 @@ pub(crate) fn router(state: Shared) -> Router {
         .route("/v1/threads/{thread}/messages", post(post_message))
         .route("/v1/threads/{thread}/answers", post(post_answer))
         .route("/v1/threads/{thread}/stop", post(post_stop))
-        .route("/v1/runs/{run}/events", get(crate::events::run_events))
-        .route_layer(middleware::from_fn_with_state(state.clone(), authenticate));
+        .route("/v1/runs/{run}/events", get(crate::events::run_events));
+    #[cfg(feature = "artifacts")]
+    let api = api.merge(crate::artifacts::routes());
+    let api = api.route_layer(middleware::from_fn_with_state(state.clone(), authenticate));
     Router::new()
         .route("/", get(page))
         .route("/v1/openapi.json", get(openapi))
@@ -67,7 +70,11 @@ async fn page() -> Response {
 /// `GET /v1/openapi.json`: the API's OpenAPI document (no token needed).
 async fn openapi() -> Response {
     use utoipa::OpenApi as _;
-    Json(crate::types::ApiDoc::openapi()).into_response()
+    #[cfg_attr(not(feature = "artifacts"), allow(unused_mut))]
+    let mut doc = crate::types::ApiDoc::openapi();
+    #[cfg(feature = "artifacts")]
+    doc.merge(crate::artifact_types::ArtifactDoc::openapi());
+    Json(doc).into_response()
 }
 
 async fn not_found() -> ServeError {
@@ -109,7 +116,7 @@ pub(crate) fn scope(state: &Shared, principal: &Principal) -> Scope {
 }
 
 /// The JSON body, or a refusal saying what is wrong with it.
-fn body<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> ServeResult<T> {
+pub(crate) fn body<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> ServeResult<T> {
     let bytes = body.map_err(|e| {
         if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ServeError::new(
@@ -183,7 +190,8 @@ pub(crate) async fn list_threads(
     Ok(Json(ThreadList { threads, next }))
 }
 
-/// `GET /v1/threads/{thread}`: the thread, its history, runs, pending requests and todos.
+/// `GET /v1/threads/{thread}`: the thread, its history, runs, pending requests,
+/// todos, followed artifacts and children (subagent threads with their outcomes).
 #[utoipa::path(get, path = "/v1/threads/{thread}", params(("thread" = String, Path)),
     responses((status = 200, body = ThreadView),
               (status = 401, body = Problem, content_type = "application/problem+json"),
@@ -219,6 +227,8 @@ pub(crate) async fn show_thread(
         .collect();
     let messages: Vec<Message> = history.iter().map(|e| e.message.clone()).collect();
     let todos = burrow_runtime::todos::current(&messages).unwrap_or_default();
+    let children = children(&state, &principal, &thread).await?;
+    let artifacts = followed(&state, &principal, &thread, &messages).await?;
     let history: Vec<Value> = history
         .iter()
         .map(|e| json!({"pos": e.pos, "run_id": e.run_id, "message": e.message}))
@@ -229,7 +239,83 @@ pub(crate) async fn show_thread(
         runs: runs.iter().map(to_json).collect(),
         pending,
         todos: todos.iter().map(to_json).collect(),
+        artifacts,
+        children,
     }))
+}
+
+/// The subagent threads under `thread` (`thread/task-CALL`, and theirs), by id:
+/// the store lists threads in id order, so they are the threads after
+/// `thread/` that start with it.
+async fn children(state: &Shared, principal: &Principal, thread: &str) -> ServeResult<Vec<Child>> {
+    let store = state.runner.store();
+    let scope = scope(state, principal);
+    let prefix = format!("{thread}/");
+    let mut after = prefix.clone();
+    let mut found = Vec::new();
+    'pages: loop {
+        let page = store.threads(&scope, Some(&after), MAX_PAGE).await?;
+        let full = page.len() == MAX_PAGE;
+        for info in page {
+            let Some(rest) = info.thread.strip_prefix(&prefix) else {
+                break 'pages;
+            };
+            after.clone_from(&info.thread);
+            if rest.split('/').all(|segment| segment.starts_with("task-")) {
+                found.push(info);
+            }
+        }
+        if !full {
+            break;
+        }
+    }
+    let mut children = Vec::with_capacity(found.len());
+    for info in found {
+        let key = scope.thread(info.thread.clone());
+        let last = store.runs(&key).await?.pop();
+        let label = |name: &str| last.as_ref().and_then(|r| r.labels.get(name).cloned());
+        let parent = info
+            .thread
+            .rsplit_once('/')
+            .map_or_else(|| thread.to_owned(), |(parent, _)| parent.to_owned());
+        children.push(Child {
+            subagent: label(SUBAGENT_LABEL),
+            parent_run_id: label(PARENT_RUN_LABEL),
+            call_id: label(TASK_CALL_LABEL),
+            run_id: last.as_ref().map(|r| r.run_id.clone()),
+            outcome: last.as_ref().map(|r| to_json(&r.status)),
+            reason: last.as_ref().and_then(|r| r.reason.clone()),
+            status: to_json(&info.status),
+            parent,
+            thread: info.thread,
+        });
+    }
+    Ok(children)
+}
+
+/// The artifacts the thread's agent follows, at their heads, each with its
+/// rendering (none without an artifact workspace).
+#[cfg(feature = "artifacts")]
+async fn followed(
+    state: &Shared,
+    principal: &Principal,
+    thread: &str,
+    history: &[Message],
+) -> ServeResult<Vec<Value>> {
+    let Some(store) = state.artifacts.get() else {
+        return Ok(Vec::new());
+    };
+    crate::artifacts::followed(store, scope(state, principal), thread, history).await
+}
+
+#[cfg(not(feature = "artifacts"))]
+async fn followed(
+    _state: &Shared,
+    _principal: &Principal,
+    _thread: &str,
+    _history: &[Message],
+) -> ServeResult<Vec<Value>> {
+    Ok(Vec::new())
 }
 
 /// A value as JSON (the runtime's types serialise without failing).

@@ -4,7 +4,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use burrow_runtime::runner::{RunnerError, RunnerErrorKind};
 use burrow_runtime::session::StoreError;
-use serde_json::json;
+use serde_json::{Map, Value, json};
 
 /// What kind of refusal or failure a [`ServeError`] is.
 #[non_exhaustive]
@@ -26,6 +26,19 @@ pub enum ServeErrorKind {
     Unavailable,
     /// The tokens file cannot be read or written, or holds a bad line.
     Tokens,
+    /// An artifact change was made against a version that is no longer the
+    /// head (409); the problem carries `head` and `changes_since`.
+    Conflict,
+    /// An artifact's snapshot does not fit its kind's schema (422); the
+    /// problem carries the failing `paths`.
+    Validation,
+    /// The artifact kind is not one of the workspace's kinds (422).
+    UnknownKind,
+    /// A text edit's anchor does not occur exactly once (422); the problem
+    /// carries `occurrences`.
+    Edit,
+    /// A JSON Patch cannot be applied: a missing path, a failed `test` (422).
+    Patch,
     /// The session store failed (500).
     Store,
     /// Binding or serving the socket failed.
@@ -44,6 +57,11 @@ impl ServeErrorKind {
             ServeErrorKind::TooLarge => "too_large",
             ServeErrorKind::Unavailable => "unavailable",
             ServeErrorKind::Tokens => "tokens",
+            ServeErrorKind::Conflict => "conflict",
+            ServeErrorKind::Validation => "validation",
+            ServeErrorKind::UnknownKind => "unknown_kind",
+            ServeErrorKind::Edit => "edit",
+            ServeErrorKind::Patch => "patch",
             ServeErrorKind::Store => "store",
             ServeErrorKind::Io => "io",
         }
@@ -55,7 +73,13 @@ impl ServeErrorKind {
             ServeErrorKind::Unauthorized => StatusCode::UNAUTHORIZED,
             ServeErrorKind::NotFound => StatusCode::NOT_FOUND,
             ServeErrorKind::InvalidArgument => StatusCode::BAD_REQUEST,
-            ServeErrorKind::InvalidState | ServeErrorKind::IdInUse => StatusCode::CONFLICT,
+            ServeErrorKind::InvalidState | ServeErrorKind::IdInUse | ServeErrorKind::Conflict => {
+                StatusCode::CONFLICT
+            }
+            ServeErrorKind::Validation
+            | ServeErrorKind::UnknownKind
+            | ServeErrorKind::Edit
+            | ServeErrorKind::Patch => StatusCode::UNPROCESSABLE_ENTITY,
             ServeErrorKind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ServeErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             ServeErrorKind::Tokens | ServeErrorKind::Store | ServeErrorKind::Io => {
@@ -74,6 +98,11 @@ impl ServeErrorKind {
             ServeErrorKind::TooLarge => "Request body too large",
             ServeErrorKind::Unavailable => "Unavailable",
             ServeErrorKind::Tokens => "Tokens file error",
+            ServeErrorKind::Conflict => "Conflict with the head version",
+            ServeErrorKind::Validation => "The snapshot does not fit its kind",
+            ServeErrorKind::UnknownKind => "Unknown artifact kind",
+            ServeErrorKind::Edit => "The edit's anchor does not occur once",
+            ServeErrorKind::Patch => "The patch cannot be applied",
             ServeErrorKind::Store => "Session store error",
             ServeErrorKind::Io => "I/O error",
         }
@@ -86,6 +115,9 @@ impl ServeErrorKind {
 pub struct ServeError {
     kind: ServeErrorKind,
     message: String,
+    /// Members the problem carries beside the standard ones (a conflict's
+    /// `head` and `changes_since`, a validation's `paths`).
+    extensions: Map<String, Value>,
 }
 
 /// A result of the server.
@@ -97,7 +129,22 @@ impl ServeError {
         Self {
             kind,
             message: message.into(),
+            extensions: Map::new(),
         }
+    }
+
+    /// The same error, its problem carrying the member `name` (one of
+    /// `type`, `title`, `status`, `detail` or `kind` is never replaced).
+    pub fn with_member(mut self, name: &str, value: Value) -> Self {
+        if !["type", "title", "status", "detail", "kind"].contains(&name) {
+            self.extensions.insert(name.to_owned(), value);
+        }
+        self
+    }
+
+    /// The problem's members beside the standard ones.
+    pub fn members(&self) -> &Map<String, Value> {
+        &self.extensions
     }
 
     /// Its kind.
@@ -160,13 +207,16 @@ pub const PROBLEM_JSON: &str = "application/problem+json";
 impl IntoResponse for ServeError {
     fn into_response(self) -> Response {
         let status = self.kind.status();
-        let body = json!({
+        let mut body = json!({
             "type": format!("urn:burrow:problem:{}", self.kind.as_str()),
             "title": self.kind.title(),
             "status": status.as_u16(),
             "detail": self.message,
             "kind": self.kind.as_str(),
         });
+        if let Value::Object(members) = &mut body {
+            members.extend(self.extensions);
+        }
         let mut response = (status, body.to_string()).into_response();
         let headers = response.headers_mut();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));

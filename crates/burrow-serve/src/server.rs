@@ -59,6 +59,9 @@ pub(crate) struct State {
     pub(crate) shutdown: watch::Receiver<bool>,
     /// What wakes watchers of runs held by other processes (ADR 0344).
     pub(crate) wake: Wake,
+    /// The artifact workspace's store, when the server has one.
+    #[cfg(feature = "artifacts")]
+    pub(crate) artifacts: std::sync::OnceLock<Arc<dyn burrow_artifacts::ArtifactStore>>,
 }
 
 pub(crate) type Shared = Arc<State>;
@@ -104,8 +107,25 @@ impl Server {
             limits,
             shutdown: receiver,
             wake,
+            #[cfg(feature = "artifacts")]
+            artifacts: std::sync::OnceLock::new(),
         });
         Self { state, shutdown }
+    }
+
+    /// The same server with the artifact workspace of `store`: its operations
+    /// under `/v1/artifacts` and `/v1/proposals` (each tenant in its own
+    /// workspace, a change attributed to the token's name), and each thread's
+    /// view lists the artifacts its agent follows (docs/adr/0368).
+    ///
+    /// # Behavior
+    /// Without it the artifact operations are 404 `not_found`, saying the
+    /// server has no artifact workspace, and thread views list none.
+    /// A second call keeps the first store.
+    #[cfg(feature = "artifacts")]
+    pub fn with_artifacts(self, store: Arc<dyn burrow_artifacts::ArtifactStore>) -> Self {
+        let _ = self.state.artifacts.set(store);
+        self
     }
 
     /// The router: the API, the OpenAPI document and the page.

@@ -40,7 +40,34 @@ pub(crate) struct Pending {
     pub(crate) arguments: Option<Value>,
 }
 
-/// `GET /v1/threads/{thread}`: the thread, its history, runs, pending requests and todos.
+/// A subagent's thread under another (`PARENT/task-CALL`, nested as deep as
+/// tasks nest), with the outcome of its last run.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct Child {
+    /// The child's thread (`PARENT/task-CALL`).
+    pub(crate) thread: String,
+    /// The thread it is a child of: the viewed thread, or another child.
+    pub(crate) parent: String,
+    /// `idle`, `running` or `paused`.
+    #[schema(value_type = String)]
+    pub(crate) status: Value,
+    /// The subagent it runs (`general-purpose`, an agent file's name).
+    pub(crate) subagent: Option<String>,
+    /// The parent's run whose `task` call started it.
+    pub(crate) parent_run_id: Option<String>,
+    /// The parent's `task` call.
+    pub(crate) call_id: Option<String>,
+    /// Its last run.
+    pub(crate) run_id: Option<String>,
+    /// Its last run's status: `running`, `paused`, `completed`, `failed` or `stopped`.
+    #[schema(value_type = Option<String>)]
+    pub(crate) outcome: Option<Value>,
+    /// Why, when the run failed or was stopped.
+    pub(crate) reason: Option<String>,
+}
+
+/// `GET /v1/threads/{thread}`: the thread, its history, runs, pending requests,
+/// todos, followed artifacts and children.
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct ThreadView {
     /// The session store's `ThreadInfo`.
@@ -56,6 +83,13 @@ pub(crate) struct ThreadView {
     /// The todo list the thread's last `write_todos` set.
     #[schema(value_type = Vec<Object>)]
     pub(crate) todos: Vec<Value>,
+    /// The artifacts the thread's agent (`thread:ID` in the workspace) follows,
+    /// at their heads, each with its `rendered` text; none without an artifact
+    /// workspace.
+    #[schema(value_type = Vec<Object>)]
+    pub(crate) artifacts: Vec<Value>,
+    /// The subagent threads under this one, by id (a child's children follow it).
+    pub(crate) children: Vec<Child>,
 }
 
 /// `POST /v1/threads/{thread}/messages`.
@@ -153,8 +187,19 @@ pub(crate) struct Problem {
     /// One sentence saying what is wrong.
     pub(crate) detail: String,
     /// burrow's error kind: unauthorized, not_found, invalid_argument, invalid_state,
-    /// id_in_use, too_large, unavailable, store.
+    /// id_in_use, too_large, unavailable, store; for artifacts also conflict,
+    /// validation, unknown_kind, edit, patch.
     pub(crate) kind: String,
+    /// A conflict's head version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) head: Option<u64>,
+    /// A conflict's changes after the change's base version, oldest first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub(crate) changes_since: Option<Vec<Value>>,
+    /// A validation's failing JSON paths (`""` for the whole document).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) paths: Option<Vec<String>>,
 }
 
 struct Bearer;

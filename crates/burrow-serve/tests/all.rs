@@ -3,6 +3,8 @@
 #[cfg(test)]
 mod all {
     mod api;
+    #[cfg(feature = "artifacts")]
+    mod artifacts;
     mod auth;
     mod browser;
     mod events;
@@ -11,4 +13,5 @@ mod all {
     mod openapi;
     mod postgres;
     mod support;
+    mod thread_view;
 }

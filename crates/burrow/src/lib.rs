@@ -114,8 +114,10 @@
 //!   jsonschema, json-patch (jsonptr).
 //! - `serve`: the runner over HTTP as [`serve`]: bearer tokens per tenant,
 //!   threads, messages (once per command id), answers and stops as JSON,
-//!   live runs as Server-Sent Events, an embedded page. Implies `runtime`.
-//!   Costs: axum, hyper, hyper-util, tower, tower-http, subtle, getrandom.
+//!   live runs as Server-Sent Events, an embedded page; with `artifacts`,
+//!   the artifact workspace's operations too (`Server::with_artifacts`).
+//!   Implies `runtime`. Costs: axum, hyper, hyper-util, tower, tower-http,
+//!   subtle, getrandom.
 //! - `full`: every feature above.
 
 // ---------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-//! The embedded page in a real browser: Debian's headless Chromium, driven over the DevTools protocol, opens the page with a token, sends a message to a scripted model, answers its question, stops a run, and fits 360 px; a screenshot of each step.
+//! The embedded page in a real browser: Debian's headless Chromium, driven over the DevTools protocol, opens the page with a token, sends a message to a scripted model, answers its question, stops a run, nests a subagent live and in the history, shows todos and followed artifacts, and fits 360 px; a screenshot of each step.
 
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -297,6 +297,156 @@ async fn the_page_sends_answers_and_stops_runs_in_headless_chromium() {
     .await
     .unwrap();
     assert_eq!(s.settled("t1").await, "stopped");
+    drop(page);
+    drop(browser);
+}
+
+#[cfg(feature = "artifacts")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_page_nests_a_subagent_and_shows_todos_and_artifacts_in_headless_chromium() {
+    use burrow_runtime::subagent::{GENERAL_PURPOSE, TASK};
+    use burrow_runtime::todos::WRITE_TODOS;
+
+    let chromium = require(Part::Chromium);
+    let s = start(Setup {
+        // The parent (thread t1) writes todos, creates a plan, starts a child (request
+        // 3 is the child's answer), then ends; each request waits at the gate.
+        script: vec![
+            ScriptedResponse::calls().call(
+                "w1",
+                WRITE_TODOS,
+                json!({"todos": [
+                    {"content": "Survey the fence", "status": "completed", "activeForm": "Surveying the fence"},
+                    {"content": "Paint the fence", "status": "in_progress", "activeForm": "Painting the fence"}
+                ]}),
+            ),
+            ScriptedResponse::calls().call(
+                "a1",
+                "create_artifact",
+                json!({"kind": "plan", "snapshot": {"title": "Fence plan", "text": "two coats of green"}}),
+            ),
+            ScriptedResponse::calls().call(
+                "c1",
+                TASK,
+                json!({"description": "survey", "prompt": "measure the fence", "subagent_type": GENERAL_PURPOSE}),
+            ),
+            ScriptedResponse::text("the fence is 20 m long"),
+            ScriptedResponse::text("painted, 20 m"),
+        ],
+        gated: true,
+        todos: true,
+        tasks: true,
+        artifacts: true,
+        ..Setup::default()
+    })
+    .await;
+    let browser = Browser::launch(&chromium);
+    let page = browser.page().await;
+    let dir = shots();
+    let base = s.base.clone();
+    let token = s.token.clone();
+    let gate = s.gate.clone();
+    let page = tokio::task::spawn_blocking(move || {
+        let mut page = page;
+        let blank = page.screenshot(&dir, "children-0-blank");
+        page.navigate(&format!("{base}/"));
+        page.eval(&format!(
+            "document.getElementById('token').value = {}; document.getElementById('connect').click(); true",
+            json!(token)
+        ));
+        page.wait_for(&shows("notice", "connected"), "\"connected\"");
+        // Nothing beside the conversation yet: no todos, no artifacts.
+        assert_eq!(page.eval("document.getElementById('side').hidden"), json!(true));
+        page.eval(
+            "document.getElementById('new-thread-name').value = 't1'; \
+             document.getElementById('new-thread').requestSubmit(); true",
+        );
+        page.wait_for(&shows("thread-title", "t1"), "the thread's title");
+        page.eval(
+            "window.streams = 0; \
+             { const f = window.fetch; window.fetch = async (...a) => { \
+                 const r = await f(...a); if (String(a[0]).endsWith('/events')) window.streams += 1; return r; }; } \
+             document.getElementById('message').value = 'paint the fence'; \
+             document.getElementById('send').requestSubmit(); true",
+        );
+        page.wait_for("window.streams === 1", "the run watched");
+        // The todos, the plan and the task call: the child appears nested in the live view.
+        gate.add_permits(3);
+        page.wait_for(&shows("live", "→ task"), "the task call");
+        page.wait_for(
+            "!!document.querySelector('#live details.child[open]')",
+            "the child's box in the live view",
+        );
+        page.wait_for(&shows("live", "subagent t1/task-c1"), "the child's thread");
+        page.wait_for(&shows("todos", "Paint the fence"), "the todos beside it");
+        page.wait_for(&shows("artifacts", "two coats of green"), "the plan beside it");
+        let live_child = page.screenshot(&dir, "children-1-live-child");
+        // The child answers: its history shows in its box while the parent still runs.
+        gate.add_permits(1);
+        page.wait_for(&shows("live", "the fence is 20 m long"), "the child's answer, live");
+        page.wait_for(
+            "document.querySelector('#live details.child > summary').innerText.endsWith('· completed')",
+            "the child's outcome, live",
+        );
+        let child_done = page.screenshot(&dir, "children-2-child-done");
+        // The parent ends: the history nests the child, folded, at its task call.
+        gate.add_permits(1);
+        page.wait_for(ENDED, "the run's end");
+        page.wait_for(&shows("history", "painted, 20 m"), "the parent's answer");
+        page.wait_for(
+            "(() => { const d = document.querySelector('#history details.child'); \
+               return !!d && !d.open && d.innerText.includes('subagent t1/task-c1 · general-purpose · completed'); })()",
+            "the child folded in the history",
+        );
+        assert_eq!(
+            page.eval("document.getElementById('side').hidden"),
+            json!(false)
+        );
+        page.wait_for(&shows("artifacts", "plan-"), "the plan's id and version");
+        page.wait_for(&shows("artifacts", "v1"), "the plan's version");
+        // Opened with the keyboard (Tab focus and Enter, as a person does): its history loads.
+        page.eval("document.querySelector('#history details.child > summary').focus(); true");
+        page.call(
+            "Input.dispatchKeyEvent",
+            json!({"type": "keyDown", "key": "Enter", "code": "Enter", "windowsVirtualKeyCode": 13, "text": "\r"}),
+        );
+        page.call(
+            "Input.dispatchKeyEvent",
+            json!({"type": "keyUp", "key": "Enter", "code": "Enter", "windowsVirtualKeyCode": 13}),
+        );
+        page.wait_for(
+            "document.querySelector('#history details.child').open && \
+             document.querySelector('#history details.child').innerText.includes('the fence is 20 m long')",
+            "the child's history, opened by keyboard",
+        );
+        let history = page.screenshot(&dir, "children-3-history");
+        // At 360 px the todos and artifacts move below; nothing runs off the side.
+        page.call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": 360, "height": 800, "deviceScaleFactor": 1, "mobile": true}),
+        );
+        page.wait_for(
+            "window.innerWidth === 360 && document.documentElement.scrollWidth <= 360",
+            "the page within 360 px",
+        );
+        page.eval("document.getElementById('side').scrollIntoView(); true");
+        let narrow = page.screenshot(&dir, "children-4-narrow");
+        for (name, size) in [
+            ("live child", live_child),
+            ("child done", child_done),
+            ("history", history),
+            ("narrow", narrow),
+        ] {
+            assert!(
+                size > blank * 2,
+                "the {name} screenshot ({size} bytes) looks blank (a blank page: {blank} bytes)"
+            );
+        }
+        page
+    })
+    .await
+    .unwrap();
+    assert_eq!(s.settled("t1").await, "completed");
     drop(page);
     drop(browser);
 }

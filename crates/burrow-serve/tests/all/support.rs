@@ -1,13 +1,18 @@
-//! The test server: a runner over a real SQLite session file with a scripted model, a tokens file of two tenants, served on 127.0.0.1 port 0; and a small SSE reader.
+//! The test server: a runner over a real SQLite session file with a scripted model (optionally with write_todos, the task tool and the artifact workspace on the same file), a tokens file of two tenants, served on 127.0.0.1 port 0; and a small SSE reader.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use burrow_artifacts::template::Template;
+use burrow_artifacts::tools::ArtifactWorkspace;
+use burrow_artifacts::{ArtifactStore, Kinds, SqliteArtifactStore};
 use burrow_runtime::agent::Agent;
+use burrow_runtime::model::Model;
 use burrow_runtime::model::{ModelError, ScriptedModel, ScriptedResponse};
 use burrow_runtime::runner::{FanoutChannel, Runner, RunnerConfig};
-use burrow_runtime::session::{SessionStore, SqliteStore};
+use burrow_runtime::session::{Scope, SessionStore, SqliteStore};
+use burrow_runtime::subagent::Tasks;
 use burrow_serve::{Limits, ServeResult, Server, Tokens, Wake, add_token};
 use futures::StreamExt;
 use serde_json::Value;
@@ -25,6 +30,10 @@ pub struct Served {
     pub gate: Arc<Semaphore>,
     pub store: Arc<dyn SessionStore>,
     pub requests: Arc<AtomicUsize>,
+    /// The artifact store, when the server has one (`Setup::artifacts`; read by the
+    /// tests that build only with the `artifacts` feature).
+    #[cfg_attr(not(feature = "artifacts"), allow(dead_code))]
+    pub artifacts: Option<Arc<dyn ArtifactStore>>,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<ServeResult<()>>>,
     _dir: tempfile::TempDir,
@@ -44,6 +53,23 @@ pub struct Setup {
     pub claim_ttl: Duration,
     /// What wakes watchers of runs another server holds.
     pub wake: Wake,
+    /// Give the agent write_todos.
+    pub todos: bool,
+    /// Give the agent the task tool (general-purpose children, in the tenant's workspace).
+    pub tasks: bool,
+    /// An artifact workspace on the session's SQLite file (kind `plan`, rendered
+    /// through a template), served, and installed on the agent as `thread:t1`.
+    pub artifacts: bool,
+}
+
+/// The `plan` kind's schema: a title and a text.
+pub fn plan_schema() -> Value {
+    serde_json::json!({
+        "type": "object",
+        "required": ["title", "text"],
+        "properties": {"title": {"type": "string"}, "text": {"type": "string"}},
+        "additionalProperties": false
+    })
 }
 
 impl Default for Setup {
@@ -57,6 +83,9 @@ impl Default for Setup {
             tenant: "acme".to_owned(),
             claim_ttl: Duration::from_secs(5),
             wake: Wake::default(),
+            todos: false,
+            tasks: false,
+            artifacts: false,
         }
     }
 }
@@ -96,12 +125,43 @@ pub async fn start(setup: Setup) -> Served {
             }
         })
     };
+    let model: Arc<dyn Model> = Arc::new(model);
+    let mut agent = Agent::new(model.clone());
+    if setup.todos {
+        agent = burrow_runtime::todos::with_todos(agent);
+    }
+    let scope = Scope::new(setup.tenant.clone(), "default");
+    let artifacts = setup.artifacts.then(|| {
+        let kinds = Kinds::new()
+            .with_template(
+                "plan",
+                plan_schema(),
+                Template::parse("# {{title}}\n\n{{text}}"),
+            )
+            .unwrap();
+        Arc::new(SqliteArtifactStore::open(dir.path().join("session.db"), kinds).unwrap())
+            as Arc<dyn ArtifactStore>
+    });
+    if let Some(artifacts) = &artifacts {
+        let workspace = ArtifactWorkspace::new(artifacts.clone(), scope.clone(), "thread:t1");
+        agent = Arc::new(workspace).install(agent);
+    }
+    if setup.tasks {
+        agent = Tasks::new(Vec::new(), model, store.clone(), scope).install(agent);
+    }
     let config = RunnerConfig::default()
         .with_ask_user(true)
         .with_claim_ttl(setup.claim_ttl)
         .with_live(Arc::new(FanoutChannel::new(setup.live_buffer)));
-    let runner = Runner::with_config(Agent::new(Arc::new(model)), store.clone(), config);
-    let server = Server::with_wake(runner, tokens, "default", setup.limits, setup.wake);
+    let runner = Runner::with_config(agent, store.clone(), config);
+    #[cfg_attr(not(feature = "artifacts"), allow(unused_mut))]
+    let mut server = Server::with_wake(runner, tokens, "default", setup.limits, setup.wake);
+    // Without the feature the server has no artifact routes (the tests that need them
+    // build only with it).
+    #[cfg(feature = "artifacts")]
+    if let Some(artifacts) = &artifacts {
+        server = server.with_artifacts(artifacts.clone());
+    }
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (tx, rx) = oneshot::channel::<()>();
@@ -116,6 +176,7 @@ pub async fn start(setup: Setup) -> Served {
         gate,
         store,
         requests,
+        artifacts,
         shutdown: Some(tx),
         task: Some(task),
         _dir: dir,
