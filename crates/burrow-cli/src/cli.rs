@@ -517,6 +517,13 @@ pub struct ServeArgs {
     /// Give the agent write_todos.
     #[arg(long)]
     pub todos: bool,
+    /// The artifact workspace of the session (DIR/KIND.schema.json kinds, as for `burrow
+    /// artifact`): its operations under /v1/artifacts and /v1/proposals, each change
+    /// attributed to the token's name, and each thread's view lists the artifacts its
+    /// agent follows.
+    #[cfg(feature = "artifacts")]
+    #[arg(long, value_name = "DIR")]
+    pub artifacts: Option<PathBuf>,
     /// The address to listen on; loopback unless told otherwise.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
     pub listen: std::net::SocketAddr,

@@ -53,6 +53,19 @@ pub async fn serve(
             "the tokens file holds no token: make one with `burrow serve token add`",
         ));
     }
+    // A bad kinds folder or an artifact store that cannot open: refused before listening.
+    #[cfg(feature = "artifacts")]
+    let artifacts = match &serve.artifacts {
+        Some(dir) => {
+            let kinds = crate::artifact::read_kinds(dir).map_err(Refused::usage)?;
+            Some(
+                crate::artifact::open(&args.spec, kinds)
+                    .await
+                    .map_err(Refused::usage)?,
+            )
+        }
+        None => None,
+    };
     let live = Arc::new(FanoutChannel::new(crate::agent::LIVE_FRAMES));
     let runner = session::runner_with_live(agent, store, args, live);
     let listener = tokio::net::TcpListener::bind(serve.listen)
@@ -72,6 +85,11 @@ pub async fn serve(
         ..Limits::default()
     };
     let server = Server::with_wake(runner, tokens, session::WORKSPACE, limits, wake(&args.spec));
+    #[cfg(feature = "artifacts")]
+    let server = match artifacts {
+        Some(store) => server.with_artifacts(store),
+        None => server,
+    };
     {
         let mut err = io::stderr().lock();
         if json {

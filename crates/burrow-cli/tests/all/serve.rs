@@ -554,6 +554,31 @@ mod handback {
 /// Serves `session` with `extra` options, runs thread t1 through the API as a fresh
 /// tenant's token, checks `burrow thread show` sees it under that tenant only, and ends the
 /// server with SIGTERM.
+/// `burrow ARGS` started in `dir`, and the base URL its first stderr line says it serves
+/// on (the rest of its stderr drained, so it never blocks on it).
+fn spawn_serve(dir: &std::path::Path, args: &[&str]) -> (std::process::Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_burrow"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let base = line
+        .trim()
+        .strip_prefix("burrow: serving on ")
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_owned();
+    std::thread::spawn(move || {
+        let _ = std::io::copy(&mut stderr, &mut std::io::sink());
+    });
+    (child, base)
+}
+
 fn served_thread_runs(dir: &std::path::Path, session: &str, extra: &[&str]) {
     // Unique on a PostgreSQL other tests share.
     let nanos = std::time::SystemTime::now()
@@ -583,33 +608,19 @@ fn served_thread_runs(dir: &std::path::Path, session: &str, extra: &[&str]) {
     add.assert_code(0);
     let token = add.out().trim().to_owned();
     let model = script(dir, "m.jsonl", &[json!({"text": "served hello"})]);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_burrow"))
-        .args([
-            "serve",
-            "--session",
-            session,
-            "--model",
-            &model,
-            "--tokens",
-            tokens.to_str().unwrap(),
-            "--listen",
-            "127.0.0.1:0",
-        ])
-        .args(extra)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let base = line
-        .trim()
-        .strip_prefix("burrow: serving on ")
-        .unwrap_or_else(|| panic!("{line}"))
-        .to_owned();
+    let mut args = vec![
+        "serve",
+        "--session",
+        session,
+        "--model",
+        model.as_str(),
+        "--tokens",
+        tokens.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+    ];
+    args.extend_from_slice(extra);
+    let (mut child, base) = spawn_serve(dir, &args);
     let client = reqwest::blocking::Client::new();
     let unauthorized = client.get(format!("{base}/v1/threads")).send().unwrap();
     assert_eq!(unauthorized.status().as_u16(), 401);
@@ -671,4 +682,136 @@ fn served_thread_runs(dir: &std::path::Path, session: &str, extra: &[&str]) {
     assert!(sent.success());
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(0));
+}
+
+/// `burrow serve --artifacts DIR`: a person's artifact made over HTTP is the one
+/// `burrow artifact` reads from the same session file (attributed to the token's name,
+/// in the token's tenant); a stale edit is a 409 problem naming the head; a folder with
+/// no kind is refused before the server listens.
+#[cfg(feature = "artifacts")]
+#[test]
+fn a_served_artifact_workspace_is_the_session_s() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path();
+    let kinds = path.join("kinds");
+    std::fs::create_dir(&kinds).unwrap();
+    std::fs::write(
+        kinds.join("plan.schema.json"),
+        json!({"type": "object", "required": ["text"], "properties": {"text": {"type": "string"}}})
+            .to_string(),
+    )
+    .unwrap();
+    let tokens = path.join("tokens");
+    let add = burrow_in(
+        path,
+        &[
+            "--tenant",
+            "acme",
+            "serve",
+            "token",
+            "add",
+            "--tokens",
+            tokens.to_str().unwrap(),
+            "--name",
+            "alice",
+        ],
+        b"",
+    );
+    add.assert_code(0);
+    let token = add.out().trim().to_owned();
+    let model = script(path, "m.jsonl", &[json!({"text": "hi"})]);
+    let session = session_spec(path);
+    let serve_args = |folder: &std::path::Path| {
+        vec![
+            "serve".to_owned(),
+            "--session".to_owned(),
+            session.clone(),
+            "--model".to_owned(),
+            model.clone(),
+            "--tokens".to_owned(),
+            tokens.to_str().unwrap().to_owned(),
+            "--listen".to_owned(),
+            "127.0.0.1:0".to_owned(),
+            "--artifacts".to_owned(),
+            folder.to_str().unwrap().to_owned(),
+        ]
+    };
+    // A folder with no KIND.schema.json: exit 2, nothing served.
+    let empty = path.join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let args = serve_args(&empty);
+    let refused = burrow_in(
+        path,
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+        b"",
+    );
+    refused.assert_code(2);
+    assert!(
+        refused.stderr.contains("KIND.schema.json"),
+        "{}",
+        refused.stderr
+    );
+
+    let args = serve_args(&kinds);
+    let (mut child, base) = spawn_serve(path, &args.iter().map(String::as_str).collect::<Vec<_>>());
+    let client = reqwest::blocking::Client::new();
+    let created = client
+        .post(format!("{base}/v1/artifacts"))
+        .bearer_auth(&token)
+        .json(&json!({"kind": "plan", "snapshot": {"text": "paint it green"}}))
+        .send()
+        .unwrap();
+    assert_eq!(created.status().as_u16(), 201);
+    let created: Value = created.json().unwrap();
+    let id = created["artifact"]["id"].as_str().unwrap().to_owned();
+    let edited = client
+        .post(format!("{base}/v1/artifacts/{id}/edits"))
+        .bearer_auth(&token)
+        .json(&json!({"base": 1, "old": "green", "new": "blue"}))
+        .send()
+        .unwrap();
+    assert_eq!(edited.status().as_u16(), 200);
+    let stale = client
+        .post(format!("{base}/v1/artifacts/{id}/edits"))
+        .bearer_auth(&token)
+        .json(&json!({"base": 1, "old": "paint", "new": "stain"}))
+        .send()
+        .unwrap();
+    assert_eq!(stale.status().as_u16(), 409);
+    assert_eq!(
+        stale.headers()["content-type"].to_str().unwrap(),
+        "application/problem+json"
+    );
+    let stale: Value = stale.json().unwrap();
+    assert_eq!(stale["kind"], "conflict");
+    assert_eq!(stale["head"], 2);
+
+    // The CLI reads the same workspace: the tenant's, version 2, made by alice.
+    let listed = burrow_in(
+        path,
+        &[
+            "--json",
+            "--tenant",
+            "acme",
+            "artifact",
+            "list",
+            "--session",
+            &session,
+            "--artifacts",
+            kinds.to_str().unwrap(),
+        ],
+        b"",
+    );
+    listed.assert_code(0);
+    let listed = listed.json();
+    assert_eq!(listed["artifacts"].as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed["artifacts"][0]["version"], 2);
+    assert_eq!(listed["artifacts"][0]["updated_by"]["name"], "alice");
+    assert_eq!(listed["artifacts"][0]["snapshot"]["text"], "paint it blue");
+    let sent = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    assert_eq!(child.wait().unwrap().code(), Some(0));
 }
