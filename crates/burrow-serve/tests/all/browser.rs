@@ -155,6 +155,26 @@ impl Page {
         self.wait_for("document.readyState === 'complete'", "a loaded page");
     }
 
+    /// Opens the page at `base`, gives it `token` and connects.
+    fn connect(&mut self, base: &str, token: &str) {
+        self.navigate(&format!("{base}/"));
+        self.eval(&format!(
+            "document.getElementById('token').value = {}; document.getElementById('connect').click(); true",
+            json!(token)
+        ));
+        self.wait_for(&shows("notice", "connected"), "\"connected\"");
+    }
+
+    /// Opens the thread `name` through the page's form.
+    fn open_thread(&mut self, name: &str) {
+        self.eval(&format!(
+            "document.getElementById('new-thread-name').value = {}; \
+             document.getElementById('new-thread').requestSubmit(); true",
+            json!(name)
+        ));
+        self.wait_for(&shows("thread-title", name), "the thread's title");
+    }
+
     /// A PNG of the viewport, saved as `dir/name.png`; returns its size in bytes.
     fn screenshot(&mut self, dir: &Path, name: &str) -> usize {
         let r = self.call("Page.captureScreenshot", json!({"format": "png"}));
@@ -210,20 +230,11 @@ async fn the_page_sends_answers_and_stops_runs_in_headless_chromium() {
         let blank = page.screenshot(&dir, "0-blank");
 
         // Open the page, give it the token, connect.
-        page.navigate(&format!("{base}/"));
-        page.eval(&format!(
-            "document.getElementById('token').value = {}; document.getElementById('connect').click(); true",
-            json!(token)
-        ));
-        page.wait_for(&shows("notice", "connected"), "\"connected\"");
+        page.connect(&base, &token);
         let connected = page.screenshot(&dir, "1-connected");
 
         // Open thread t1 and send a message with the keyboard (Ctrl+Enter).
-        page.eval(
-            "document.getElementById('new-thread-name').value = 't1'; \
-             document.getElementById('new-thread').requestSubmit(); true",
-        );
-        page.wait_for(&shows("thread-title", "t1"), "the thread's title");
+        page.open_thread("t1");
         page.eval(
             "{ const m = document.getElementById('message'); m.value = 'paint the fence'; \
              m.dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter', ctrlKey: true})); } true",
@@ -349,19 +360,10 @@ async fn the_page_nests_a_subagent_and_shows_todos_and_artifacts_in_headless_chr
     let page = tokio::task::spawn_blocking(move || {
         let mut page = page;
         let blank = page.screenshot(&dir, "children-0-blank");
-        page.navigate(&format!("{base}/"));
-        page.eval(&format!(
-            "document.getElementById('token').value = {}; document.getElementById('connect').click(); true",
-            json!(token)
-        ));
-        page.wait_for(&shows("notice", "connected"), "\"connected\"");
+        page.connect(&base, &token);
         // Nothing beside the conversation yet: no todos, no artifacts.
         assert_eq!(page.eval("document.getElementById('side').hidden"), json!(true));
-        page.eval(
-            "document.getElementById('new-thread-name').value = 't1'; \
-             document.getElementById('new-thread').requestSubmit(); true",
-        );
-        page.wait_for(&shows("thread-title", "t1"), "the thread's title");
+        page.open_thread("t1");
         page.eval(
             "window.streams = 0; \
              { const f = window.fetch; window.fetch = async (...a) => { \

@@ -1,4 +1,4 @@
-//! Two servers on one PostgreSQL session store (the real server at BURROW_POSTGRES_URL): one service for the API, a command id posted through both carried out once, a thread run by one steered through the other.
+//! Two servers on one PostgreSQL session store (the real server at BURROW_POSTGRES_URL): one service for the API, a command id posted through both carried out once, a thread run by one steered through the other; a thread view's children.
 
 use std::sync::Arc;
 
@@ -162,4 +162,19 @@ async fn a_watcher_on_the_other_server_is_woken_by_notify_not_by_its_poll() {
     let end = rest.last().unwrap();
     assert_eq!(end.event, "end");
     assert_eq!(end.data["outcome"], "completed");
+}
+
+/// A thread's children are found by the store's id order on PostgreSQL too (`COLLATE
+/// "C"`), in a tenant of this test alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thread_view_on_postgresql_holds_its_todos_and_children() {
+    let url = require(Part::Postgres);
+    let store: Arc<dyn SessionStore> = Arc::new(PostgresStore::connect(&url).await.unwrap());
+    let setup = Setup {
+        store: Some(store),
+        tenant: format!("view-{}", uuid::Uuid::now_v7().simple()),
+        ..Setup::default()
+    };
+    // The other tenant is shared with other tests on this server: no wall check here.
+    super::thread_view::todos_and_children(setup, false).await;
 }

@@ -250,6 +250,17 @@ impl Served {
 }
 
 impl Served {
+    /// `GET /v1/threads/{thread}` as JSON.
+    pub async fn view(&self, thread: &str) -> Value {
+        self.get(&format!("/v1/threads/{thread}"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
     /// Waits until `thread`'s history holds `text` and its last run has ended.
     pub async fn until_history(&self, thread: &str, text: &str) -> Value {
         for _ in 0..400 {
