@@ -316,21 +316,13 @@ async fn the_page_sends_answers_and_stops_runs_in_headless_chromium() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_page_nests_a_subagent_and_shows_todos_and_artifacts_in_headless_chromium() {
     use burrow_runtime::subagent::{GENERAL_PURPOSE, TASK};
-    use burrow_runtime::todos::WRITE_TODOS;
 
     let chromium = require(Part::Chromium);
     let s = start(Setup {
         // The parent (thread t1) writes todos, creates a plan, starts a child (request
         // 3 is the child's answer), then ends; each request waits at the gate.
         script: vec![
-            ScriptedResponse::calls().call(
-                "w1",
-                WRITE_TODOS,
-                json!({"todos": [
-                    {"content": "Survey the fence", "status": "completed", "activeForm": "Surveying the fence"},
-                    {"content": "Paint the fence", "status": "in_progress", "activeForm": "Painting the fence"}
-                ]}),
-            ),
+            super::thread_view::todos_call(),
             ScriptedResponse::calls().call(
                 "a1",
                 "create_artifact",

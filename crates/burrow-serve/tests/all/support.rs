@@ -228,14 +228,7 @@ impl Served {
     pub async fn settled(&self, thread: &str) -> String {
         // Generous: a loaded CI machine runs the long scripts slowly.
         for _ in 0..1200 {
-            let v: Value = self
-                .get(&format!("/v1/threads/{thread}"))
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
+            let v = self.view(thread).await;
             let status = v["runs"]
                 .as_array()
                 .and_then(|r| r.last())
@@ -264,14 +257,7 @@ impl Served {
     /// Waits until `thread`'s history holds `text` and its last run has ended.
     pub async fn until_history(&self, thread: &str, text: &str) -> Value {
         for _ in 0..400 {
-            let v: Value = self
-                .get(&format!("/v1/threads/{thread}"))
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
+            let v = self.view(thread).await;
             let last = v["runs"].as_array().and_then(|r| r.last()).cloned();
             let ended = last.is_some_and(|r| r["status"] != "running");
             if ended && v["history"].to_string().contains(text) {

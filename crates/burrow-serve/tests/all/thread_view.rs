@@ -7,7 +7,8 @@ use serde_json::json;
 
 use super::support::{Setup, problem, start};
 
-fn todos_call() -> ScriptedResponse {
+/// A `write_todos` call of two items: "Survey the fence" completed, "Paint the fence" in progress.
+pub fn todos_call() -> ScriptedResponse {
     ScriptedResponse::calls().call(
         "w1",
         WRITE_TODOS,
