@@ -9,6 +9,10 @@ use crate::backend::StateBackend;
 use crate::journal::Change;
 use crate::tree::{FileEntry, Stamp, Tree};
 
+/// [`StateBackend::write_files_json`] writes its text out once this much is
+/// held: small enough to stay in cache, large enough for few writes.
+pub(crate) const DRAIN_AT: usize = 256 << 10;
+
 impl StateBackend {
     /// The workspace as a files document (path -> FileData), the form the
     /// Python `StateBackend` reads and writes. Text is stored as lines,
@@ -48,6 +52,35 @@ impl StateBackend {
             );
         }
         writer.finish()
+    }
+
+    /// Writes the text of [`StateBackend::files_json`] to `out` through a
+    /// buffer of about [`DRAIN_AT`] bytes, never holding the whole document;
+    /// returns how many bytes it wrote. The workspace is read-locked while
+    /// it writes.
+    ///
+    /// # Errors
+    ///
+    /// `out`'s error, after which part of the document may have been written.
+    pub fn write_files_json(&self, out: &mut impl std::io::Write) -> std::io::Result<u64> {
+        let tree = self.read_tree();
+        let mut writer = DocumentWriter::with_capacity(DRAIN_AT + DRAIN_AT / 4);
+        let mut written = 0u64;
+        for (path, file) in tree.iter() {
+            writer.entry(
+                path,
+                &file.bytes,
+                &file.created_at.render(),
+                &file.modified_at.render(),
+            );
+            if writer.held() >= DRAIN_AT {
+                written += writer.held() as u64;
+                writer.drain_to(out)?;
+            }
+        }
+        written += writer.held() as u64 + 1;
+        writer.finish_to(out)?;
+        Ok(written)
     }
 
     /// A workspace holding the files of `doc`, with the default [`Limits`].
@@ -151,6 +184,33 @@ impl StateBackend {
             None => Change::Delete {
                 path: path.as_str().to_owned(),
             },
+        }
+    }
+
+    /// Appends the journal record of the state of `path` to `out`: the
+    /// record of [`StateBackend::change_at`], encoded straight from the
+    /// stored file (no copy of its bytes, no `String` per timestamp).
+    /// O(size of the file).
+    ///
+    /// # Errors
+    ///
+    /// As [`journal::encode`](crate::journal::encode): the record would pass 4 GiB.
+    pub fn encode_change_at(&self, path: &VPath, out: &mut Vec<u8>) -> Result<()> {
+        let tree = self.read_tree();
+        match tree.file(path.as_str()) {
+            Some(file) => crate::journal::encode_put(
+                path.as_str(),
+                &file.bytes,
+                |out| file.created_at.write_to(out),
+                |out| file.modified_at.write_to(out),
+                out,
+            ),
+            None => crate::journal::encode(
+                &Change::Delete {
+                    path: path.as_str().to_owned(),
+                },
+                out,
+            ),
         }
     }
 

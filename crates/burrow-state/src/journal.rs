@@ -97,27 +97,70 @@ pub fn read_header(bytes: &[u8]) -> Result<u64> {
 ///
 /// A refusal (TooLarge-like InvalidArgument) when the record would pass 4 GiB.
 pub fn encode(change: &Change, out: &mut Vec<u8>) -> Result<()> {
-    let start = out.len();
-    out.extend_from_slice(&[0u8; FRAME_LEN]);
     match change {
         Change::Put {
             path,
             bytes,
             created_at,
             modified_at,
-        } => {
-            out.push(PUT);
-            put_field(out, path.as_bytes());
-            put_field(out, created_at.as_bytes());
-            put_field(out, modified_at.as_bytes());
-            out.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
-            out.extend_from_slice(bytes);
-        }
+        } => encode_put(
+            path,
+            bytes,
+            |out| out.extend_from_slice(created_at.as_bytes()),
+            |out| out.extend_from_slice(modified_at.as_bytes()),
+            out,
+        ),
         Change::Delete { path } => {
+            let start = out.len();
+            out.extend_from_slice(&[0u8; FRAME_LEN]);
             out.push(DELETE);
             put_field(out, path.as_bytes());
+            frame(out, start)
         }
     }
+}
+
+/// Appends the record of a [`Change::Put`] of `path` holding `bytes` to
+/// `out`, its timestamps written by `created_at` and `modified_at` straight
+/// into the record: the same bytes as [`encode`] of the `Change`, without
+/// building it (no copy of the file, no `String` per timestamp).
+///
+/// # Errors
+///
+/// As [`encode`].
+pub fn encode_put(
+    path: &str,
+    bytes: &[u8],
+    created_at: impl FnOnce(&mut Vec<u8>),
+    modified_at: impl FnOnce(&mut Vec<u8>),
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let start = out.len();
+    out.reserve(FRAME_LEN + 1 + 12 + path.len() + 2 * 32 + 8 + bytes.len());
+    out.extend_from_slice(&[0u8; FRAME_LEN]);
+    out.push(PUT);
+    put_field(out, path.as_bytes());
+    put_written(out, created_at);
+    put_written(out, modified_at);
+    out.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+    out.extend_from_slice(bytes);
+    frame(out, start)
+}
+
+/// A field whose bytes `write` appends, after its length.
+fn put_written(out: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>)) {
+    let at = out.len();
+    out.extend_from_slice(&[0u8; 4]);
+    write(out);
+    // A timestamp: far below 4 GiB.
+    let len = u32::try_from(out.len() - at - 4).unwrap_or(u32::MAX);
+    out[at..at + 4].copy_from_slice(&len.to_le_bytes());
+}
+
+/// Fills in the frame of the record whose payload follows the frame's
+/// room at `start` of `out`, or takes the record off again when it is too
+/// large.
+fn frame(out: &mut Vec<u8>, start: usize) -> Result<()> {
     let Ok(len) = u32::try_from(out.len() - start - FRAME_LEN) else {
         out.truncate(start);
         return Err(Error::invalid_argument(
@@ -304,6 +347,30 @@ mod tests {
             assert!(read.torn || read.len == bytes.len() - cut);
             assert_eq!(read.changes, changes[..read.changes.len()]);
         }
+    }
+
+    #[test]
+    fn a_put_encoded_in_place_is_the_put_encoded_whole() {
+        let change = Change::Put {
+            path: "/d/a.txt".to_owned(),
+            bytes: b"one\ntwo\n".to_vec(),
+            created_at: "2024-01-15T10:30:00Z".to_owned(),
+            modified_at: String::new(),
+        };
+        let mut whole = Vec::new();
+        encode(&change, &mut whole).unwrap();
+        let mut in_place = b"before".to_vec();
+        encode_put(
+            "/d/a.txt",
+            b"one\ntwo\n",
+            |out| out.extend_from_slice(b"2024-01-15T10:30:00Z"),
+            |_| {},
+            &mut in_place,
+        )
+        .unwrap();
+        assert_eq!(&in_place[..6], b"before");
+        assert_eq!(&in_place[6..], &whole[..]);
+        assert_eq!(read_records(&in_place[6..]).unwrap().changes, [change]);
     }
 
     #[test]

@@ -177,22 +177,37 @@ pub fn append(path: &Path, at: u64, records: &[u8]) -> io::Result<()> {
 /// Creates or replaces the journal `path` with one of `generation` holding
 /// `records`, whole, through a synced temporary file and a rename (a kill
 /// leaves the old journal or the new one), with the permissions of the
-/// document `doc` when it exists.
-pub fn replace_journal(path: &Path, doc: &Path, generation: u64, records: &[u8]) -> io::Result<()> {
-    let mut bytes = Vec::with_capacity(HEADER_LEN + records.len());
-    bytes.extend_from_slice(&header(generation));
-    bytes.extend_from_slice(records);
-    replace(path, doc, &bytes, false)
+/// document `doc` when it exists. Returns the journal's length.
+pub fn replace_journal(
+    path: &Path,
+    doc: &Path,
+    generation: u64,
+    records: &[u8],
+) -> io::Result<u64> {
+    replace(path, doc, false, |file| {
+        file.write_all(&header(generation))?;
+        file.write_all(records)?;
+        Ok(HEADER_LEN as u64 + records.len() as u64)
+    })
 }
 
-/// Replaces the document `path` with `bytes` through a temporary file in
-/// the same folder, synced, and a rename, keeping the old file's
-/// permissions; the failpoints of compaction sit between the steps.
-pub fn replace_document(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    replace(path, path, bytes, true)
+/// Replaces the document `path` with what `write` writes (returning how
+/// many bytes it wrote) through a temporary file in the same folder,
+/// synced, and a rename, keeping the old file's permissions; the
+/// failpoints of compaction sit between the steps. Returns `write`'s count.
+pub fn replace_document(
+    path: &Path,
+    write: impl FnOnce(&mut fs::File) -> io::Result<u64>,
+) -> io::Result<u64> {
+    replace(path, path, true, write)
 }
 
-fn replace(path: &Path, like: &Path, bytes: &[u8], failpoints: bool) -> io::Result<()> {
+fn replace(
+    path: &Path,
+    like: &Path,
+    failpoints: bool,
+    write: impl FnOnce(&mut fs::File) -> io::Result<u64>,
+) -> io::Result<u64> {
     let step = |name: &str| {
         if failpoints {
             failpoint(name);
@@ -211,7 +226,7 @@ fn replace(path: &Path, like: &Path, bytes: &[u8], failpoints: bool) -> io::Resu
     #[cfg(unix)]
     builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
     let mut tmp = builder.tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
+    let written = write(tmp.as_file_mut())?;
     if let Ok(meta) = fs::metadata(like) {
         tmp.as_file().set_permissions(meta.permissions())?;
     }
@@ -224,5 +239,5 @@ fn replace(path: &Path, like: &Path, bytes: &[u8], failpoints: bool) -> io::Resu
         let _ = d.sync_all();
     }
     step("after_rename");
-    Ok(())
+    Ok(written)
 }

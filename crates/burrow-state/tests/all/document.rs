@@ -46,6 +46,12 @@ async fn every_byte_survives_files_and_from_files_and_json() {
     let json = files_document_to_json(&doc);
     // The direct writer gives the same text, byte for byte.
     assert_eq!(b.files_json(), json);
+    let mut streamed = Vec::new();
+    let written = b.write_files_json(&mut streamed).unwrap();
+    assert_eq!(
+        (streamed, written),
+        (json.clone().into_bytes(), json.len() as u64)
+    );
     let restored = StateBackend::from_files(parse_files_document(&json).unwrap()).unwrap();
     for (path, bytes) in CASES {
         assert_eq!(
@@ -243,4 +249,79 @@ fn a_journal_replays_over_its_document_and_twice_gives_the_same() {
     let twice =
         StateBackend::from_files_replayed(folded.clone(), changes, Default::default()).unwrap();
     assert_eq!(twice.files(), folded);
+}
+
+/// A workspace of a few MiB is written through the small buffer in many
+/// pieces, the same text as the document built whole.
+#[tokio::test]
+async fn a_document_written_in_pieces_is_the_whole_document() {
+    let b = StateBackend::new();
+    let ctx = FileContext::default();
+    for i in 0..600 {
+        let content: String = (0..200)
+            .map(|j| format!("line {j} of \"{i}\"\twith\\escapes\n"))
+            .collect();
+        b.write_bytes(
+            &ctx,
+            &p(&format!("/d{}/f{i}.txt", i % 7)),
+            content.as_bytes(),
+        )
+        .await
+        .unwrap();
+    }
+    let json = b.files_json();
+    assert!(json.len() > 4 << 20, "{} bytes", json.len());
+    struct Pieces(Vec<u8>, usize);
+    impl std::io::Write for Pieces {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.1 += 1;
+            self.0.extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut out = Pieces(Vec::new(), 0);
+    let written = b.write_files_json(&mut out).unwrap();
+    assert_eq!(written, json.len() as u64);
+    assert!(out.1 > 10, "{} writes", out.1);
+    assert!(out.0 == json.as_bytes(), "the pieces differ from the whole");
+}
+
+/// The record encoded straight from the store is the record of the change
+/// `change_at` builds: for a written file (a stamped instant), a file loaded
+/// with text times, one with an unknown time, and a path with no file.
+#[tokio::test]
+async fn a_record_encoded_from_the_store_is_the_record_of_its_change() {
+    use burrow_state::journal::{self, Change};
+    let mut doc = FilesDocument::new();
+    doc.insert("/loaded.txt".into(), text(&["a", ""], "c0", "m0"));
+    doc.insert("/unknown.txt".into(), text(&["b"], "", ""));
+    let b = StateBackend::from_files(doc).unwrap();
+    let ctx = FileContext::default();
+    b.write_bytes(&ctx, &p("/new/w.txt"), b"new\n")
+        .await
+        .unwrap();
+    let mut records = Vec::new();
+    for path in ["/loaded.txt", "/unknown.txt", "/new/w.txt", "/gone.txt"] {
+        let mut whole = Vec::new();
+        journal::encode(&b.change_at(&p(path)), &mut whole).unwrap();
+        let mut direct = Vec::new();
+        b.encode_change_at(&p(path), &mut direct).unwrap();
+        assert_eq!(direct, whole, "{path}");
+        records.extend_from_slice(&direct);
+    }
+    let read = journal::read_records(&records).unwrap();
+    assert_eq!(read.changes.len(), 4);
+    assert!(
+        matches!(&read.changes[2], Change::Put { created_at, modified_at, .. }
+        if !created_at.is_empty() && created_at == modified_at)
+    );
+    assert_eq!(
+        read.changes[3],
+        Change::Delete {
+            path: "/gone.txt".into()
+        }
+    );
 }
