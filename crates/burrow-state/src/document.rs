@@ -105,14 +105,18 @@ impl StateBackend {
     /// A workspace holding the files of `doc` with the journal's `changes`
     /// replayed over it, in order (see [`crate::journal`]).
     ///
-    /// Changes are applied to the files by path before the tree is built,
-    /// so a journal whose records are already folded into `doc` (each record
-    /// is an effect, not an operation) gives `doc` back.
+    /// Changes are applied to the files by path before the tree is built.
+    /// Puts and deletions replay over their own result harmlessly; a
+    /// [`Change::Splice`] applies only to the bytes it was made on, so the
+    /// caller starts `changes` at [`crate::journal::replay_start`] (past
+    /// the records a compaction already folded into `doc`), and
+    /// [`Change::Folded`] marks are skipped here.
     ///
     /// # Errors
     ///
     /// As [`StateBackend::from_files`], for the document's keys and for the
-    /// changes' paths alike.
+    /// changes' paths alike; a failure too when a splice does not apply
+    /// (the file it edits is missing or holds other bytes).
     pub fn from_files_replayed(
         doc: FilesDocument,
         changes: Vec<Change>,
@@ -137,7 +141,9 @@ impl StateBackend {
             files.insert(key, entry);
         }
         for change in changes {
-            normal_path(change.path())?;
+            if let Some(path) = change.path() {
+                normal_path(path)?;
+            }
             match change {
                 Change::Put {
                     path,
@@ -155,6 +161,11 @@ impl StateBackend {
                 Change::Delete { path } => {
                     files.remove(&path);
                 }
+                Change::Splice { ref path, .. } => {
+                    let entry = files.get_mut(path);
+                    splice(entry, &change)?;
+                }
+                Change::Folded { .. } => {}
             }
         }
         let mut tree = Tree::default();
@@ -229,17 +240,24 @@ impl StateBackend {
     }
 
     /// Applies a journal change (one another process made) to this
-    /// workspace. O(depth · log n + size of the file).
+    /// workspace; a [`Change::Folded`] mark changes nothing. O(depth · log n
+    /// + size of the file).
     ///
     /// # Errors
     ///
     /// A failure, changing nothing, when the change's path is not in normal
-    /// form or a put does not fit the tree (a directory stands there, or a
-    /// file above it).
+    /// form, a put does not fit the tree (a directory stands there, or a
+    /// file above it) or a splice does not apply (the file it edits is
+    /// missing or holds other bytes).
     pub fn apply(&self, change: Change) -> Result<()> {
-        let path = normal_path(change.path())?;
+        let Some(path) = change.path() else {
+            return Ok(());
+        };
+        let path = normal_path(path)?;
         let mut tree = self.write_tree();
         match change {
+            Change::Splice { .. } => splice(tree.file_mut(path.as_str()), &change),
+            Change::Folded { .. } => Ok(()),
             Change::Put {
                 bytes,
                 created_at,
@@ -261,6 +279,28 @@ impl StateBackend {
             }
         }
     }
+}
+
+/// Applies the [`Change::Splice`] `change` to `entry`, the file at its path
+/// (`None`: no file there), or refuses it, changing nothing, when the file
+/// is not the one the splice was made on.
+fn splice(entry: Option<&mut FileEntry>, change: &Change) -> Result<()> {
+    let Change::Splice {
+        path, modified_at, ..
+    } = change
+    else {
+        return Ok(());
+    };
+    let refused = || {
+        Error::failure_msg(format!(
+            "the journal does not apply: it edits {path}, which does not hold the bytes that edit was made on (was the document changed by another program after burrow was stopped?)"
+        ))
+    };
+    let entry = entry.ok_or_else(refused)?;
+    let bytes = change.spliced(&entry.bytes).ok_or_else(refused)?;
+    entry.bytes = bytes;
+    entry.modified_at = Stamp::Text(modified_at.clone());
+    Ok(())
 }
 
 /// `key` as a path, refused unless already in normal form.

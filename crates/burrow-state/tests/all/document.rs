@@ -325,3 +325,64 @@ async fn a_record_encoded_from_the_store_is_the_record_of_its_change() {
         }
     );
 }
+
+/// An edit journaled as a splice replays over the document it was made on,
+/// is refused over one that already holds it (or any other bytes), and a
+/// load that starts after the compaction's mark gets the document whole.
+#[tokio::test]
+async fn a_splice_replays_once_and_the_mark_skips_what_a_compaction_folded() {
+    use burrow_state::journal::{self, Change};
+    let mut doc = FilesDocument::new();
+    doc.insert("/log.txt".into(), text(&["a", ""], "c", "m"));
+    let before = StateBackend::from_files(doc.clone()).unwrap();
+    let before_json = before.files_json();
+    // The edit as a running process makes it: its record appended to a journal.
+    let mut bytes = Vec::new();
+    let result = before
+        .edit_journaled(&p("/log.txt"), "a", "aa", false, &mut bytes)
+        .unwrap();
+    assert_eq!(result.occurrences, Some(1));
+    assert!(bytes.len() < 100, "{} bytes", bytes.len());
+    // A refused edit journals nothing and changes nothing.
+    let refused = before.edit_journaled(&p("/log.txt"), "zzz", "y", false, &mut bytes);
+    assert_eq!(refused.unwrap_err().kind(), ErrorKind::InvalidArgument);
+    let mut changes = journal::read_records(&bytes).unwrap().changes;
+    assert!(matches!(changes[0], Change::Splice { .. }), "{changes:?}");
+    let folded_json = before.files_json();
+    let folded = parse_files_document(&folded_json).unwrap();
+
+    let replayed =
+        StateBackend::from_files_replayed(doc.clone(), changes.clone(), Default::default())
+            .unwrap();
+    assert_eq!(replayed.files(), folded);
+    // Another process applies the record to its copy.
+    let other = StateBackend::from_files(doc.clone()).unwrap();
+    other.apply(changes[0].clone()).unwrap();
+    assert_eq!(other.files(), folded);
+    // Over the folded document the splice does not apply: refused, naming the file.
+    let twice =
+        StateBackend::from_files_replayed(folded.clone(), changes.clone(), Default::default());
+    let message = twice.unwrap_err().message().to_owned();
+    assert!(message.contains("/log.txt"), "{message}");
+    assert!(other.apply(changes[0].clone()).is_err());
+    assert_eq!(other.files(), folded, "a refused splice changes nothing");
+
+    // The compaction's mark names the folded document: a load over it
+    // starts after the mark, a load over the old one replays everything.
+    changes.push(Change::Folded {
+        len: folded_json.len() as u64,
+        crc: journal::crc32(folded_json.as_bytes()),
+    });
+    let start = journal::replay_start(&changes, folded_json.as_bytes());
+    assert_eq!(start, 2);
+    let after_mark = StateBackend::from_files_replayed(
+        folded.clone(),
+        changes[start..].to_vec(),
+        Default::default(),
+    )
+    .unwrap();
+    assert_eq!(after_mark.files(), folded);
+    assert_eq!(journal::replay_start(&changes, before_json.as_bytes()), 0);
+    let all = StateBackend::from_files_replayed(doc, changes, Default::default()).unwrap();
+    assert_eq!(all.files(), folded);
+}
