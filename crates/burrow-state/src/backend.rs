@@ -123,6 +123,60 @@ impl StateBackend {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Edits the file at `path` as [`Backend::edit`] does, and appends the
+    /// journal record of the edit to `record`: a [`Change::Splice`] of the
+    /// bytes that changed (see [`crate::journal::encode_splice`]), so the
+    /// record costs the size of the change, not of the file. A refused edit
+    /// appends nothing and changes nothing.
+    ///
+    /// [`Change::Splice`]: crate::journal::Change::Splice
+    ///
+    /// # Errors
+    ///
+    /// As [`Backend::edit`].
+    pub fn edit_journaled(
+        &self,
+        path: &VPath,
+        old: &str,
+        new: &str,
+        replace_all: bool,
+        record: &mut Vec<u8>,
+    ) -> Result<EditResult> {
+        self.edit_file(path, old, new, replace_all, Some(record))
+    }
+
+    fn edit_file(
+        &self,
+        path: &VPath,
+        old: &str,
+        new: &str,
+        replace_all: bool,
+        record: Option<&mut Vec<u8>>,
+    ) -> Result<EditResult> {
+        text::check_edit_args(old, new)?;
+        let now = Stamp::now();
+        let max = self.shared.limits.max_file_size;
+        let mut tree = self.write_tree();
+        let Some(file) = tree.file_mut(path.as_str()) else {
+            return Err(tree.not_a_file(path));
+        };
+        text::check_size(path, file.bytes.len() as u64, max)?;
+        let (bytes, count) = text::apply_edit(path, &file.bytes, old, new, replace_all)?;
+        text::check_size(path, bytes.len() as u64, max)?;
+        if let Some(record) = record {
+            crate::journal::encode_splice(
+                path.as_str(),
+                &file.bytes,
+                &bytes,
+                |out| now.write_to(out),
+                record,
+            )?;
+        }
+        overwrite(&mut file.bytes, &bytes);
+        file.modified_at = now;
+        Ok(text::edit_result(path, count))
+    }
+
     /// The bytes of the file at `path`, passed to `f` under the read lock.
     fn with_file<T>(&self, path: &VPath, f: impl FnOnce(&FileEntry) -> Result<T>) -> Result<T> {
         let tree = self.read_tree();
@@ -239,19 +293,7 @@ impl Backend for StateBackend {
         new: &str,
         replace_all: bool,
     ) -> Result<EditResult> {
-        text::check_edit_args(old, new)?;
-        let now = Stamp::now();
-        let max = self.shared.limits.max_file_size;
-        let mut tree = self.write_tree();
-        let Some(file) = tree.file_mut(path.as_str()) else {
-            return Err(tree.not_a_file(path));
-        };
-        text::check_size(path, file.bytes.len() as u64, max)?;
-        let (bytes, count) = text::apply_edit(path, &file.bytes, old, new, replace_all)?;
-        text::check_size(path, bytes.len() as u64, max)?;
-        overwrite(&mut file.bytes, &bytes);
-        file.modified_at = now;
-        Ok(text::edit_result(path, count))
+        self.edit_file(path, old, new, replace_all, None)
     }
 
     async fn delete(&self, _ctx: &FileContext, path: &VPath) -> Result<()> {

@@ -9,6 +9,10 @@ use crate::backend::StateBackend;
 use crate::journal::Change;
 use crate::tree::{FileEntry, Stamp, Tree};
 
+/// [`StateBackend::write_files_json`] writes its text out once this much is
+/// held: small enough to stay in cache, large enough for few writes.
+pub(crate) const DRAIN_AT: usize = 256 << 10;
+
 impl StateBackend {
     /// The workspace as a files document (path -> FileData), the form the
     /// Python `StateBackend` reads and writes. Text is stored as lines,
@@ -50,6 +54,35 @@ impl StateBackend {
         writer.finish()
     }
 
+    /// Writes the text of [`StateBackend::files_json`] to `out` through a
+    /// buffer of about [`DRAIN_AT`] bytes, never holding the whole document;
+    /// returns how many bytes it wrote. The workspace is read-locked while
+    /// it writes.
+    ///
+    /// # Errors
+    ///
+    /// `out`'s error, after which part of the document may have been written.
+    pub fn write_files_json(&self, out: &mut impl std::io::Write) -> std::io::Result<u64> {
+        let tree = self.read_tree();
+        let mut writer = DocumentWriter::with_capacity(DRAIN_AT + DRAIN_AT / 4);
+        let mut written = 0u64;
+        for (path, file) in tree.iter() {
+            writer.entry(
+                path,
+                &file.bytes,
+                &file.created_at.render(),
+                &file.modified_at.render(),
+            );
+            if writer.held() >= DRAIN_AT {
+                written += writer.held() as u64;
+                writer.drain_to(out)?;
+            }
+        }
+        written += writer.held() as u64 + 1;
+        writer.finish_to(out)?;
+        Ok(written)
+    }
+
     /// A workspace holding the files of `doc`, with the default [`Limits`].
     ///
     /// # Errors
@@ -72,14 +105,18 @@ impl StateBackend {
     /// A workspace holding the files of `doc` with the journal's `changes`
     /// replayed over it, in order (see [`crate::journal`]).
     ///
-    /// Changes are applied to the files by path before the tree is built,
-    /// so a journal whose records are already folded into `doc` (each record
-    /// is an effect, not an operation) gives `doc` back.
+    /// Changes are applied to the files by path before the tree is built.
+    /// Puts and deletions replay over their own result harmlessly; a
+    /// [`Change::Splice`] applies only to the bytes it was made on, so the
+    /// caller starts `changes` at [`crate::journal::replay_start`] (past
+    /// the records a compaction already folded into `doc`), and
+    /// [`Change::Folded`] marks are skipped here.
     ///
     /// # Errors
     ///
     /// As [`StateBackend::from_files`], for the document's keys and for the
-    /// changes' paths alike.
+    /// changes' paths alike; a failure too when a splice does not apply
+    /// (the file it edits is missing or holds other bytes).
     pub fn from_files_replayed(
         doc: FilesDocument,
         changes: Vec<Change>,
@@ -104,7 +141,9 @@ impl StateBackend {
             files.insert(key, entry);
         }
         for change in changes {
-            normal_path(change.path())?;
+            if let Some(path) = change.path() {
+                normal_path(path)?;
+            }
             match change {
                 Change::Put {
                     path,
@@ -122,6 +161,11 @@ impl StateBackend {
                 Change::Delete { path } => {
                     files.remove(&path);
                 }
+                Change::Splice { ref path, .. } => {
+                    let entry = files.get_mut(path);
+                    splice(entry, &change)?;
+                }
+                Change::Folded { .. } => {}
             }
         }
         let mut tree = Tree::default();
@@ -154,6 +198,33 @@ impl StateBackend {
         }
     }
 
+    /// Appends the journal record of the state of `path` to `out`: the
+    /// record of [`StateBackend::change_at`], encoded straight from the
+    /// stored file (no copy of its bytes, no `String` per timestamp).
+    /// O(size of the file).
+    ///
+    /// # Errors
+    ///
+    /// As [`journal::encode`](crate::journal::encode): the record would pass 4 GiB.
+    pub fn encode_change_at(&self, path: &VPath, out: &mut Vec<u8>) -> Result<()> {
+        let tree = self.read_tree();
+        match tree.file(path.as_str()) {
+            Some(file) => crate::journal::encode_put(
+                path.as_str(),
+                &file.bytes,
+                |out| file.created_at.write_to(out),
+                |out| file.modified_at.write_to(out),
+                out,
+            ),
+            None => crate::journal::encode(
+                &Change::Delete {
+                    path: path.as_str().to_owned(),
+                },
+                out,
+            ),
+        }
+    }
+
     /// The paths of the files at or beneath `path` (the file itself, or
     /// every file in the directory's subtree), in path order: what a
     /// `delete_tree` of `path` would remove. O(log n + result).
@@ -169,17 +240,24 @@ impl StateBackend {
     }
 
     /// Applies a journal change (one another process made) to this
-    /// workspace. O(depth · log n + size of the file).
+    /// workspace; a [`Change::Folded`] mark changes nothing. O(depth · log n
+    /// + size of the file).
     ///
     /// # Errors
     ///
     /// A failure, changing nothing, when the change's path is not in normal
-    /// form or a put does not fit the tree (a directory stands there, or a
-    /// file above it).
+    /// form, a put does not fit the tree (a directory stands there, or a
+    /// file above it) or a splice does not apply (the file it edits is
+    /// missing or holds other bytes).
     pub fn apply(&self, change: Change) -> Result<()> {
-        let path = normal_path(change.path())?;
+        let Some(path) = change.path() else {
+            return Ok(());
+        };
+        let path = normal_path(path)?;
         let mut tree = self.write_tree();
         match change {
+            Change::Splice { .. } => splice(tree.file_mut(path.as_str()), &change),
+            Change::Folded { .. } => Ok(()),
             Change::Put {
                 bytes,
                 created_at,
@@ -201,6 +279,28 @@ impl StateBackend {
             }
         }
     }
+}
+
+/// Applies the [`Change::Splice`] `change` to `entry`, the file at its path
+/// (`None`: no file there), or refuses it, changing nothing, when the file
+/// is not the one the splice was made on.
+fn splice(entry: Option<&mut FileEntry>, change: &Change) -> Result<()> {
+    let Change::Splice {
+        path, modified_at, ..
+    } = change
+    else {
+        return Ok(());
+    };
+    let refused = || {
+        Error::failure_msg(format!(
+            "the journal does not apply: it edits {path}, which does not hold the bytes that edit was made on (was the document changed by another program after burrow was stopped?)"
+        ))
+    };
+    let entry = entry.ok_or_else(refused)?;
+    let bytes = change.spliced(&entry.bytes).ok_or_else(refused)?;
+    entry.bytes = bytes;
+    entry.modified_at = Stamp::Text(modified_at.clone());
+    Ok(())
 }
 
 /// `key` as a path, refused unless already in normal form.

@@ -8,11 +8,16 @@
 //! - **Record**: the payload's length (u32 LE), a CRC-32 of those 4 bytes, a
 //!   CRC-32 of the payload, then the payload: a [`Change`].
 //!
-//! A record holds a change's **effect** (the whole file as it is after a
-//! write or an edit, or its deletion), never the operation: replaying a
-//! record twice leaves what replaying it once does, so a journal whose
-//! records are already folded into the document (a kill between the rename
-//! of a compaction and the cut of its journal) replays harmlessly.
+//! A record holds a change's **effect**, never the operation: the whole file
+//! as it is after a write ([`Change::Put`]), its deletion, or for an edit the
+//! bytes that changed, bound to the exact bytes they were changed in
+//! ([`Change::Splice`]: the length and CRC-32 of the file before, so it is
+//! refused over any other bytes). Put and Delete replay twice as once; a
+//! splice does not, so a compaction marks the journal with the identity of
+//! the document it is about to put in place ([`Change::Folded`], synced before
+//! the rename) and a replay over that document starts after the mark
+//! ([`replay_start`]): a kill between the rename of a compaction and the cut
+//! of its journal applies no record twice (docs/adr/0353).
 //!
 //! Reading tells a torn end from damage: bytes after the last whole record
 //! that do not make a whole one (a kill mid-append; never acknowledged) are
@@ -32,6 +37,8 @@ const FRAME_LEN: usize = 12;
 
 const PUT: u8 = 1;
 const DELETE: u8 = 2;
+const SPLICE: u8 = 3;
+const FOLDED: u8 = 4;
 
 /// One change's effect on the workspace.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,15 +60,95 @@ pub enum Change {
         /// The file's normalised absolute path.
         path: String,
     },
+    /// The file at `path`, which held `base_len` bytes whose CRC-32 is
+    /// `base_crc`, now holds `inserted` in place of its bytes `at..at +
+    /// removed`, and was modified at `modified_at` (an edit: the record
+    /// costs the size of the change, not of the file). It applies only to
+    /// those very bytes: replayed over anything else it is refused.
+    Splice {
+        /// The file's normalised absolute path.
+        path: String,
+        /// The file's length before the change.
+        base_len: u64,
+        /// The CRC-32 of the file's bytes before the change.
+        base_crc: u32,
+        /// Where the changed bytes start.
+        at: u64,
+        /// How many bytes from `at` were replaced.
+        removed: u64,
+        /// What replaced them.
+        inserted: Vec<u8>,
+        /// Its modified_at as the document writes it.
+        modified_at: String,
+    },
+    /// A compaction was about to put in place a document of `len` bytes
+    /// whose CRC-32 is `crc`, holding every record before this one: when the
+    /// document is that one, those records are already in it (see
+    /// [`replay_start`]).
+    Folded {
+        /// The document's length.
+        len: u64,
+        /// The CRC-32 of the document's bytes.
+        crc: u32,
+    },
 }
 
 impl Change {
-    /// The path the change is about.
-    pub fn path(&self) -> &str {
+    /// The path the change is about; `None` for [`Change::Folded`].
+    pub fn path(&self) -> Option<&str> {
         match self {
-            Change::Put { path, .. } | Change::Delete { path } => path,
+            Change::Put { path, .. } | Change::Delete { path } | Change::Splice { path, .. } => {
+                Some(path)
+            }
+            Change::Folded { .. } => None,
         }
     }
+
+    /// The bytes of the file after this splice, from `base`, the file's
+    /// bytes before it; `None` when `base` is not what the splice was made
+    /// on (its length or CRC-32 differ) or this is not a splice.
+    pub fn spliced(&self, base: &[u8]) -> Option<Vec<u8>> {
+        let Change::Splice {
+            base_len,
+            base_crc,
+            at,
+            removed,
+            inserted,
+            ..
+        } = self
+        else {
+            return None;
+        };
+        if base.len() as u64 != *base_len || crc32(base) != *base_crc {
+            return None;
+        }
+        let at = usize::try_from(*at).ok()?;
+        let end = at.checked_add(usize::try_from(*removed).ok()?)?;
+        let (head, tail) = (base.get(..at)?, base.get(end..)?);
+        let mut out = Vec::with_capacity(head.len() + inserted.len() + tail.len());
+        out.extend_from_slice(head);
+        out.extend_from_slice(inserted);
+        out.extend_from_slice(tail);
+        Some(out)
+    }
+}
+
+/// Where replaying `changes` over the document `doc` starts: just after the
+/// last [`Change::Folded`] mark that names `doc` (a compaction that put `doc`
+/// in place and was stopped before it cut the journal: every record before
+/// the mark is in `doc`), or at 0. The document's CRC-32 is computed only
+/// when a mark of its length is there.
+pub fn replay_start(changes: &[Change], doc: &[u8]) -> usize {
+    let mut crc = None;
+    for (i, change) in changes.iter().enumerate().rev() {
+        if let Change::Folded { len, crc: want } = change
+            && *len == doc.len() as u64
+            && *crc.get_or_insert_with(|| crc32(doc)) == *want
+        {
+            return i + 1;
+        }
+    }
+    0
 }
 
 /// The header of a journal of generation `generation`.
@@ -97,27 +184,201 @@ pub fn read_header(bytes: &[u8]) -> Result<u64> {
 ///
 /// A refusal (TooLarge-like InvalidArgument) when the record would pass 4 GiB.
 pub fn encode(change: &Change, out: &mut Vec<u8>) -> Result<()> {
-    let start = out.len();
-    out.extend_from_slice(&[0u8; FRAME_LEN]);
     match change {
         Change::Put {
             path,
             bytes,
             created_at,
             modified_at,
-        } => {
-            out.push(PUT);
-            put_field(out, path.as_bytes());
-            put_field(out, created_at.as_bytes());
-            put_field(out, modified_at.as_bytes());
-            out.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
-            out.extend_from_slice(bytes);
-        }
+        } => encode_put(
+            path,
+            bytes,
+            |out| out.extend_from_slice(created_at.as_bytes()),
+            |out| out.extend_from_slice(modified_at.as_bytes()),
+            out,
+        ),
         Change::Delete { path } => {
+            let start = out.len();
+            out.extend_from_slice(&[0u8; FRAME_LEN]);
             out.push(DELETE);
             put_field(out, path.as_bytes());
+            frame(out, start)
+        }
+        Change::Splice {
+            path,
+            base_len,
+            base_crc,
+            at,
+            removed,
+            inserted,
+            modified_at,
+        } => {
+            let start = out.len();
+            out.extend_from_slice(&[0u8; FRAME_LEN]);
+            out.push(SPLICE);
+            put_field(out, path.as_bytes());
+            put_field(out, modified_at.as_bytes());
+            out.extend_from_slice(&base_len.to_le_bytes());
+            out.extend_from_slice(&base_crc.to_le_bytes());
+            out.extend_from_slice(&at.to_le_bytes());
+            out.extend_from_slice(&removed.to_le_bytes());
+            out.extend_from_slice(&(inserted.len() as u64).to_le_bytes());
+            out.extend_from_slice(inserted);
+            frame(out, start)
+        }
+        Change::Folded { len, crc } => {
+            let start = out.len();
+            out.extend_from_slice(&[0u8; FRAME_LEN]);
+            out.push(FOLDED);
+            out.extend_from_slice(&len.to_le_bytes());
+            out.extend_from_slice(&crc.to_le_bytes());
+            frame(out, start)
         }
     }
+}
+
+/// Appends the record of the edit of `path` from `base` to `result` to
+/// `out`: a [`Change::Splice`] of the bytes between their longest common
+/// start and end (for one replacement, its old text and new), whatever
+/// the edit did to find them. O(size of the file) to compare and checksum,
+/// O(the change) to write.
+///
+/// # Errors
+///
+/// As [`encode`].
+pub fn encode_splice(
+    path: &str,
+    base: &[u8],
+    result: &[u8],
+    modified_at: impl FnOnce(&mut Vec<u8>),
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let head = common_prefix(base, result);
+    let most = base.len().min(result.len()) - head;
+    let tail = common_suffix(&base[head..], &result[head..]).min(most);
+    let inserted = &result[head..result.len() - tail];
+    let start = out.len();
+    out.reserve(FRAME_LEN + 1 + 8 + path.len() + 32 + 40 + inserted.len());
+    out.extend_from_slice(&[0u8; FRAME_LEN]);
+    out.push(SPLICE);
+    put_field(out, path.as_bytes());
+    put_written(out, modified_at);
+    out.extend_from_slice(&(base.len() as u64).to_le_bytes());
+    out.extend_from_slice(&crc32(base).to_le_bytes());
+    out.extend_from_slice(&(head as u64).to_le_bytes());
+    out.extend_from_slice(&((base.len() - head - tail) as u64).to_le_bytes());
+    out.extend_from_slice(&(inserted.len() as u64).to_le_bytes());
+    out.extend_from_slice(inserted);
+    frame(out, start)
+}
+
+/// How many bytes `a` and `b` start with alike (compared 32 at a time).
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 32 <= n && a[i..i + 32] == b[i..i + 32] {
+        i += 32;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
+}
+
+/// How many bytes `a` and `b` end with alike (compared 32 at a time).
+fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[a.len() - n..], &b[b.len() - n..]);
+    let mut i = 0;
+    while i + 32 <= n && a[n - i - 32..n - i] == b[n - i - 32..n - i] {
+        i += 32;
+    }
+    while i < n && a[n - i - 1] == b[n - i - 1] {
+        i += 1;
+    }
+    i
+}
+
+/// A writer that passes its bytes on to `W` and keeps their count and
+/// CRC-32: what a [`Change::Folded`] mark names.
+#[derive(Debug)]
+pub struct Checksummed<W> {
+    inner: W,
+    hasher: crc32fast::Hasher,
+    len: u64,
+}
+
+impl<W: std::io::Write> Checksummed<W> {
+    /// Counts and checksums what is written to `inner`.
+    pub fn new(inner: W) -> Checksummed<W> {
+        Checksummed {
+            inner,
+            hasher: crc32fast::Hasher::new(),
+            len: 0,
+        }
+    }
+
+    /// The length and CRC-32 of what was written.
+    pub fn finish(self) -> (u64, u32) {
+        (self.len, self.hasher.finalize())
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for Checksummed<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        let written = buf.get(..n).unwrap_or_default();
+        self.hasher.update(written);
+        self.len += written.len() as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Appends the record of a [`Change::Put`] of `path` holding `bytes` to
+/// `out`, its timestamps written by `created_at` and `modified_at` straight
+/// into the record: the same bytes as [`encode`] of the `Change`, without
+/// building it (no copy of the file, no `String` per timestamp).
+///
+/// # Errors
+///
+/// As [`encode`].
+pub fn encode_put(
+    path: &str,
+    bytes: &[u8],
+    created_at: impl FnOnce(&mut Vec<u8>),
+    modified_at: impl FnOnce(&mut Vec<u8>),
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let start = out.len();
+    out.reserve(FRAME_LEN + 1 + 12 + path.len() + 2 * 32 + 8 + bytes.len());
+    out.extend_from_slice(&[0u8; FRAME_LEN]);
+    out.push(PUT);
+    put_field(out, path.as_bytes());
+    put_written(out, created_at);
+    put_written(out, modified_at);
+    out.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+    out.extend_from_slice(bytes);
+    frame(out, start)
+}
+
+/// A field whose bytes `write` appends, after its length.
+fn put_written(out: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>)) {
+    let at = out.len();
+    out.extend_from_slice(&[0u8; 4]);
+    write(out);
+    // A timestamp: far below 4 GiB.
+    let len = u32::try_from(out.len() - at - 4).unwrap_or(u32::MAX);
+    out[at..at + 4].copy_from_slice(&len.to_le_bytes());
+}
+
+/// Fills in the frame of the record whose payload follows the frame's
+/// room at `start` of `out`, or takes the record off again when it is too
+/// large.
+fn frame(out: &mut Vec<u8>, start: usize) -> Result<()> {
     let Ok(len) = u32::try_from(out.len() - start - FRAME_LEN) else {
         out.truncate(start);
         return Err(Error::invalid_argument(
@@ -188,8 +449,31 @@ pub fn read_records(bytes: &[u8]) -> Result<Records> {
 /// The change a payload holds; `None` when it does not decode.
 fn decode(payload: &[u8]) -> Option<Change> {
     let (&tag, mut rest) = payload.split_first()?;
+    if tag == FOLDED {
+        let len = take_u64(&mut rest)?;
+        let crc = u32::from_le_bytes(take(&mut rest, 4)?.try_into().ok()?);
+        return rest.is_empty().then_some(Change::Folded { len, crc });
+    }
     let path = take_string(&mut rest)?;
     let change = match tag {
+        SPLICE => {
+            let modified_at = take_string(&mut rest)?;
+            let base_len = take_u64(&mut rest)?;
+            let base_crc = u32::from_le_bytes(take(&mut rest, 4)?.try_into().ok()?);
+            let at = take_u64(&mut rest)?;
+            let removed = take_u64(&mut rest)?;
+            let len = usize::try_from(take_u64(&mut rest)?).ok()?;
+            let inserted = take(&mut rest, len)?.to_vec();
+            Change::Splice {
+                path,
+                base_len,
+                base_crc,
+                at,
+                removed,
+                inserted,
+                modified_at,
+            }
+        }
         PUT => {
             let created_at = take_string(&mut rest)?;
             let modified_at = take_string(&mut rest)?;
@@ -216,6 +500,10 @@ fn take<'a>(rest: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
     let (head, tail) = rest.split_at(n);
     *rest = tail;
     Some(head)
+}
+
+fn take_u64(rest: &mut &[u8]) -> Option<u64> {
+    Some(u64::from_le_bytes(take(rest, 8)?.try_into().ok()?))
 }
 
 fn take_string(rest: &mut &[u8]) -> Option<String> {
@@ -304,6 +592,137 @@ mod tests {
             assert!(read.torn || read.len == bytes.len() - cut);
             assert_eq!(read.changes, changes[..read.changes.len()]);
         }
+    }
+
+    #[test]
+    fn a_put_encoded_in_place_is_the_put_encoded_whole() {
+        let change = Change::Put {
+            path: "/d/a.txt".to_owned(),
+            bytes: b"one\ntwo\n".to_vec(),
+            created_at: "2024-01-15T10:30:00Z".to_owned(),
+            modified_at: String::new(),
+        };
+        let mut whole = Vec::new();
+        encode(&change, &mut whole).unwrap();
+        let mut in_place = b"before".to_vec();
+        encode_put(
+            "/d/a.txt",
+            b"one\ntwo\n",
+            |out| out.extend_from_slice(b"2024-01-15T10:30:00Z"),
+            |_| {},
+            &mut in_place,
+        )
+        .unwrap();
+        assert_eq!(&in_place[..6], b"before");
+        assert_eq!(&in_place[6..], &whole[..]);
+        assert_eq!(read_records(&in_place[6..]).unwrap().changes, [change]);
+    }
+
+    /// The splice of `base` to `result`, read back from its record.
+    fn splice_of(base: &[u8], result: &[u8]) -> Change {
+        let mut bytes = Vec::new();
+        encode_splice(
+            "/f",
+            base,
+            result,
+            |out| out.extend_from_slice(b"m"),
+            &mut bytes,
+        )
+        .unwrap();
+        let mut read = read_records(&bytes).unwrap();
+        assert_eq!(read.changes.len(), 1);
+        read.changes.remove(0)
+    }
+
+    #[test]
+    fn a_splice_gives_the_result_from_its_base_and_nothing_from_other_bytes() {
+        let pairs: [(&[u8], &[u8]); 9] = [
+            (
+                b"line 7 of file 3: x\nmore\n",
+                b"LINE 7 of file 3: x\nmore\n",
+            ),
+            (b"aaa", b"aaaa"),
+            (b"aaaa", b"aaa"),
+            (b"abcabc", b"abXabc"),
+            (b"", b"new"),
+            (b"old", b""),
+            (b"a\nb\na\n", b"z\nb\nz\n"),
+            (&[7u8; 100], &[7u8; 40]),
+            (&[0u8, 255, 1, 2], &[0u8, 1, 2]),
+        ];
+        for (base, result) in pairs {
+            let splice = splice_of(base, result);
+            assert_eq!(splice.spliced(base).as_deref(), Some(result), "{base:?}");
+            // Any other bytes are refused: another length, or the same
+            // length with one byte changed.
+            let mut longer = base.to_vec();
+            longer.push(b'!');
+            assert_eq!(splice.spliced(&longer), None);
+            if let Some(first) = base.first() {
+                let mut other = base.to_vec();
+                other[0] = first ^ 1;
+                assert_eq!(splice.spliced(&other), None);
+            }
+        }
+        // The record of a one-word edit of a long file holds the word, not the file.
+        let base: Vec<u8> = (0..50)
+            .flat_map(|i| format!("line {i} of a file: some text to make it a line\n").into_bytes())
+            .collect();
+        let result = String::from_utf8(base.clone())
+            .unwrap()
+            .replacen("line 7 ", "LINE 7 ", 1);
+        let mut bytes = Vec::new();
+        encode_splice("/f", &base, result.as_bytes(), |_| {}, &mut bytes).unwrap();
+        assert!(bytes.len() < 100, "{} bytes", bytes.len());
+        let Change::Splice {
+            inserted, removed, ..
+        } = splice_of(&base, result.as_bytes())
+        else {
+            panic!("not a splice");
+        };
+        assert_eq!((inserted.as_slice(), removed), (&b"LINE"[..], 4));
+    }
+
+    #[test]
+    fn replay_starts_after_the_last_mark_naming_the_document() {
+        let doc = b"{\"/a\": {}}";
+        let mark = |bytes: &[u8]| Change::Folded {
+            len: bytes.len() as u64,
+            crc: crc32(bytes),
+        };
+        let put = put("/a", b"x");
+        assert_eq!(replay_start(&[put.clone(), put.clone()], doc), 0);
+        // A mark for another document (the rename never happened): all replay.
+        assert_eq!(replay_start(&[put.clone(), mark(b"{}")], doc), 0);
+        let same_length = b"{\"/b\": {}}";
+        assert_eq!(replay_start(&[put.clone(), mark(same_length)], doc), 0);
+        // The document is the one marked: the records before the mark are in it.
+        let changes = [
+            put.clone(),
+            mark(b"{}"),
+            put.clone(),
+            mark(doc),
+            put.clone(),
+        ];
+        assert_eq!(replay_start(&changes, doc), 4);
+        // Marks round-trip through their records.
+        let mut bytes = Vec::new();
+        for change in &changes {
+            encode(change, &mut bytes).unwrap();
+        }
+        assert_eq!(read_records(&bytes).unwrap().changes, changes);
+    }
+
+    #[test]
+    fn checksummed_counts_and_checksums_what_it_passes_on() {
+        use std::io::Write as _;
+        let mut sink = Vec::new();
+        let mut out = Checksummed::new(&mut sink);
+        out.write_all(b"hello ").unwrap();
+        out.write_all(b"world").unwrap();
+        let (len, crc) = out.finish();
+        assert_eq!((len, crc), (11, crc32(b"hello world")));
+        assert_eq!(sink, b"hello world");
     }
 
     #[test]

@@ -31,8 +31,10 @@
 //!
 //! Rewriting the whole document after every change costs O(files) per
 //! change. [`journal`] holds the other half of persistence: each change's
-//! effect ([`StateBackend::change_at`]) is appended as a framed, checksummed
-//! record, [`StateBackend::apply`] replays another process's records, and
+//! effect ([`StateBackend::encode_change_at`] for a write or a deletion, the
+//! splice of the bytes an edit changed for [`StateBackend::edit_journaled`])
+//! is appended as a framed, checksummed record, [`StateBackend::apply`]
+//! replays another process's records, and
 //! [`StateBackend::from_files_replayed`] loads a document with its journal.
 //! The document is rewritten only when the journal is folded into it (a
 //! compaction), so **a reader that opens the document alone (the Python

@@ -44,6 +44,17 @@ impl Stamp {
         }
     }
 
+    /// Appends [`Stamp::render`]'s text to `out`, without a `String` of its own.
+    pub(crate) fn write_to(&self, out: &mut Vec<u8>) {
+        match self {
+            Stamp::Text(text) => out.extend_from_slice(text.as_bytes()),
+            Stamp::At(at) => {
+                // Writing into a Vec cannot fail.
+                let _ = std::io::Write::write_fmt(out, format_args!("{at}"));
+            }
+        }
+    }
+
     /// The RFC 3339 text of this stamp (empty when unknown).
     pub(crate) fn render(&self) -> String {
         match self {

@@ -19,8 +19,10 @@ const FAILPOINT_VAR: &str = "BURROW_STATE_FAILPOINT";
 /// Aborts the process (as a `kill -9` would end it: no destructor, no
 /// cleanup) when [`FAILPOINT_VAR`] names `step`. The steps: `after_append`
 /// (a group's records are in the journal and synced, no result printed yet),
-/// `after_temp_write`, `after_temp_fsync`, `after_rename` (the compacted
-/// document is in place, the journal not cut yet) and `after_journal_cut`.
+/// `after_temp_write`, `after_temp_fsync`, `after_fold_mark` (the journal's
+/// mark naming the compacted document is synced, the document not renamed
+/// yet), `after_rename` (the compacted document is in place, the journal
+/// not cut yet) and `after_journal_cut`.
 pub fn failpoint(step: &str) {
     if std::env::var_os(FAILPOINT_VAR).is_some_and(|v| v == step) {
         std::process::abort();
@@ -177,22 +179,47 @@ pub fn append(path: &Path, at: u64, records: &[u8]) -> io::Result<()> {
 /// Creates or replaces the journal `path` with one of `generation` holding
 /// `records`, whole, through a synced temporary file and a rename (a kill
 /// leaves the old journal or the new one), with the permissions of the
-/// document `doc` when it exists.
-pub fn replace_journal(path: &Path, doc: &Path, generation: u64, records: &[u8]) -> io::Result<()> {
-    let mut bytes = Vec::with_capacity(HEADER_LEN + records.len());
-    bytes.extend_from_slice(&header(generation));
-    bytes.extend_from_slice(records);
-    replace(path, doc, &bytes, false)
+/// document `doc` when it exists. Returns the journal's length.
+pub fn replace_journal(
+    path: &Path,
+    doc: &Path,
+    generation: u64,
+    records: &[u8],
+) -> io::Result<u64> {
+    replace(
+        path,
+        doc,
+        false,
+        |file| {
+            file.write_all(&header(generation))?;
+            file.write_all(records)?;
+            Ok(HEADER_LEN as u64 + records.len() as u64)
+        },
+        |_| Ok(()),
+    )
 }
 
-/// Replaces the document `path` with `bytes` through a temporary file in
-/// the same folder, synced, and a rename, keeping the old file's
-/// permissions; the failpoints of compaction sit between the steps.
-pub fn replace_document(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    replace(path, path, bytes, true)
+/// Replaces the document `path` with what `write` writes (returning how
+/// many bytes it wrote) through a temporary file in the same folder,
+/// synced, and a rename, keeping the old file's permissions; `before_rename`
+/// runs with `write`'s result once the temporary file is synced, just
+/// before the rename. The failpoints of compaction sit between the steps.
+/// Returns `write`'s result.
+pub fn replace_document<T>(
+    path: &Path,
+    write: impl FnOnce(&mut fs::File) -> io::Result<T>,
+    before_rename: impl FnOnce(&T) -> io::Result<()>,
+) -> io::Result<T> {
+    replace(path, path, true, write, before_rename)
 }
 
-fn replace(path: &Path, like: &Path, bytes: &[u8], failpoints: bool) -> io::Result<()> {
+fn replace<T>(
+    path: &Path,
+    like: &Path,
+    failpoints: bool,
+    write: impl FnOnce(&mut fs::File) -> io::Result<T>,
+    before_rename: impl FnOnce(&T) -> io::Result<()>,
+) -> io::Result<T> {
     let step = |name: &str| {
         if failpoints {
             failpoint(name);
@@ -211,18 +238,19 @@ fn replace(path: &Path, like: &Path, bytes: &[u8], failpoints: bool) -> io::Resu
     #[cfg(unix)]
     builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
     let mut tmp = builder.tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
+    let written = write(tmp.as_file_mut())?;
     if let Ok(meta) = fs::metadata(like) {
         tmp.as_file().set_permissions(meta.permissions())?;
     }
     step("after_temp_write");
     tmp.as_file().sync_all()?;
     step("after_temp_fsync");
+    before_rename(&written)?;
     tmp.persist(path).map_err(|e| e.error)?;
     // Make the rename itself durable where the platform allows it.
     if let Ok(d) = fs::File::open(dir) {
         let _ = d.sync_all();
     }
     step("after_rename");
-    Ok(())
+    Ok(written)
 }

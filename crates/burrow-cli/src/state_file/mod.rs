@@ -4,10 +4,11 @@
 //!
 //! Writing the whole document back for every group of changes made each
 //! change cost O(files). Instead each change's **effect** (the file as it
-//! is after the change, or its deletion; `burrow::state_journal`) is
+//! is after a write, its deletion, or for an edit the bytes it changed,
+//! bound to the bytes it changed them in; `burrow::state_journal`) is
 //! appended to `FILE.json.journal`, and the document is rewritten only by a
 //! **compaction**, so a change costs O(its file) plus an amortised O(1)
-//! share of compactions (docs/adr/0200, docs/adr/0201).
+//! share of compactions (docs/adr/0200, docs/adr/0201, docs/adr/0353).
 //!
 //! - **Files beside the document**: `FILE.json.journal` and `FILE.json.lock`
 //!   (hashed `.burrow-HASH.journal` / `.burrow-HASH.lock` names when those
@@ -36,12 +37,14 @@
 //! - **Compaction** (under the exclusive lock): the whole workspace is
 //!   written to a temporary file beside the document, synced, renamed over
 //!   it, then the journal is replaced by an empty one of the next
-//!   generation. It runs when the journal grows past the document's size
-//!   (and past 64 MiB), when the process ends normally having appended
-//!   records, and on `burrow state compact FILE.json`. A kill at any step
-//!   leaves a document that parses plus a journal that replays to every
-//!   acknowledged change (records are effects: replaying them over a
-//!   document they are already folded into changes nothing).
+//!   generation; a journal holding edits is first marked (synced) with the
+//!   new document's length and CRC-32. It runs when the journal grows past
+//!   the document's size (and past 64 MiB), when the process ends normally
+//!   having appended records, and on `burrow state compact FILE.json`. A
+//!   kill at any step leaves a document that parses plus a journal that
+//!   replays to every acknowledged change once (puts and deletions replay
+//!   over their own result harmlessly; a load over the marked document
+//!   starts after the mark, so no edit applies twice).
 //! - **A reader of FILE.json alone** (pydantic-ai-backend, pydantic-deep)
 //!   sees the state as of the last compaction; the document stays byte for
 //!   byte the FileData document those libraries write.
@@ -127,6 +130,8 @@ struct Inner {
     /// The records of changes made under `held`, not in the journal yet.
     pending: Vec<u8>,
     pending_records: u64,
+    /// Some of the pending records are splices.
+    pending_splices: bool,
     /// This process appended records since it last compacted.
     added: bool,
 }
@@ -150,6 +155,9 @@ struct Position {
     end: u64,
     /// How many records those bytes hold.
     records: u64,
+    /// Some of them are splices (edits), which replay only over the bytes
+    /// they were made on: a compaction marks the journal before its rename.
+    splices: bool,
 }
 
 impl Position {
@@ -164,6 +172,8 @@ enum Touched<'a> {
     Path(&'a VPath),
     /// The file at this path or every file beneath it.
     Tree(&'a VPath),
+    /// The change appends its own record (an edit's splice).
+    Recorded,
 }
 
 impl StateFile {
@@ -182,6 +192,7 @@ impl StateFile {
                 held: None,
                 pending: Vec::new(),
                 pending_records: 0,
+                pending_splices: false,
                 added: false,
             }),
             turn: tokio::sync::Mutex::new(()),
@@ -239,8 +250,14 @@ impl StateFile {
                     generation,
                     end: records.len as u64,
                     records: records.changes.len() as u64,
+                    splices: records.changes.iter().any(is_splice),
                 };
-                (Some(position), records.changes)
+                let mut changes = records.changes;
+                // Records a compaction already folded into this very
+                // document (stopped between its rename and its cut) are skipped.
+                let doc_bytes = stamped.as_ref().map_or(&[][..], |(bytes, _)| bytes);
+                changes.drain(..state_journal::replay_start(&changes, doc_bytes));
+                (Some(position), changes)
             }
         };
         let backend =
@@ -325,6 +342,7 @@ impl StateFile {
         }
         let records = state_journal::read_records(&tail).map_err(|e| self.journal_damaged(&e))?;
         let count = records.changes.len() as u64;
+        let splices = records.changes.iter().any(is_splice);
         for change in records.changes {
             if let Err(e) = inner.backend.apply(change) {
                 inner.stale = true;
@@ -335,6 +353,7 @@ impl StateFile {
             generation,
             end: position.end + records.len as u64,
             records: position.records + count,
+            splices: position.splices || splices,
         });
         Ok(())
     }
@@ -382,7 +401,7 @@ impl StateFile {
     /// returns. What it touched is journaled once it succeeds.
     async fn change<T, F>(&self, touched: Touched<'_>, apply: F) -> Result<T>
     where
-        F: AsyncFnOnce(StateBackend) -> Result<T>,
+        F: AsyncFnOnce(StateBackend, &mut Vec<u8>) -> Result<T>,
     {
         let _turn = self.turn.lock().await;
         let (backend, paths) = {
@@ -408,17 +427,29 @@ impl StateFile {
                     .iter()
                     .filter_map(|p| VPath::parse(p).ok())
                     .collect(),
+                Touched::Recorded => Vec::new(),
             };
             (inner.backend.clone(), paths)
         };
-        let result = apply(backend).await;
+        // The change may append its own record to the pending ones (only
+        // this call changes anything now: `turn` is held).
+        let mut records = std::mem::take(&mut self.inner().pending);
+        let mark = records.len();
+        let result = apply(backend, &mut records).await;
         let mut inner = self.inner();
+        if result.is_err() {
+            records.truncate(mark);
+        }
+        if records.len() > mark {
+            inner.pending_records += 1;
+            inner.pending_splices = true;
+        }
+        inner.pending = records;
         let mut outcome = Ok(());
         if result.is_ok() {
             for path in &paths {
-                let change = inner.backend.change_at(path);
                 let inner = &mut *inner;
-                if let Err(e) = state_journal::encode(&change, &mut inner.pending) {
+                if let Err(e) = inner.backend.encode_change_at(path, &mut inner.pending) {
                     inner.stale = true;
                     outcome = Err(e);
                     break;
@@ -432,6 +463,7 @@ impl StateFile {
             }
             inner.pending.clear();
             inner.pending_records = 0;
+            inner.pending_splices = false;
             inner.held = None;
         }
         outcome?;
@@ -448,19 +480,22 @@ impl StateFile {
         // Cleared, not taken, once appended: the buffer's pages serve every group.
         let records = &inner.pending;
         let count = std::mem::take(&mut inner.pending_records);
+        let splices = std::mem::take(&mut inner.pending_splices);
         let appended = match inner.seen.journal {
             Some(position) => {
                 disk::append(&self.journal_path, position.file_len(), records).map(|()| Position {
                     end: position.end + records.len() as u64,
                     records: position.records + count,
+                    splices: position.splices || splices,
                     ..position
                 })
             }
-            None => disk::replace_journal(&self.journal_path, &self.path, 1, records).map(|()| {
+            None => disk::replace_journal(&self.journal_path, &self.path, 1, records).map(|_| {
                 Position {
                     generation: 1,
                     end: records.len() as u64,
                     records: count,
+                    splices,
                 }
             }),
         };
@@ -500,14 +535,46 @@ impl StateFile {
     /// temporary file, then the journal replaced by an empty one of the
     /// next generation.
     fn compact_now(&self, inner: &mut Inner) -> Result<()> {
-        let json = inner.backend.files_json();
         let fail = |inner: &mut Inner, e: io::Error| {
             inner.stale = true;
             self.io_failure("compact", e)
         };
-        if let Err(e) = disk::replace_document(&self.path, json.as_bytes()) {
-            return Err(fail(inner, e));
-        }
+        // Written in pieces straight from the files: the document is never
+        // held whole in memory (at 10,000 files of the bench, 27 MB and
+        // some 6,600 page faults fewer).
+        let backend = inner.backend.clone();
+        // A journal holding splices is marked with the new document's
+        // length and CRC-32 (synced) before the rename: were the process
+        // killed between the rename and the cut, the next load skips the
+        // records the document already holds (a splice must not apply twice).
+        let mark = inner
+            .seen
+            .journal
+            .filter(|j| j.splices)
+            .map(|j| j.file_len());
+        let written = disk::replace_document(
+            &self.path,
+            |file| {
+                let mut out = state_journal::Checksummed::new(file);
+                backend.write_files_json(&mut out)?;
+                Ok(out.finish())
+            },
+            |&(len, crc)| {
+                let Some(at) = mark else {
+                    return Ok(());
+                };
+                let mut record = Vec::new();
+                state_journal::encode(&state_journal::Change::Folded { len, crc }, &mut record)
+                    .map_err(|e| io::Error::other(e.message().to_owned()))?;
+                disk::append(&self.journal_path, at, &record)?;
+                disk::failpoint("after_fold_mark");
+                Ok(())
+            },
+        );
+        let doc_len = match written {
+            Ok((len, _)) => len,
+            Err(e) => return Err(fail(inner, e)),
+        };
         let generation = inner.seen.journal.map_or(0, |j| j.generation) + 1;
         if let Err(e) = disk::replace_journal(&self.journal_path, &self.path, generation, &[]) {
             return Err(fail(inner, e));
@@ -519,11 +586,12 @@ impl StateFile {
         };
         inner.seen = Seen {
             doc: stamp,
-            doc_len: json.len() as u64,
+            doc_len,
             journal: Some(Position {
                 generation,
                 end: 0,
                 records: 0,
+                splices: false,
             }),
         };
         inner.added = false;
@@ -564,6 +632,7 @@ impl Saver for Arc<StateFile> {
         inner.group_fresh = true;
         inner.pending.clear();
         inner.pending_records = 0;
+        inner.pending_splices = false;
     }
 
     fn finish(&self) -> Result<()> {
@@ -575,6 +644,7 @@ impl Saver for Arc<StateFile> {
         };
         inner.pending.clear();
         inner.pending_records = 0;
+        inner.pending_splices = false;
         inner.grouping = false;
         inner.held = None;
         saved
@@ -617,7 +687,7 @@ impl Backend for StateFile {
         path: &VPath,
         bytes: &[u8],
     ) -> Result<WriteResult> {
-        self.change(Touched::Path(path), async |b: StateBackend| {
+        self.change(Touched::Path(path), async |b: StateBackend, _| {
             b.write_bytes(ctx, path, bytes).await
         })
         .await
@@ -625,27 +695,30 @@ impl Backend for StateFile {
 
     async fn edit(
         &self,
-        ctx: &FileContext,
+        _ctx: &FileContext,
         path: &VPath,
         old: &str,
         new: &str,
         replace_all: bool,
     ) -> Result<EditResult> {
-        self.change(Touched::Path(path), async |b: StateBackend| {
-            b.edit(ctx, path, old, new, replace_all).await
-        })
+        self.change(
+            Touched::Recorded,
+            async |b: StateBackend, record: &mut Vec<u8>| {
+                b.edit_journaled(path, old, new, replace_all, record)
+            },
+        )
         .await
     }
 
     async fn delete(&self, ctx: &FileContext, path: &VPath) -> Result<()> {
-        self.change(Touched::Path(path), async |b: StateBackend| {
+        self.change(Touched::Path(path), async |b: StateBackend, _| {
             b.delete(ctx, path).await
         })
         .await
     }
 
     async fn delete_tree(&self, ctx: &FileContext, path: &VPath) -> Result<()> {
-        self.change(Touched::Tree(path), async |b: StateBackend| {
+        self.change(Touched::Tree(path), async |b: StateBackend, _| {
             b.delete_tree(ctx, path).await
         })
         .await
@@ -680,4 +753,8 @@ impl Backend for StateFile {
     ) -> Result<GrepResult> {
         self.for_read()?.grep(ctx, query, under, limit).await
     }
+}
+
+fn is_splice(change: &state_journal::Change) -> bool {
+    matches!(change, state_journal::Change::Splice { .. })
 }

@@ -254,6 +254,7 @@ const STEPS: &[&str] = &[
     "after_append",
     "after_temp_write",
     "after_temp_fsync",
+    "after_fold_mark",
     "after_rename",
     "after_journal_cut",
 ];
@@ -364,6 +365,51 @@ fn a_journal_missing_its_last_byte_drops_the_last_record_and_keeps_the_rest() {
     let mut keys: Vec<&String> = doc.as_object().unwrap().keys().collect();
     keys.sort();
     assert_eq!(keys, ["/a", "/b", "/c", "/e"]);
+}
+
+#[test]
+fn an_edit_replayed_over_a_file_another_program_changed_is_refused_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    ok(dir, &["write", "/a.txt"], b"one\n");
+    ok(dir, &["write", "/b.txt"], b"b\n");
+    let (status, _) = batch_with_env(
+        dir,
+        &edit_line("/a.txt", "one", "two"),
+        &[("BURROW_STATE_FAILPOINT", "after_append")],
+    );
+    assert!(status.code().is_none());
+    // The edit is in the journal only, and burrow reads it from there.
+    assert_eq!(ok(dir, &["cat", "/a.txt"], b"").out(), "two\n");
+    // Another program rewrites the document, changing the file the journal edits.
+    let theirs = r#"{"/a.txt": {"content": ["uno", ""]}, "/b.txt": {"content": ["b", ""]}}"#;
+    std::fs::write(dir.join("state.json"), theirs).unwrap();
+    let journal = std::fs::read(dir.join("state.json.journal")).unwrap();
+    let host = dir.display().to_string();
+    for (args, stdin) in [
+        (&["--json", "cat", "/b.txt"][..], &b""[..]),
+        (&["--json", "write", "/c.txt"][..], &b"c"[..]),
+        (&["--json", "state", "compact", "state.json"][..], &b""[..]),
+    ] {
+        let mut all = vec!["--backend", SPEC];
+        all.extend_from_slice(args);
+        let message = burrow_in(dir, &all, stdin).assert_json_error(2, "failure");
+        assert!(message.contains("state.json"), "{message}");
+        assert!(message.contains("/a.txt"), "{message}");
+        assert!(!message.contains(&host), "a host path in: {message}");
+    }
+    assert_eq!(
+        std::fs::read(dir.join("state.json.journal")).unwrap(),
+        journal
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("state.json")).unwrap(),
+        theirs
+    );
+    // The document holding /a.txt as the edit found it: the journal replays.
+    let before = r#"{"/a.txt": {"content": ["one", ""]}, "/b.txt": {"content": ["b", ""]}}"#;
+    std::fs::write(dir.join("state.json"), before).unwrap();
+    assert_eq!(ok(dir, &["cat", "/a.txt"], b"").out(), "two\n");
 }
 
 #[test]

@@ -46,6 +46,12 @@ async fn every_byte_survives_files_and_from_files_and_json() {
     let json = files_document_to_json(&doc);
     // The direct writer gives the same text, byte for byte.
     assert_eq!(b.files_json(), json);
+    let mut streamed = Vec::new();
+    let written = b.write_files_json(&mut streamed).unwrap();
+    assert_eq!(
+        (streamed, written),
+        (json.clone().into_bytes(), json.len() as u64)
+    );
     let restored = StateBackend::from_files(parse_files_document(&json).unwrap()).unwrap();
     for (path, bytes) in CASES {
         assert_eq!(
@@ -243,4 +249,140 @@ fn a_journal_replays_over_its_document_and_twice_gives_the_same() {
     let twice =
         StateBackend::from_files_replayed(folded.clone(), changes, Default::default()).unwrap();
     assert_eq!(twice.files(), folded);
+}
+
+/// A workspace of a few MiB is written through the small buffer in many
+/// pieces, the same text as the document built whole.
+#[tokio::test]
+async fn a_document_written_in_pieces_is_the_whole_document() {
+    let b = StateBackend::new();
+    let ctx = FileContext::default();
+    for i in 0..600 {
+        let content: String = (0..200)
+            .map(|j| format!("line {j} of \"{i}\"\twith\\escapes\n"))
+            .collect();
+        b.write_bytes(
+            &ctx,
+            &p(&format!("/d{}/f{i}.txt", i % 7)),
+            content.as_bytes(),
+        )
+        .await
+        .unwrap();
+    }
+    let json = b.files_json();
+    assert!(json.len() > 4 << 20, "{} bytes", json.len());
+    struct Pieces(Vec<u8>, usize);
+    impl std::io::Write for Pieces {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.1 += 1;
+            self.0.extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut out = Pieces(Vec::new(), 0);
+    let written = b.write_files_json(&mut out).unwrap();
+    assert_eq!(written, json.len() as u64);
+    assert!(out.1 > 10, "{} writes", out.1);
+    assert!(out.0 == json.as_bytes(), "the pieces differ from the whole");
+}
+
+/// The record encoded straight from the store is the record of the change
+/// `change_at` builds: for a written file (a stamped instant), a file loaded
+/// with text times, one with an unknown time, and a path with no file.
+#[tokio::test]
+async fn a_record_encoded_from_the_store_is_the_record_of_its_change() {
+    use burrow_state::journal::{self, Change};
+    let mut doc = FilesDocument::new();
+    doc.insert("/loaded.txt".into(), text(&["a", ""], "c0", "m0"));
+    doc.insert("/unknown.txt".into(), text(&["b"], "", ""));
+    let b = StateBackend::from_files(doc).unwrap();
+    let ctx = FileContext::default();
+    b.write_bytes(&ctx, &p("/new/w.txt"), b"new\n")
+        .await
+        .unwrap();
+    let mut records = Vec::new();
+    for path in ["/loaded.txt", "/unknown.txt", "/new/w.txt", "/gone.txt"] {
+        let mut whole = Vec::new();
+        journal::encode(&b.change_at(&p(path)), &mut whole).unwrap();
+        let mut direct = Vec::new();
+        b.encode_change_at(&p(path), &mut direct).unwrap();
+        assert_eq!(direct, whole, "{path}");
+        records.extend_from_slice(&direct);
+    }
+    let read = journal::read_records(&records).unwrap();
+    assert_eq!(read.changes.len(), 4);
+    assert!(
+        matches!(&read.changes[2], Change::Put { created_at, modified_at, .. }
+        if !created_at.is_empty() && created_at == modified_at)
+    );
+    assert_eq!(
+        read.changes[3],
+        Change::Delete {
+            path: "/gone.txt".into()
+        }
+    );
+}
+
+/// An edit journaled as a splice replays over the document it was made on,
+/// is refused over one that already holds it (or any other bytes), and a
+/// load that starts after the compaction's mark gets the document whole.
+#[tokio::test]
+async fn a_splice_replays_once_and_the_mark_skips_what_a_compaction_folded() {
+    use burrow_state::journal::{self, Change};
+    let mut doc = FilesDocument::new();
+    doc.insert("/log.txt".into(), text(&["a", ""], "c", "m"));
+    let before = StateBackend::from_files(doc.clone()).unwrap();
+    let before_json = before.files_json();
+    // The edit as a running process makes it: its record appended to a journal.
+    let mut bytes = Vec::new();
+    let result = before
+        .edit_journaled(&p("/log.txt"), "a", "aa", false, &mut bytes)
+        .unwrap();
+    assert_eq!(result.occurrences, Some(1));
+    assert!(bytes.len() < 100, "{} bytes", bytes.len());
+    // A refused edit journals nothing and changes nothing.
+    let refused = before.edit_journaled(&p("/log.txt"), "zzz", "y", false, &mut bytes);
+    assert_eq!(refused.unwrap_err().kind(), ErrorKind::InvalidArgument);
+    let mut changes = journal::read_records(&bytes).unwrap().changes;
+    assert!(matches!(changes[0], Change::Splice { .. }), "{changes:?}");
+    let folded_json = before.files_json();
+    let folded = parse_files_document(&folded_json).unwrap();
+
+    let replayed =
+        StateBackend::from_files_replayed(doc.clone(), changes.clone(), Default::default())
+            .unwrap();
+    assert_eq!(replayed.files(), folded);
+    // Another process applies the record to its copy.
+    let other = StateBackend::from_files(doc.clone()).unwrap();
+    other.apply(changes[0].clone()).unwrap();
+    assert_eq!(other.files(), folded);
+    // Over the folded document the splice does not apply: refused, naming the file.
+    let twice =
+        StateBackend::from_files_replayed(folded.clone(), changes.clone(), Default::default());
+    let message = twice.unwrap_err().message().to_owned();
+    assert!(message.contains("/log.txt"), "{message}");
+    assert!(other.apply(changes[0].clone()).is_err());
+    assert_eq!(other.files(), folded, "a refused splice changes nothing");
+
+    // The compaction's mark names the folded document: a load over it
+    // starts after the mark, a load over the old one replays everything.
+    changes.push(Change::Folded {
+        len: folded_json.len() as u64,
+        crc: journal::crc32(folded_json.as_bytes()),
+    });
+    let start = journal::replay_start(&changes, folded_json.as_bytes());
+    assert_eq!(start, 2);
+    let after_mark = StateBackend::from_files_replayed(
+        folded.clone(),
+        changes[start..].to_vec(),
+        Default::default(),
+    )
+    .unwrap();
+    assert_eq!(after_mark.files(), folded);
+    assert_eq!(journal::replay_start(&changes, before_json.as_bytes()), 0);
+    let all = StateBackend::from_files_replayed(doc, changes, Default::default()).unwrap();
+    assert_eq!(all.files(), folded);
 }

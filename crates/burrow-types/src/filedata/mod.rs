@@ -534,6 +534,37 @@ impl DocumentWriter {
         self.out.push('}');
         self.out
     }
+
+    /// How many bytes of text are held, written by [`DocumentWriter::drain_to`] or
+    /// [`DocumentWriter::finish_to`].
+    pub fn held(&self) -> usize {
+        self.out.len()
+    }
+
+    /// Writes the text held so far to `out` and forgets it, keeping the
+    /// buffer: a writer drained every few hundred KiB writes a document of
+    /// any size through one small buffer instead of holding it whole.
+    ///
+    /// # Errors
+    ///
+    /// `out`'s error; the text held is kept then.
+    pub fn drain_to(&mut self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        out.write_all(self.out.as_bytes())?;
+        self.out.clear();
+        Ok(())
+    }
+
+    /// Ends the document and writes what is left of it to `out`: the
+    /// pieces written by [`DocumentWriter::drain_to`] and this one are
+    /// together exactly what [`DocumentWriter::finish`] returns.
+    ///
+    /// # Errors
+    ///
+    /// `out`'s error.
+    pub fn finish_to(mut self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        self.out.push('}');
+        out.write_all(self.out.as_bytes())
+    }
 }
 
 #[cfg(test)]
@@ -610,7 +641,18 @@ mod tests {
                 FileData::from_bytes(bytes, created.to_owned(), modified.to_owned()),
             );
         }
+        // Drained after every entry into a sink, the same text.
+        let mut drained = DocumentWriter::with_capacity(0);
+        let mut sink = Vec::new();
+        for (path, bytes, created, modified) in files {
+            drained.entry(path, bytes, created, modified);
+            assert!(drained.held() > 0);
+            drained.drain_to(&mut sink).unwrap();
+            assert_eq!(drained.held(), 0);
+        }
+        drained.finish_to(&mut sink).unwrap();
         let json = writer.finish();
+        assert_eq!(String::from_utf8(sink).unwrap(), json);
         assert_eq!(json, files_document_to_json(&doc));
         assert_eq!(parse_files_document(&json).unwrap(), doc);
         assert_eq!(DocumentWriter::with_capacity(8).finish(), "{}");
