@@ -11,7 +11,9 @@
 //! all at once; the next wave is looked for once every run of this one has
 //! ended. Within a wave members run concurrently (two may race for one item:
 //! the store lets one win). The lead asks for a look before each of its
-//! model requests and when it is about to end.
+//! model requests, and waits until that look has started its wave (or a
+//! wave already runs), so a look the lead asked for never falls between two
+//! calls of the lead's own answer; and when it is about to end.
 //!
 //! # When the team's run is done
 //!
@@ -277,7 +279,7 @@ impl Team {
         for def in &self.members {
             slots.push(self.slot(def, &roster, &lead_run));
         }
-        let (quiet, _) = tokio::sync::watch::channel(0);
+        let (looks, _) = tokio::sync::watch::channel(Looks::default());
         let crew = Arc::new(Crew {
             key: self.key.clone(),
             store: self.store.clone(),
@@ -287,7 +289,7 @@ impl Team {
             lead_run,
             kicks: AtomicU64::new(0),
             kick: tokio::sync::Notify::new(),
-            quiet,
+            looks,
             supervisor: Mutex::new(None),
         });
         let mut tools = agent.tools().clone();
@@ -429,6 +431,17 @@ struct Slot {
 
 type Supervisor = (CancelToken, tokio::task::JoinHandle<()>);
 
+/// What the supervisor's looks found, by the number of looks asked for when each began.
+#[derive(Debug, Clone, Copy, Default)]
+struct Looks {
+    /// The last look made (its wave, if any, started).
+    looked: u64,
+    /// The last look that found the team quiet (no wave, nothing to do).
+    quiet: u64,
+    /// A wave runs.
+    running: bool,
+}
+
 struct Crew {
     key: TeamKey,
     store: Arc<dyn SessionStore>,
@@ -440,8 +453,8 @@ struct Crew {
     /// Looks asked for, counted.
     kicks: AtomicU64,
     kick: tokio::sync::Notify,
-    /// The last look that found the team quiet (no wave, nothing to do).
-    quiet: tokio::sync::watch::Sender<u64>,
+    /// What the looks found.
+    looks: tokio::sync::watch::Sender<Looks>,
     supervisor: Mutex<Option<Supervisor>>,
 }
 
@@ -482,6 +495,26 @@ impl Crew {
         let stop = CancelToken::new();
         let task = tokio::spawn(supervise(self.clone(), stop.clone()));
         *slot = Some((stop, task));
+    }
+
+    fn supervising(&self) -> bool {
+        lock(&self.supervisor)
+            .as_ref()
+            .is_some_and(|(_, task)| !task.is_finished())
+    }
+
+    /// Waits until the looks satisfy `done`, or the supervisor is gone.
+    async fn wait_looks(&self, done: impl Fn(&Looks) -> bool) {
+        let mut looks = self.looks.subscribe();
+        loop {
+            let waited =
+                tokio::time::timeout(Duration::from_secs(1), looks.wait_for(|l| done(l))).await;
+            match waited {
+                Ok(_) => return,
+                Err(_) if !self.supervising() => return,
+                Err(_) => {}
+            }
+        }
     }
 
     async fn stop_supervisor(&self) {
@@ -583,11 +616,27 @@ async fn supervise(crew: Arc<Crew>, stop: CancelToken) {
         }
         let look = crew.kicks.load(Ordering::SeqCst);
         let wave = crew.start_wave().await;
+        crew.looks.send_modify(|l| {
+            l.looked = look;
+            l.running = !wave.is_empty();
+            if wave.is_empty() {
+                l.quiet = look;
+            }
+        });
         if wave.is_empty() {
-            crew.quiet.send_replace(look);
-            tokio::select! {
-                () = stop.cancelled() => return,
-                () = crew.kick.notified() => {}
+            // The next look is for a look asked after this one began (a
+            // permit left from a look already made starts none).
+            loop {
+                let kicked = crew.kick.notified();
+                let mut kicked = std::pin::pin!(kicked);
+                kicked.as_mut().enable();
+                if crew.kicks.load(Ordering::SeqCst) > look {
+                    break;
+                }
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = kicked => {}
+                }
             }
             continue;
         }
@@ -600,6 +649,7 @@ async fn supervise(crew: Arc<Crew>, stop: CancelToken) {
                 for (i, result) in &ended {
                     crew.ended(*i, result);
                 }
+                crew.looks.send_modify(|l| l.running = false);
             }
             () = stop.cancelled() => {
                 for (i, handle) in &wave {
@@ -645,16 +695,17 @@ impl Capability for Lead {
         _run: &RunInfo,
         _history: &[Message],
     ) -> Result<Vec<Message>, RunFailure> {
-        self.crew.ask_look();
+        // The look starts its wave before the request: none falls inside the answer's calls.
+        let look = self.crew.ask_look();
+        self.crew
+            .wait_looks(|l| l.looked >= look || l.running)
+            .await;
         Ok(Vec::new())
     }
 
     async fn before_end(&self, _run: &RunInfo) -> Vec<Message> {
         let look = self.crew.ask_look();
-        let mut quiet = self.crew.quiet.subscribe();
-        if quiet.wait_for(|at| *at >= look).await.is_err() {
-            return Vec::new();
-        }
+        self.crew.wait_looks(|l| l.quiet >= look).await;
         // What members sent the lead meanwhile; none lets the run end.
         self.crew.lead_inbox.fresh(0).await.unwrap_or_default()
     }
