@@ -24,6 +24,7 @@ use burrow_runtime::model::{Model, ScriptedModel};
 use burrow_runtime::runner::{FanoutChannel, LiveChannel, LiveEvent, LiveFrame};
 use burrow_runtime::session::{MemoryStore, Scope, SessionStore};
 use burrow_runtime::subagent::{SubAgent, TaskEvent, Tasks};
+use burrow_runtime::team::{MemberDef, Team, TeamEvent, TeamHandle, TeamKey};
 use burrow_runtime::tool::ToolRegistry;
 use futures::StreamExt;
 use serde::Serialize;
@@ -65,6 +66,8 @@ pub struct Config {
     task_max_turns: usize,
     /// How long a child's runner claims its thread (`--claim-ttl`).
     task_claim_ttl: Duration,
+    /// The members of `--team FILE` (the agent leads them), if given.
+    team: Option<Vec<MemberDef>>,
     /// The note for SubagentStop hooks, dropped once subagents are given.
     subagent_note: Option<String>,
     /// Notes for stderr (settings that name hooks burrow does not run).
@@ -112,6 +115,7 @@ impl Config {
             task_depth: burrow_runtime::subagent::DEFAULT_MAX_DEPTH,
             task_max_turns: burrow_runtime::subagent::DEFAULT_CHILD_MAX_TURNS,
             task_claim_ttl: burrow_runtime::runner::DEFAULT_CLAIM_TTL,
+            team: None,
             subagent_note,
             notes,
             compaction: burrow_runtime::compaction::CompactionConfig::default(),
@@ -234,6 +238,40 @@ impl Config {
         }
         self.subagent_note = None;
         self.agents = Some(agents);
+        Ok(self)
+    }
+
+    /// The same configuration leading the team of `file` (`--team`), each
+    /// member's model opened now (`lead_model`, the lead's spec, when the
+    /// file names none). An `Err` is one sentence naming the file.
+    pub fn with_team(
+        mut self,
+        file: Option<&Path>,
+        lead_model: &str,
+        request_timeout: Duration,
+    ) -> Result<Self, String> {
+        let Some(file) = file else { return Ok(self) };
+        let mut members = Vec::new();
+        for loaded in crate::team::load(file, lead_model)? {
+            let model = match &loaded.model {
+                Some(spec) => Some(open_model(spec, request_timeout).map_err(|why| {
+                    // The spec as the file gives it, not the path it was made into.
+                    let given = loaded.given.as_deref().unwrap_or(spec);
+                    format!(
+                        "the team file {}: the member {}: {}",
+                        crate::team::shown(file),
+                        loaded.member.name,
+                        why.replace(spec.as_str(), &display::name(given))
+                    )
+                })?),
+                None => None,
+            };
+            members.push(MemberDef {
+                member: loaded.member,
+                model,
+            });
+        }
+        self.team = Some(members);
         Ok(self)
     }
 
@@ -396,14 +434,32 @@ impl Config {
         if let Some(workspace) = &self.artifacts {
             agent = workspace.install(agent);
         }
+        let (store, scope) = store.unwrap_or_else(|| {
+            (
+                Arc::new(MemoryStore::new()) as Arc<dyn SessionStore>,
+                Scope::new(burrow::DEFAULT_TENANT, "default"),
+            )
+        });
+        let mut team = None;
+        if let Some(members) = self.team {
+            // The team is the lead's thread's (its run's outside a session).
+            let name = session.map_or_else(|| "team".to_owned(), str::to_owned);
+            let key = TeamKey::new(scope.clone(), name);
+            let mut setup = Team::new(store.clone(), key, model.clone(), members)
+                .with_tools(file_tools.clone())
+                .with_hooks(hooks.clone())
+                .with_member_max_turns(self.task_max_turns)
+                .with_claim_ttl(self.task_claim_ttl)
+                .with_events(Arc::new(move |event: TeamEvent| team_event(event, json)));
+            if let Some(config) = agent.compaction() {
+                setup = setup.with_compaction(config.clone());
+            }
+            let (lead, handle) = setup.install(agent);
+            agent = lead;
+            team = Some(handle);
+        }
         let mut children = None;
         if let Some(agents) = self.agents {
-            let (store, scope) = store.unwrap_or_else(|| {
-                (
-                    Arc::new(MemoryStore::new()) as Arc<dyn SessionStore>,
-                    Scope::new(burrow::DEFAULT_TENANT, "default"),
-                )
-            });
             let tasks = Tasks::new(agents, model, store, scope)
                 .with_tools(file_tools)
                 .with_spill(toolset)
@@ -420,6 +476,7 @@ impl Config {
             Settle {
                 hooks,
                 children,
+                team,
                 mcp: self.mcp,
             },
         )
@@ -432,6 +489,8 @@ impl Config {
 pub struct Settle {
     hooks: Hooks,
     children: Option<Tasks>,
+    /// The team the agent leads: its members' runs stopped and settled.
+    team: Option<TeamHandle>,
     /// The MCP servers, stopped once the run has settled.
     mcp: Option<Arc<McpServers>>,
 }
@@ -442,6 +501,9 @@ impl Settle {
     pub async fn settle(&self) {
         if let Some(tasks) = &self.children {
             tasks.aclose().await;
+        }
+        if let Some(team) = &self.team {
+            team.aclose().await;
         }
         self.hooks.settle().await;
         if let Some(mcp) = &self.mcp {
@@ -543,6 +605,78 @@ fn task_event(event: TaskEvent, json: bool) {
             }
         }
         _ => {}
+    }
+}
+
+/// Prints what a team's member does, queued at once (the member's run never
+/// waits for the reader): with `--json` its events, each with the member's
+/// `run_id`, the lead's `parent_run_id` and the `member` (`member_started`,
+/// the member's frames, `member_ended`); else one line on stderr as it
+/// starts and as it ends.
+fn team_event(event: TeamEvent, json: bool) {
+    let (line, json_line) = match event {
+        TeamEvent::Started {
+            run_id,
+            parent_run_id,
+            thread_id,
+            member,
+        } => (
+            format!("burrow: member {member} started (run {run_id}, thread {thread_id})"),
+            serde_json::json!({"type": "member_started", "run_id": run_id,
+                "parent_run_id": parent_run_id, "thread_id": thread_id, "member": member}),
+        ),
+        TeamEvent::Frame {
+            run_id,
+            parent_run_id,
+            member,
+            event,
+        } => {
+            if json && let Ok(Value::Object(mut fields)) = serde_json::to_value(&event) {
+                fields.insert("run_id".to_owned(), Value::String(run_id));
+                fields.insert("parent_run_id".to_owned(), Value::String(parent_run_id));
+                fields.insert("member".to_owned(), Value::String(member));
+                pipe::now(format!("{}\n", Value::Object(fields)), true);
+            }
+            return;
+        }
+        TeamEvent::Ended {
+            run_id,
+            parent_run_id,
+            thread_id,
+            member,
+            outcome,
+            reason,
+            turns,
+            tool_calls,
+            usage,
+        } => {
+            let how = match &reason {
+                Some(reason) => format!("{outcome} ({reason})"),
+                None => outcome.clone(),
+            };
+            (
+                format!(
+                    "burrow: member {member} {how}: {}, {}, {} (run {run_id})",
+                    count(turns, "turn"),
+                    count(tool_calls, "tool call"),
+                    usage_text(&usage)
+                ),
+                serde_json::json!({"type": "member_ended", "run_id": run_id,
+                    "parent_run_id": parent_run_id, "thread_id": thread_id, "member": member,
+                    "outcome": outcome, "reason": reason, "turns": turns,
+                    "tool_calls": tool_calls, "usage": usage}),
+            )
+        }
+        TeamEvent::NotStarted { member, message } => (
+            format!("burrow: warning: the member {member} was not started: {message}"),
+            serde_json::json!({"type": "member_error", "member": member, "message": message}),
+        ),
+        _ => return,
+    };
+    if json {
+        pipe::now(format!("{json_line}\n"), true);
+    } else {
+        pipe::now(format!("{}\n", display::sentence(&line)), false);
     }
 }
 

@@ -215,6 +215,21 @@ as each ends. Human output: a line as each starts and ends; --json: task_started
 events and the subagent's own events, each with its run_id and its parent_run_id. A file that
 does not parse is refused before anything runs.
 
+--team FILE.json: the agent leads a team. FILE.json is a list of members (or {\"members\": [...]}),
+each {\"name\", \"role\", \"description\", \"instructions\", \"model\"} (model a spec as for --model, a
+scripted: file relative to FILE's folder; default the lead's). The lead (named lead) and every
+member get team_todos (the team's shared todo list; {\"add\": [{\"id\", \"content\", \"blocked_by\"}]}
+adds items), claim_todo and complete_todo ({\"id\"}: one member wins an item; an item whose blockers
+are unfinished cannot be claimed) and send_message ({\"to\", \"content\"}; no to: every other
+member); messages reach a member before its next model request. A member runs, in its own thread
+THREAD/member-NAME of the session (of this process without --session), when a message waits for
+it or an item can be claimed and the list changed since it last ran: in waves, all members with
+something to do at once, the next wave once they all ended. The lead's run ends when the team is
+quiet and no message waits for the lead; stopping the lead (Ctrl-C, burrow thread stop) stops its
+members. Human output: a line as each member's run starts and ends; --json: member_started and
+member_ended events and the members' own events, each with its run_id, the lead's parent_run_id
+and the member. A team file that cannot be used is refused before anything runs.
+
 --session SESSION --thread ID: the run goes through a session thread that every process
 opening the same SESSION shares (sqlite:FILE.db, postgres://URL; memory: lives and dies with this
 process). An idle thread starts a run here and streams it. A thread another process runs is
@@ -441,10 +456,15 @@ pub enum Command {
         #[arg(long, value_name = "N", default_value_t = 1,
               value_parser = clap::value_parser!(u32).range(1..=16))]
         max_task_depth: u32,
-        /// Most model requests of each subagent's run.
+        /// Most model requests of each subagent's run (and of each team member's run).
         #[arg(long, value_name = "N", default_value_t = 50,
               value_parser = clap::value_parser!(u32).range(1..))]
         task_max_turns: u32,
+        /// A team: FILE.json lists its members (name, role, description, instructions, model).
+        /// The agent leads it: it and each member get the team tools, and each member runs in
+        /// its own thread THREAD/member-NAME when there is something for it.
+        #[arg(long, value_name = "FILE.json")]
+        team: Option<PathBuf>,
         /// Give the agent the artifact workspace: kinds from DIR/KIND.schema.json (each rendered
         /// through DIR/KIND.md when there is one), the artifact tools, the artifacts it follows
         /// in every request, and notes of others' changes. The store is --session's (the same

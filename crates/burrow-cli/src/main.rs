@@ -64,6 +64,8 @@ mod state_file;
 #[cfg(feature = "run")]
 mod subagents;
 #[cfg(feature = "run")]
+mod team;
+#[cfg(feature = "run")]
 mod thread_checkpoint;
 
 use std::io::{self, Write};
@@ -520,6 +522,7 @@ async fn run_setup(cli: &Cli) -> io::Result<Result<Option<session::Setup>, Exit>
             agents,
             max_task_depth,
             task_max_turns,
+            team,
             compact_at,
             compact_keep,
             large_result_tokens,
@@ -533,6 +536,7 @@ async fn run_setup(cli: &Cli) -> io::Result<Result<Option<session::Setup>, Exit>
                 .with_compaction(*compact_at, Some(*compact_keep))
                 .with_large_result_tokens(Some(*large_result_tokens))
                 .with_tasks(agents.as_deref(), *max_task_depth, *task_max_turns)
+                .with_team(team.as_deref())
                 .with_mcp(*mcp_timeout, *strict_mcp),
         )))),
         cli::Command::Thread(cli::ThreadCommand::Answer {
@@ -552,6 +556,7 @@ async fn run_setup(cli: &Cli) -> io::Result<Result<Option<session::Setup>, Exit>
                 agents: None,
                 task_depth: None,
                 task_max_turns: None,
+                team: None,
                 compact_at: None,
                 compact_keep: None,
                 large_result_tokens: None,

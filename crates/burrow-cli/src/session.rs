@@ -42,6 +42,8 @@ const MAX_TURNS_LABEL: &str = "burrow.max_turns";
 const TODOS_LABEL: &str = "burrow.todos";
 const MEMORY_LABEL: &str = "burrow.memory";
 const AGENTS_LABEL: &str = "burrow.agents";
+/// The label of the team file (`--team`).
+const TEAM_LABEL: &str = "burrow.team_file";
 const TASK_DEPTH_LABEL: &str = "burrow.max_task_depth";
 const TASK_TURNS_LABEL: &str = "burrow.task_max_turns";
 const COMPACT_AT_LABEL: &str = "burrow.compact_at";
@@ -96,6 +98,8 @@ pub struct Setup {
     pub task_depth: Option<u32>,
     /// Each child's most model requests (`--task-max-turns`).
     pub task_max_turns: Option<u32>,
+    /// The team file (`--team`): a resumed lead leads the same team.
+    pub team: Option<PathBuf>,
     /// The compaction threshold in tokens (`--compact-at`).
     pub compact_at: Option<u64>,
     /// The messages a compaction keeps (`--compact-keep`).
@@ -129,6 +133,7 @@ impl Setup {
             agents: None,
             task_depth: None,
             task_max_turns: None,
+            team: None,
             compact_at: None,
             compact_keep: None,
             large_result_tokens: None,
@@ -183,6 +188,12 @@ impl Setup {
         self
     }
 
+    /// The same setup leading the team of `file` (`--team`).
+    pub fn with_team(mut self, file: Option<&Path>) -> Self {
+        self.team = file.map(absolute);
+        self
+    }
+
     /// The agent's configuration, its model requests waiting at most
     /// `request_timeout` each; refused when no model is known.
     pub fn load(
@@ -215,7 +226,8 @@ impl Setup {
             self.task_max_turns
                 .unwrap_or(burrow_runtime::subagent::DEFAULT_CHILD_MAX_TURNS as u32),
             request_timeout,
-        )
+        )?
+        .with_team(self.team.as_deref(), model, request_timeout)
     }
 
     /// `self`, each part it leaves out taken from `recorded`.
@@ -233,6 +245,7 @@ impl Setup {
             agents: self.agents.or(recorded.agents),
             task_depth: self.task_depth.or(recorded.task_depth),
             task_max_turns: self.task_max_turns.or(recorded.task_max_turns),
+            team: self.team.or(recorded.team),
             compact_at: self.compact_at.or(recorded.compact_at),
             compact_keep: self.compact_keep.or(recorded.compact_keep),
             large_result_tokens: self.large_result_tokens.or(recorded.large_result_tokens),
@@ -285,6 +298,9 @@ impl Setup {
         if self.strict_mcp {
             labels.insert(STRICT_MCP_LABEL.to_owned(), "true".to_owned());
         }
+        if let Some(team) = &self.team {
+            labels.insert(TEAM_LABEL.to_owned(), team.display().to_string());
+        }
         if let Some(agents) = &self.agents {
             labels.insert(AGENTS_LABEL.to_owned(), agents.display().to_string());
             if let Some(n) = self.task_depth {
@@ -309,6 +325,7 @@ impl Setup {
             agents: labels.get(AGENTS_LABEL).map(PathBuf::from),
             task_depth: labels.get(TASK_DEPTH_LABEL).and_then(|n| n.parse().ok()),
             task_max_turns: labels.get(TASK_TURNS_LABEL).and_then(|n| n.parse().ok()),
+            team: labels.get(TEAM_LABEL).map(PathBuf::from),
             compact_at: labels.get(COMPACT_AT_LABEL).and_then(|n| n.parse().ok()),
             compact_keep: labels.get(COMPACT_KEEP_LABEL).and_then(|n| n.parse().ok()),
             large_result_tokens: labels.get(LARGE_RESULT_LABEL).and_then(|n| n.parse().ok()),

@@ -61,6 +61,8 @@ mod all {
     #[cfg(all(feature = "run", feature = "sqlite"))]
     mod run_tasks;
     #[cfg(all(feature = "run", feature = "sqlite"))]
+    mod run_team;
+    #[cfg(all(feature = "run", feature = "sqlite"))]
     mod run_todos;
     mod run_uploads;
     #[cfg(all(feature = "openai", feature = "fs", feature = "sqlite"))]

@@ -12,8 +12,13 @@
 //! SQLite's `BEGIN IMMEDIATE`, a PostgreSQL advisory lock on the team): two
 //! members claiming one item at once are serialised, the second sees the first's
 //! claim and is refused. ADR 0265.
+//!
+//! A [`Team`] runs the members under a lead's run, each in its own thread
+//! of the same store (the [`run`] module, ADR 0357); each member's delivery
+//! cursor is kept in the store too (ADR 0356).
 
 pub mod capability;
+pub mod run;
 pub mod tools;
 
 use async_trait::async_trait;
@@ -23,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use crate::session::{Scope, StoreError, StoreErrorKind, StoreResult};
 
 pub use capability::TeamInbox;
+pub use run::{LEAD, MemberDef, Team, TeamEvent, TeamEventSink, TeamHandle, member_thread};
 pub use tools::{TeamContext, team_tools};
 
 /// A team of a workspace.
@@ -314,4 +320,35 @@ pub trait TeamStore: Send + Sync + std::fmt::Debug {
         member: &str,
         after: u64,
     ) -> StoreResult<Vec<LoggedMessage>>;
+
+    /// `member`'s delivery cursor: the greatest seq of the team's messages
+    /// known to be in the member's history (0 when none is).
+    ///
+    /// # Behavior
+    /// What [`TeamStore::mark_delivered`] last raised it to; 0 for a member
+    /// never marked; another team's (or workspace's) cursors never count.
+    async fn delivered(&self, team: &TeamKey, member: &str) -> StoreResult<u64>;
+
+    /// Raises `member`'s delivery cursor to `seq` and returns the cursor as it
+    /// then stands.
+    ///
+    /// # Behavior
+    /// - The member's name is not empty and holds no NUL (`InvalidArgument`).
+    /// - The cursor only moves forward: a `seq` at or below it changes
+    ///   nothing and the cursor is returned as it is.
+    /// - A `seq` past the team's last message is refused (`InvalidArgument`)
+    ///   and changes nothing.
+    /// - It outlives the process (a reopened store reads it back).
+    async fn mark_delivered(&self, team: &TeamKey, member: &str, seq: u64) -> StoreResult<u64>;
+}
+
+/// Refuses a delivery cursor past the team's `last` message.
+pub fn check_cursor(member: &str, seq: u64, last: u64) -> StoreResult<()> {
+    check_name("member's name", member)?;
+    if seq > last {
+        return Err(StoreError::invalid_argument(format!(
+            "a delivery cursor cannot pass the team's last message ({last}); {seq} was given"
+        )));
+    }
+    Ok(())
 }

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use burrow_backend::Error;
+use burrow_backend::{Error, LockKey};
 use burrow_types::{SharedTodoItem, TeamMessage, TodoStatus};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -137,8 +137,19 @@ fn not_read_only() -> ToolAnnotations {
     }
 }
 
+/// The lock key every team tool's call holds: one agent's team calls of one
+/// answer run in call order (an item added, then claimed), as file calls
+/// on one path do.
+fn team_lock(team: &TeamKey) -> LockKey {
+    LockKey::new(format!(
+        "team\u{1f}{}\u{1f}{}\u{1f}{}",
+        team.scope.tenant, team.scope.workspace, team.team
+    ))
+}
+
 /// The four team tools acting as `cx.member` of `cx.team`.
 pub fn team_tools(cx: TeamContext) -> Vec<Arc<dyn Tool>> {
+    let key = team_lock(&cx.team);
     let list = {
         let cx = cx.clone();
         FnTool::new(
@@ -171,6 +182,10 @@ pub fn team_tools(cx: TeamContext) -> Vec<Arc<dyn Tool>> {
             },
         )
         .with_annotations(not_read_only())
+        .with_locks({
+            let key = key.clone();
+            move |_| vec![key.clone()]
+        })
     };
     let change = |name: &'static str, description: &'static str, complete: bool| {
         let cx = cx.clone();
@@ -200,6 +215,10 @@ pub fn team_tools(cx: TeamContext) -> Vec<Arc<dyn Tool>> {
             }
         })
         .with_annotations(not_read_only())
+        .with_locks({
+            let key = key.clone();
+            move |_| vec![key.clone()]
+        })
     };
     let claim = change(
         CLAIM_TODO,
@@ -250,6 +269,10 @@ pub fn team_tools(cx: TeamContext) -> Vec<Arc<dyn Tool>> {
             },
         )
         .with_annotations(not_read_only())
+        .with_locks({
+            let key = key.clone();
+            move |_| vec![key.clone()]
+        })
     };
     vec![
         Arc::new(list) as Arc<dyn Tool>,

@@ -1,4 +1,4 @@
-//! Teams through the agent loop: the lead adds blocked items and broadcasts with the team tools, members claim and complete, and the broadcast reaches every other member's history once (memory and SQLite stores); an older SQLite file gains the team tables.
+//! Teams through the agent loop: the lead adds blocked items and broadcasts with the team tools, members claim and complete, and the broadcast reaches every other member's history once (memory and SQLite stores); an older SQLite file gains the team tables; a member's delivery cursor keeps a message its history no longer shows from coming twice.
 
 use std::sync::Arc;
 
@@ -185,7 +185,7 @@ async fn an_older_sqlite_file_gains_the_team_tables() {
     drop(SqliteStore::open(&path).unwrap());
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute_batch(
-        "DROP TABLE session_team_todos; DROP TABLE session_team_messages; PRAGMA user_version = 3;",
+        "DROP TABLE session_team_todos; DROP TABLE session_team_messages; DROP TABLE session_team_cursors; PRAGMA user_version = 3;",
     )
     .unwrap();
     drop(conn);
@@ -198,6 +198,7 @@ async fn an_older_sqlite_file_gains_the_team_tables() {
     let cx = member(&store, "lead");
     let teams = store.teams().unwrap();
     assert!(teams.team_todos(&cx.team).await.unwrap().is_empty());
+    assert_eq!(teams.delivered(&cx.team, "lead").await.unwrap(), 0);
     let mut history = Vec::new();
     let script = vec![
         ScriptedResponse::calls().call(
@@ -216,4 +217,70 @@ async fn an_older_sqlite_file_gains_the_team_tables() {
         "a made-up id is 8 hex digits: {}",
         items[0].id
     );
+}
+
+/// A member's delivery cursor (ADR 0356): once a completed run delivered
+/// two messages, a new inbox over a history that no longer shows them (a
+/// compacted or rewound view, a new process) delivers neither again, and
+/// only what came after.
+async fn a_delivered_message_is_not_delivered_again_without_its_history(
+    store: Arc<dyn SessionStore>,
+) {
+    let lead = member(&store, "lead");
+    let bob = member(&store, "bob");
+    let teams = store.teams().unwrap();
+    for (id, text) in [("m1", "first"), ("m2", "second")] {
+        let message = burrow_types::TeamMessage {
+            id: id.into(),
+            sender: lead.member.clone(),
+            receiver: "bob".into(),
+            content: text.into(),
+            timestamp: "2026-12-07T19:00:00Z".into(),
+        };
+        teams.send_message(&lead.team, message).await.unwrap();
+    }
+    let mut history = Vec::new();
+    let run = agent(&bob, vec![ScriptedResponse::text("read")])
+        .run(&mut history, "go")
+        .await;
+    assert_eq!(run.outcome, Outcome::Completed);
+    assert_eq!(team_messages(&history).len(), 2);
+    assert_eq!(teams.delivered(&bob.team, "bob").await.unwrap(), 2);
+    let mut forgotten = Vec::new();
+    agent(&bob, vec![ScriptedResponse::text("nothing new")])
+        .run(&mut forgotten, "again")
+        .await;
+    assert!(
+        team_messages(&forgotten).is_empty(),
+        "delivered again: {forgotten:?}"
+    );
+    let third = burrow_types::TeamMessage {
+        id: "m3".into(),
+        sender: "lead".into(),
+        receiver: String::new(),
+        content: "third".into(),
+        timestamp: "2026-12-07T19:01:00Z".into(),
+    };
+    teams.send_message(&lead.team, third).await.unwrap();
+    let mut later = Vec::new();
+    agent(&bob, vec![ScriptedResponse::text("got it")])
+        .run(&mut later, "once more")
+        .await;
+    let got = team_messages(&later);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(got[0].starts_with("<team-message seq=\"3\" from=\"lead\" to=\"everyone\">"));
+    assert_eq!(teams.delivered(&bob.team, "bob").await.unwrap(), 3);
+}
+
+#[tokio::test]
+async fn a_delivered_message_is_not_delivered_again_on_memory() {
+    a_delivered_message_is_not_delivered_again_without_its_history(Arc::new(MemoryStore::new()))
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delivered_message_is_not_delivered_again_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("s.db")).unwrap();
+    a_delivered_message_is_not_delivered_again_without_its_history(Arc::new(store)).await;
 }

@@ -302,6 +302,7 @@ macro_rules! __for_each_session_scenario {
             teams::a_blocked_team_todo_cannot_be_started
             teams::two_members_claiming_one_todo_at_once_exactly_one_wins
             teams::team_messages_reach_their_receivers_and_broadcasts_reach_everyone
+            teams::a_members_delivery_cursor_only_moves_forward
         }
     };
 }

@@ -370,3 +370,63 @@ pub async fn team_messages_reach_their_receivers_and_broadcasts_reach_everyone(
     })?;
     Ok(Pass::Passed)
 }
+
+/// A member's delivery cursor starts at 0, only moves forward, cannot pass
+/// the team's last message (refused, nothing changed), belongs to its member
+/// and team, and survives a reopen.
+pub async fn a_members_delivery_cursor_only_moves_forward(fx: &super::Fixture) -> Outcome {
+    let store = fx.store();
+    let ts = match teams_of(&*store) {
+        Ok(t) => t,
+        Err(skip) => return Ok(skip),
+    };
+    let t = team();
+    ensure(ts.delivered(&t, "bob").await? == 0, || {
+        "a member never marked has a cursor".into()
+    })?;
+    for (i, id) in ["d1", "d2", "d3"].iter().enumerate() {
+        let seq = ts.send_message(&t, message(id, "lead", "", "news")).await?;
+        ensure(seq == i as u64 + 1, || {
+            format!("message {id} got seq {seq}")
+        })?;
+    }
+    let at = ts.mark_delivered(&t, "bob", 2).await?;
+    ensure(at == 2, || format!("marking 2 left the cursor at {at}"))?;
+    let back = ts.mark_delivered(&t, "bob", 1).await?;
+    ensure(back == 2, || {
+        format!("marking 1 after 2 left the cursor at {back}")
+    })?;
+    expect_kind(
+        ts.mark_delivered(&t, "bob", 4).await,
+        StoreErrorKind::InvalidArgument,
+        "a cursor past the last message",
+    )?;
+    expect_kind(
+        ts.mark_delivered(&t, "", 1).await,
+        StoreErrorKind::InvalidArgument,
+        "a cursor of an empty member name",
+    )?;
+    let now = ts.delivered(&t, "bob").await?;
+    ensure(now == 2, || {
+        format!("after the refusals bob's cursor is {now}")
+    })?;
+    ensure(ts.delivered(&t, "carol").await? == 0, || {
+        "bob's cursor moved carol's".into()
+    })?;
+    let other = TeamKey::new(scope(), "other-crew");
+    ensure(ts.delivered(&other, "bob").await? == 0, || {
+        "another team reads this team's cursor".into()
+    })?;
+    if let Some(reopened) = fx.reopen().await {
+        let reopened = reopened?;
+        let ts = match teams_of(&*reopened) {
+            Ok(t) => t,
+            Err(_) => return Err(ScenarioError::new("the reopened store keeps no teams")),
+        };
+        let after = ts.delivered(&t, "bob").await?;
+        ensure(after == 2, || {
+            format!("after a reopen bob's cursor is {after}")
+        })?;
+    }
+    Ok(Pass::Passed)
+}

@@ -14,6 +14,8 @@ use crate::team::{self, Decided, LoggedMessage, TeamKey, TeamStore, TodoChange};
 pub(super) struct TeamState {
     todos: BTreeMap<TeamKey, Vec<SharedTodoItem>>,
     messages: BTreeMap<TeamKey, Vec<TeamMessage>>,
+    /// Members' delivery cursors.
+    cursors: BTreeMap<(TeamKey, String), u64>,
 }
 
 #[async_trait]
@@ -85,5 +87,34 @@ impl TeamStore for MemoryStore {
                     .collect()
             })
             .unwrap_or_default())
+    }
+
+    async fn delivered(&self, team: &TeamKey, member: &str) -> StoreResult<u64> {
+        team::check_team(team)?;
+        let st = self.lock();
+        Ok(st
+            .teams
+            .cursors
+            .get(&(team.clone(), member.to_owned()))
+            .copied()
+            .unwrap_or(0))
+    }
+
+    async fn mark_delivered(&self, team: &TeamKey, member: &str, seq: u64) -> StoreResult<u64> {
+        team::check_team(team)?;
+        let mut st = self.lock();
+        let last = st
+            .teams
+            .messages
+            .get(team)
+            .map_or(0, |log| log.len() as u64);
+        team::check_cursor(member, seq, last)?;
+        let cursor = st
+            .teams
+            .cursors
+            .entry((team.clone(), member.to_owned()))
+            .or_insert(0);
+        *cursor = (*cursor).max(seq);
+        Ok(*cursor)
     }
 }

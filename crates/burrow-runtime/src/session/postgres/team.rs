@@ -1,4 +1,4 @@
-//! The PostgreSQL store's team part: teams' todo items and message logs in two tables, each change one transaction under an advisory lock on the team (so two members claiming one item on two connections are serialised).
+//! The PostgreSQL store's team part: teams' todo items, message logs and members' delivery cursors in three tables, each change one transaction under an advisory lock on the team (so two members claiming one item on two connections are serialised).
 
 use async_trait::async_trait;
 use burrow_types::{SharedTodoItem, TeamMessage};
@@ -19,6 +19,10 @@ pub(super) const SCHEMA: &[&str] = &[
         id TEXT NOT NULL, receiver TEXT NOT NULL, sender TEXT NOT NULL, doc TEXT NOT NULL,
         PRIMARY KEY (tenant, workspace, team, seq),
         UNIQUE (tenant, workspace, team, id))",
+    "CREATE TABLE IF NOT EXISTS session_team_cursors (
+        tenant TEXT NOT NULL, workspace TEXT NOT NULL, team TEXT NOT NULL, member TEXT NOT NULL,
+        seq BIGINT NOT NULL,
+        PRIMARY KEY (tenant, workspace, team, member))",
 ];
 
 /// The team's advisory lock key: a thread key no thread can have (a NUL in its id).
@@ -207,4 +211,62 @@ impl TeamStore for PostgresStore {
         .await;
         self.settle(conn, result, Ok(())).await
     }
+
+    async fn delivered(&self, team: &TeamKey, member: &str) -> StoreResult<u64> {
+        team::check_team(team)?;
+        let conn = self.take().await?;
+        let result = cursor_of(&conn.client, team, member).await;
+        self.settle(conn, result, Ok(())).await
+    }
+
+    async fn mark_delivered(&self, team: &TeamKey, member: &str, seq: u64) -> StoreResult<u64> {
+        team::check_team(team)?;
+        let conn = self.take().await?;
+        let result = async {
+            let c = &conn.client;
+            let (t, w, tm) = (&team.scope.tenant, &team.scope.workspace, &team.team);
+            let last: i64 = c
+                .query_one(
+                    "SELECT COALESCE(MAX(seq), 0)::BIGINT FROM session_team_messages
+                     WHERE tenant = $1 AND workspace = $2 AND team = $3",
+                    &[t, w, tm],
+                )
+                .await
+                .map_err(pg)?
+                .get(0);
+            team::check_cursor(member, seq, uint(last))?;
+            let row = c
+                .query_one(
+                    "INSERT INTO session_team_cursors (tenant, workspace, team, member, seq)
+                     VALUES ($1, $2, $3, $4, $5)
+                     ON CONFLICT (tenant, workspace, team, member)
+                     DO UPDATE SET seq = GREATEST(session_team_cursors.seq, EXCLUDED.seq)
+                     RETURNING seq",
+                    &[t, w, tm, &member, &int(seq)],
+                )
+                .await
+                .map_err(pg)?;
+            Ok(uint(row.get::<_, i64>(0)))
+        }
+        .await;
+        self.settle(conn, result, Ok(())).await
+    }
+}
+
+/// `member`'s delivery cursor in `team` (0 when it has none).
+async fn cursor_of(c: &Client, team: &TeamKey, member: &str) -> StoreResult<u64> {
+    let row = c
+        .query_opt(
+            "SELECT seq FROM session_team_cursors
+             WHERE tenant = $1 AND workspace = $2 AND team = $3 AND member = $4",
+            &[
+                &team.scope.tenant,
+                &team.scope.workspace,
+                &team.team,
+                &member,
+            ],
+        )
+        .await
+        .map_err(pg)?;
+    Ok(row.map_or(0, |r| uint(r.get::<_, i64>(0))))
 }

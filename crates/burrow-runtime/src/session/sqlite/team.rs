@@ -1,4 +1,4 @@
-//! The SQLite store's team part: teams' todo items and message logs in two tables, each change one `BEGIN IMMEDIATE` transaction (SQLite's write lock serialises claims across connections and processes).
+//! The SQLite store's team part: teams' todo items, message logs and members' delivery cursors in three tables, each change one `BEGIN IMMEDIATE` transaction (SQLite's write lock serialises claims across connections and processes).
 
 use async_trait::async_trait;
 use burrow_types::{SharedTodoItem, TeamMessage};
@@ -19,6 +19,10 @@ CREATE TABLE IF NOT EXISTS session_team_messages (
     id TEXT NOT NULL, receiver TEXT NOT NULL, sender TEXT NOT NULL, doc TEXT NOT NULL,
     PRIMARY KEY (tenant, workspace, team, seq),
     UNIQUE (tenant, workspace, team, id));
+CREATE TABLE IF NOT EXISTS session_team_cursors (
+    tenant TEXT NOT NULL, workspace TEXT NOT NULL, team TEXT NOT NULL, member TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    PRIMARY KEY (tenant, workspace, team, member)) WITHOUT ROWID;
 ";
 
 const TODOS: &str = "SELECT doc FROM session_team_todos
@@ -165,4 +169,53 @@ impl TeamStore for SqliteStore {
         })
         .await
     }
+
+    async fn delivered(&self, team: &TeamKey, member: &str) -> StoreResult<u64> {
+        team::check_team(team)?;
+        let (k, member) = (team.clone(), member.to_owned());
+        self.blocking(move |conn, _| cursor_of(conn, &k, &member))
+            .await
+    }
+
+    async fn mark_delivered(&self, team: &TeamKey, member: &str, seq: u64) -> StoreResult<u64> {
+        team::check_team(team)?;
+        let (k, member) = (team.clone(), member.to_owned());
+        self.write(move |tx, _| {
+            let (t, w, tm) = (&k.scope.tenant, &k.scope.workspace, &k.team);
+            let last: i64 = tx
+                .query_row(
+                    "SELECT COALESCE(MAX(seq), 0) FROM session_team_messages
+                     WHERE tenant = ?1 AND workspace = ?2 AND team = ?3",
+                    params![t, w, tm],
+                    |r| r.get(0),
+                )
+                .map_err(sql)?;
+            team::check_cursor(&member, seq, uint(last))?;
+            tx.execute(
+                "INSERT INTO session_team_cursors (tenant, workspace, team, member, seq)
+                 VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (tenant, workspace, team, member)
+                 DO UPDATE SET seq = MAX(seq, excluded.seq)",
+                params![t, w, tm, member, int(seq)],
+            )
+            .map_err(sql)?;
+            cursor_of(tx, &k, &member)
+        })
+        .await
+    }
+}
+
+/// `member`'s delivery cursor in `team` (0 when it has none).
+fn cursor_of(conn: &rusqlite::Connection, k: &TeamKey, member: &str) -> StoreResult<u64> {
+    conn.query_row(
+        "SELECT seq FROM session_team_cursors
+         WHERE tenant = ?1 AND workspace = ?2 AND team = ?3 AND member = ?4",
+        params![k.scope.tenant, k.scope.workspace, k.team, member],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(uint)
+    .or_else(|e| match e {
+        rusqlite::Error::QueryReturnedNoRows => Ok(0),
+        e => Err(sql(e)),
+    })
 }
