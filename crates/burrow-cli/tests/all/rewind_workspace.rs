@@ -118,7 +118,8 @@ fn a_rewind_through_another_backend_is_refused_and_changes_nothing() {
     let session = session_spec(dir);
     let work = format!("fs:{}", dir.join("work").display());
     let other = format!("fs:{}", dir.join("other").display());
-    let rewind = |backends: &[&str]| {
+    // `burrow --backend B... --json thread rewind t1 --to K EXTRA...`.
+    let rewind = |backends: &[&str], extra: &[&str]| {
         let mut args: Vec<&str> = Vec::new();
         for b in backends {
             args.extend(["--backend", b]);
@@ -133,9 +134,10 @@ fn a_rewind_through_another_backend_is_refused_and_changes_nothing() {
             "--session",
             &session,
         ]);
+        args.extend_from_slice(extra);
         burrow_in(dir, &args, b"")
     };
-    let said = rewind(&[&other]).assert_json_error(1, "invalid_argument");
+    let said = rewind(&[&other], &[]).assert_json_error(1, "invalid_argument");
     assert_eq!(
         said,
         format!(
@@ -145,7 +147,7 @@ fn a_rewind_through_another_backend_is_refused_and_changes_nothing() {
     );
     // A mount the runs did not have is another workspace too.
     let mount = "/m=memory:";
-    let said = rewind(&[&work, mount]).assert_json_error(1, "invalid_argument");
+    let said = rewind(&[&work, mount], &[]).assert_json_error(1, "invalid_argument");
     assert!(
         said.contains(&format!("not of --backend {work} {mount};")),
         "{said}"
@@ -157,41 +159,14 @@ fn a_rewind_through_another_backend_is_refused_and_changes_nothing() {
     assert_eq!(rewinds(dir), 0);
     assert!(!dir.join("other").exists());
     // The same folder named relatively is the thread's workspace.
-    let done = burrow_in(
-        dir,
-        &[
-            "--backend",
-            "fs:./work",
-            "--json",
-            "thread",
-            "rewind",
-            "t1",
-            "--to",
-            &k,
-            "--session",
-            &session,
-        ],
-        b"",
-    );
+    let done = rewind(&["fs:./work"], &[]);
     done.assert_code(0);
     assert_eq!(done.json()["rewound"]["restored"], json!(["/a.txt"]));
     assert_eq!(a_txt(dir), ORIGINAL);
     assert_eq!(rewinds(dir), 1);
     // A rewind that touches no file may name any backend.
     std::fs::write(dir.join("work/a.txt"), "kept").unwrap();
-    let mut args = vec!["--backend", other.as_str()];
-    args.extend([
-        "--json",
-        "thread",
-        "rewind",
-        "t1",
-        "--to",
-        &k,
-        "--conversation-only",
-        "--session",
-        &session,
-    ]);
-    let conv = burrow_in(dir, &args, b"");
+    let conv = rewind(&[&other], &["--conversation-only"]);
     conv.assert_code(0);
     assert_eq!(conv.json()["rewound"]["restored"], json!([]));
     assert_eq!(a_txt(dir), b"kept");

@@ -583,8 +583,9 @@ fn served_thread_runs(dir: &std::path::Path, session: &str, extra: &[&str]) {
     add.assert_code(0);
     let token = add.out().trim().to_owned();
     let model = script(dir, "m.jsonl", &[json!({"text": "served hello"})]);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_burrow"))
-        .args([
+    let (mut child, base) = start(
+        dir,
+        &[
             "serve",
             "--session",
             session,
@@ -594,22 +595,9 @@ fn served_thread_runs(dir: &std::path::Path, session: &str, extra: &[&str]) {
             tokens.to_str().unwrap(),
             "--listen",
             "127.0.0.1:0",
-        ])
-        .args(extra)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let base = line
-        .trim()
-        .strip_prefix("burrow: serving on ")
-        .unwrap_or_else(|| panic!("{line}"))
-        .to_owned();
+        ],
+        extra,
+    );
     let client = reqwest::blocking::Client::new();
     let unauthorized = client.get(format!("{base}/v1/threads")).send().unwrap();
     assert_eq!(unauthorized.status().as_u16(), 401);
@@ -671,4 +659,31 @@ fn served_thread_runs(dir: &std::path::Path, session: &str, extra: &[&str]) {
     assert!(sent.success());
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(0));
+}
+
+/// Starts `burrow ARGS... EXTRA...` in `dir` (a `serve` command listening on
+/// 127.0.0.1:0) and reads the address it serves on from its first stderr line.
+pub(super) fn start(
+    dir: &std::path::Path,
+    args: &[&str],
+    extra: &[&str],
+) -> (std::process::Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_burrow"))
+        .args(args)
+        .args(extra)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let base = line
+        .trim()
+        .strip_prefix("burrow: serving on ")
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_owned();
+    (child, base)
 }

@@ -1,7 +1,6 @@
 //! `burrow serve` checkpoints its runs (ADR 0359), through the binary on a SQLite session and a SQLite workspace with a scripted model: a run posted as a token's tenant that rewrites a file leaves a checkpoint holding its earlier bytes, the run's record names the server's workspace, and `burrow thread rewind` as that tenant restores the bytes where the server wrote them (the server's own tenant of the workspace).
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -54,8 +53,9 @@ fn a_served_run_checkpoints_and_thread_rewind_restores_the_bytes() {
             json!({"text": "done"}),
         ],
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_burrow"))
-        .args([
+    let (mut child, base) = super::serve::start(
+        dir,
+        &[
             "--backend",
             &workspace,
             "serve",
@@ -67,21 +67,9 @@ fn a_served_run_checkpoints_and_thread_rewind_restores_the_bytes() {
             tokens.to_str().unwrap(),
             "--listen",
             "127.0.0.1:0",
-        ])
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let base = line
-        .trim()
-        .strip_prefix("burrow: serving on ")
-        .unwrap_or_else(|| panic!("{line}"))
-        .to_owned();
+        ],
+        &[],
+    );
     let client = reqwest::blocking::Client::new();
     let posted: Value = client
         .post(format!("{base}/v1/threads/t1/messages"))
