@@ -194,6 +194,7 @@ impl FromStr for BackendArg {
     }
 }
 
+#[cfg(feature = "run")]
 impl Spec {
     /// The same spec with its host path made absolute against the current
     /// folder, so two processes in different folders name one workspace alike.
@@ -218,6 +219,9 @@ impl Spec {
 /// each mount as `PREFIX=SPEC` in prefix order, host paths made absolute,
 /// separated by spaces. Two flag lists name the same files exactly when
 /// their lines are equal (up to symlinks and such host aliases).
+#[cfg(feature = "run")]
+// A build with no backend feature has no spec to name.
+#[allow(unreachable_code)]
 pub fn workspace(args: &[BackendArg]) -> String {
     let default = match args.iter().find(|a| a.mount.is_none()) {
         Some(arg) => arg.spec.absolute().to_string(),
@@ -516,7 +520,7 @@ mod tests {
     }
 
     #[cfg(all(feature = "fs", feature = "sqlite"))]
-    #[cfg(all(feature = "fs", feature = "sqlite", feature = "state"))]
+    #[cfg(all(feature = "run", feature = "fs", feature = "sqlite", feature = "state"))]
     #[test]
     fn a_workspace_line_is_absolute_and_orders_mounts() {
         let args = |list: &[&str]| -> Vec<BackendArg> {
