@@ -704,8 +704,8 @@ pub enum ThreadCommand {
     },
     /// Rewind the thread to a checkpoint: the files (through --backend) get back the bytes
     /// they had then, and the conversation moves back (later messages stay in the store).
-    /// A thread with a running or paused run is refused; a rewind cut short is finished by
-    /// running it again.
+    /// A thread with a running or paused run is refused, and so is a --backend other than
+    /// the one its runs recorded; a rewind cut short is finished by running it again.
     Rewind {
         /// The thread.
         id: String,
@@ -721,6 +721,11 @@ pub enum ThreadCommand {
         /// The session: sqlite:FILE.db, postgres://... or memory: (per process).
         #[arg(long, value_name = "SESSION")]
         session: String,
+        /// How long the rewind's claim on the thread lasts: a rewind cut short
+        /// (its process killed) can be run again once it lapses.
+        #[arg(long, value_name = "SECONDS", default_value_t = 30,
+              value_parser = clap::value_parser!(u64).range(1..=86400))]
+        claim_ttl: u64,
     },
     /// Start a new thread from a checkpoint's conversation (the files are not touched).
     Fork {

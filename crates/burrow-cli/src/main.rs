@@ -564,6 +564,8 @@ async fn run_setup(cli: &Cli) -> io::Result<Result<Option<session::Setup>, Exit>
                 no_notices: false,
                 mcp_timeout: None,
                 strict_mcp: false,
+                backend: None,
+                backend_tenant: None,
             };
             // Always read the run's record: what no flag can say (`--todos`) comes from it.
             let args = session::SessionArgs {
@@ -623,6 +625,9 @@ async fn run_agent(
 ) -> io::Result<Exit> {
     let json = cli.json;
     let ctx = FileContext::for_tenant(cli.tenant.clone());
+    // The run's record names the files it changes: this process's
+    // workspace, also for a resumed run (ADR 0359).
+    let setup = setup.with_workspace(&cli.backends, &cli.tenant);
     #[cfg(feature = "artifacts")]
     let config = match run_artifacts::for_run(&cli, &setup).await {
         Ok(workspace) => config.with_artifacts(workspace),

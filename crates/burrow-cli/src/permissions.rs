@@ -131,21 +131,7 @@ pub fn verdict(
     args: &serde_json::Value,
     read_only: bool,
 ) -> burrow::permissions::Verdict {
-    let text = |key: &str| args.get(key).and_then(|v| v.as_str());
-    let path = text("file_path")
-        .or_else(|| text("path"))
-        .and_then(|p| burrow::VPath::parse(p).ok());
-    let mut call = burrow::permissions::ToolUse::new(name);
-    if read_only {
-        call = call.read_only(true);
-    }
-    if let Some(path) = &path {
-        call = call.with_path(path);
-    }
-    if let Some(command) = text("command") {
-        call = call.with_command(command);
-    }
-    permissions.decide(&call)
+    permissions.decide_arguments(name, args, read_only)
 }
 
 /// The tools of `tools` that `permissions` offer, each passed through

@@ -53,6 +53,10 @@ const ARTIFACTS_LABEL: &str = "burrow.artifacts";
 const NO_NOTICES_LABEL: &str = "burrow.no_notices";
 const MCP_TIMEOUT_LABEL: &str = "burrow.mcp_timeout";
 const STRICT_MCP_LABEL: &str = "burrow.strict_mcp";
+/// The workspace the run's files are in (`spec::workspace`, ADR 0359).
+const BACKEND_LABEL: &str = "burrow.backend";
+/// The tenant the run's files are read and written as (ADR 0359).
+const BACKEND_TENANT_LABEL: &str = "burrow.backend_tenant";
 /// The turn limit of a segment whose run recorded none (`burrow run`'s default).
 const DEFAULT_MAX_TURNS: u32 = 100;
 
@@ -114,6 +118,12 @@ pub struct Setup {
     pub mcp_timeout: Option<u64>,
     /// An MCP server that fails to start fails the run (`--strict-mcp`).
     pub strict_mcp: bool,
+    /// The workspace its files are in: `--backend` as `spec::workspace`
+    /// writes it, so a rewind can refuse another one (ADR 0359).
+    pub backend: Option<String>,
+    /// The tenant its files are read and written as (`--tenant` of the
+    /// process that ran it; for `burrow serve`, the server's).
+    pub backend_tenant: Option<String>,
 }
 
 impl Setup {
@@ -141,7 +151,17 @@ impl Setup {
             no_notices: false,
             mcp_timeout: None,
             strict_mcp: false,
+            backend: None,
+            backend_tenant: None,
         }
+    }
+
+    /// The same setup recording the workspace of `backends` as the `tenant`
+    /// sees it: the files its runs change (ADR 0359).
+    pub fn with_workspace(mut self, backends: &[crate::spec::BackendArg], tenant: &str) -> Self {
+        self.backend = Some(crate::spec::workspace(backends));
+        self.backend_tenant = Some(tenant.to_owned());
+        self
     }
 
     /// The same setup with `--mcp-timeout` and `--strict-mcp`, so that a
@@ -257,6 +277,8 @@ impl Setup {
             artifacts: self.artifacts.or(recorded.artifacts),
             mcp_timeout: self.mcp_timeout.or(recorded.mcp_timeout),
             strict_mcp: self.strict_mcp || recorded.strict_mcp,
+            backend: self.backend.or(recorded.backend),
+            backend_tenant: self.backend_tenant.or(recorded.backend_tenant),
         }
     }
 
@@ -301,6 +323,16 @@ impl Setup {
         if let Some(team) = &self.team {
             labels.insert(TEAM_LABEL.to_owned(), team.display().to_string());
         }
+        // A label holds at most MAX_LABEL_VALUE bytes: a longer line (many
+        // mounts) is not recorded, and a rewind then checks nothing.
+        if let Some(line) = &self.backend
+            && line.len() <= burrow_runtime::session::MAX_LABEL_VALUE
+        {
+            labels.insert(BACKEND_LABEL.to_owned(), line.clone());
+            if let Some(tenant) = &self.backend_tenant {
+                labels.insert(BACKEND_TENANT_LABEL.to_owned(), tenant.clone());
+            }
+        }
         if let Some(agents) = &self.agents {
             labels.insert(AGENTS_LABEL.to_owned(), agents.display().to_string());
             if let Some(n) = self.task_depth {
@@ -333,6 +365,8 @@ impl Setup {
             no_notices: labels.get(NO_NOTICES_LABEL).is_some_and(|v| v == "true"),
             mcp_timeout: labels.get(MCP_TIMEOUT_LABEL).and_then(|n| n.parse().ok()),
             strict_mcp: labels.get(STRICT_MCP_LABEL).is_some_and(|v| v == "true"),
+            backend: labels.get(BACKEND_LABEL).cloned(),
+            backend_tenant: labels.get(BACKEND_TENANT_LABEL).cloned(),
         }
     }
 }
@@ -1349,6 +1383,20 @@ pub async fn compact(
         ),
     )?;
     Ok(Exit::Success)
+}
+
+/// The workspace the thread's files are in, as its latest run that recorded
+/// one names it: the `spec::workspace` line and the tenant its files were
+/// read and written as (ADR 0359); `None` when no run recorded one.
+pub async fn recorded_workspace(
+    store: &dyn SessionStore,
+    key: &ThreadKey,
+) -> Result<Option<(String, Option<String>)>, Refused> {
+    let runs = store.runs(key).await?;
+    Ok(runs.iter().rev().find_map(|run| {
+        let setup = Setup::from_labels(&run.labels);
+        Some((setup.backend?, setup.backend_tenant))
+    }))
 }
 
 /// The setup thread `thread`'s paused run was started with (what `burrow run` recorded).

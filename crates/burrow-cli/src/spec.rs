@@ -194,6 +194,54 @@ impl FromStr for BackendArg {
     }
 }
 
+#[cfg(feature = "run")]
+impl Spec {
+    /// The same spec with its host path made absolute against the current
+    /// folder, so two processes in different folders name one workspace alike.
+    fn absolute(&self) -> Spec {
+        #[cfg(any(feature = "state", feature = "fs", feature = "sqlite"))]
+        let abs = |path: &PathBuf| std::path::absolute(path).unwrap_or_else(|_| path.clone());
+        match self {
+            #[cfg(feature = "state")]
+            Spec::State(path) => Spec::State(abs(path)),
+            #[cfg(feature = "fs")]
+            Spec::Fs(path) => Spec::Fs(abs(path)),
+            #[cfg(feature = "sqlite")]
+            Spec::Sqlite(path) => Spec::Sqlite(abs(path)),
+            #[allow(unreachable_patterns)]
+            other => other.clone(),
+        }
+    }
+}
+
+/// The workspace the `--backend` flags name, as one line a run's record
+/// keeps (ADR 0359): the default spec (`memory:` when none is given), then
+/// each mount as `PREFIX=SPEC` in prefix order, host paths made absolute,
+/// separated by spaces. Two flag lists name the same files exactly when
+/// their lines are equal (up to symlinks and such host aliases).
+#[cfg(feature = "run")]
+// A build with no backend feature has no spec to name.
+#[allow(unreachable_code)]
+pub fn workspace(args: &[BackendArg]) -> String {
+    let default = match args.iter().find(|a| a.mount.is_none()) {
+        Some(arg) => arg.spec.absolute().to_string(),
+        None => "memory:".to_owned(),
+    };
+    let mut mounts: Vec<(&str, String)> = args
+        .iter()
+        .filter_map(|a| Some((a.mount.as_deref()?, a.spec.absolute().to_string())))
+        .collect();
+    mounts.sort();
+    let mut line = default;
+    for (prefix, spec) in mounts {
+        line.push(' ');
+        line.push_str(prefix);
+        line.push('=');
+        line.push_str(&spec);
+    }
+    line
+}
+
 /// Checks the `--backend` flags together; a usage error (exit 2) otherwise.
 pub fn check(args: &[BackendArg]) -> Result<(), String> {
     let defaults = args.iter().filter(|a| a.mount.is_none()).count();
@@ -472,6 +520,31 @@ mod tests {
     }
 
     #[cfg(all(feature = "fs", feature = "sqlite"))]
+    #[cfg(all(feature = "run", feature = "fs", feature = "sqlite", feature = "state"))]
+    #[test]
+    fn a_workspace_line_is_absolute_and_orders_mounts() {
+        let args = |list: &[&str]| -> Vec<BackendArg> {
+            list.iter().map(|a| a.parse().unwrap()).collect()
+        };
+        let here = std::env::current_dir().unwrap();
+        assert_eq!(workspace(&[]), "memory:");
+        assert_eq!(
+            workspace(&args(&["/b=sqlite:/x/b.db", "fs:work", "/a=memory:"])),
+            format!(
+                "fs:{} /a=memory: /b=sqlite:/x/b.db",
+                here.join("work").display()
+            )
+        );
+        assert_eq!(
+            workspace(&args(&["fs:./work"])),
+            workspace(&args(&[&format!("fs:{}", here.join("work").display())]))
+        );
+        assert_ne!(
+            workspace(&args(&["fs:work"])),
+            workspace(&args(&["fs:other"]))
+        );
+    }
+
     #[test]
     fn parses_fs_and_sqlite_specs() {
         assert_eq!(

@@ -31,19 +31,31 @@ impl From<CheckpointError> for Refused {
 }
 
 /// The checkpointer of this process's session runs: set by `burrow run
-/// --session` and `burrow thread answer` over their backend, never by
-/// `burrow serve` (whose runs are other tenants').
+/// --session`, `burrow thread answer` and `burrow serve` over their backend
+/// (a server's runs, whatever their tenant, work on its one backend in its
+/// `--tenant`, ADR 0340, so that is where their files are read).
 static RUNS: OnceLock<Checkpointer> = OnceLock::new();
 
-/// Makes the session runs of `command` (a run or an answer) take a
-/// checkpoint before every batch that changes files, through `opened`.
+/// Makes the session runs of `command` (a run, an answer or a server's runs)
+/// take a checkpoint before every batch that changes files, through `opened`.
 pub fn checkpoint_runs(command: &Command, opened: &spec::Opened, ctx: &FileContext) {
     if matches!(
         command,
         Command::Run { .. } | Command::Thread(ThreadCommand::Answer { .. })
-    ) {
+    ) || serves(command)
+    {
         let _ = RUNS.set(Checkpointer::new(opened.backend.clone(), ctx.clone()));
     }
+}
+
+/// True for `burrow serve` (not `serve token add`).
+fn serves(command: &Command) -> bool {
+    #[cfg(feature = "serve")]
+    if let Command::Serve { action: None, .. } = command {
+        return true;
+    }
+    let _ = command;
+    false
 }
 
 /// The checkpointer [`checkpoint_runs`] set, if it did.
@@ -121,25 +133,30 @@ pub async fn command(cli: &Cli, command: &ThreadCommand) -> Result<Exit, Refused
             files_only,
             conversation_only,
             session,
+            claim_ttl,
         } => {
             let store = open_store(session).await?;
             let key = scope(&cli.tenant).thread(id);
             if store.thread(&key).await?.is_none() {
                 return Err(no_thread(id));
             }
-            let opened = spec::open(&cli.backends)
-                .await
-                .map_err(|e| Refused::failure(format!("the backend could not be opened: {e}")))?;
-            let ctx = FileContext::for_tenant(cli.tenant.clone());
             let mode = match (files_only, conversation_only) {
                 (true, _) => RewindMode::FilesOnly,
                 (_, true) => RewindMode::ConversationOnly,
                 _ => RewindMode::Both,
             };
+            let files_tenant = workspace_of(store.as_ref(), &key, id, cli, mode).await?;
+            let opened = spec::open(&cli.backends)
+                .await
+                .map_err(|e| Refused::failure(format!("the backend could not be opened: {e}")))?;
+            let ctx = FileContext::for_tenant(files_tenant);
             let options = RewindOptions {
                 mode,
+                claim_ttl: std::time::Duration::from_secs(*claim_ttl),
                 ..RewindOptions::default()
             };
+            #[cfg(feature = "failpoints")]
+            let options = crash_from_env(options);
             let done = checkpoint::rewind(
                 store.as_ref(),
                 opened.backend.as_ref(),
@@ -222,6 +239,50 @@ pub async fn command(cli: &Cli, command: &ThreadCommand) -> Result<Exit, Refused
         }
         _ => Ok(Exit::Failed),
     }
+}
+
+/// The tenant a rewind of thread `id` restores files as, once the
+/// `--backend` of `cli` is the workspace the thread's runs recorded (ADR
+/// 0359): another workspace is refused before anything is opened, unless
+/// the rewind touches no file (`--conversation-only`). A thread no run of
+/// which recorded a workspace is rewound through `--backend` as given.
+async fn workspace_of(
+    store: &dyn burrow_runtime::session::SessionStore,
+    key: &burrow_runtime::session::ThreadKey,
+    id: &str,
+    cli: &Cli,
+    mode: RewindMode,
+) -> Result<String, Refused> {
+    let Some((recorded, tenant)) = crate::session::recorded_workspace(store, key).await? else {
+        return Ok(cli.tenant.clone());
+    };
+    let given = spec::workspace(&cli.backends);
+    if recorded != given && mode != RewindMode::ConversationOnly {
+        return Err(Refused::not_allowed(
+            "invalid_argument",
+            format!(
+                "thread {}'s runs changed the files of --backend {recorded}, not of --backend {given}; \
+                 give the thread's --backend (or rewind with --conversation-only), nothing was changed",
+                display::name(id)
+            ),
+        ));
+    }
+    Ok(tenant.unwrap_or_else(|| cli.tenant.clone()))
+}
+
+/// `options` stopping for good where `BURROW_FAILPOINT_REWIND` says
+/// (`begun` or `restored`), as a process killed there would (feature
+/// `failpoints`, for the crash tests through the binary only).
+#[cfg(feature = "failpoints")]
+fn crash_from_env(mut options: RewindOptions) -> RewindOptions {
+    use checkpoint::RewindStep;
+    let step = match std::env::var("BURROW_FAILPOINT_REWIND").as_deref() {
+        Ok("begun") => RewindStep::Begun,
+        Ok("restored") => RewindStep::Restored,
+        _ => return options,
+    };
+    options.crash_at = Some(std::sync::Arc::new(move |at| at == step));
+    options
 }
 
 fn no_thread(id: &str) -> Refused {

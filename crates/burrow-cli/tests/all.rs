@@ -29,6 +29,8 @@ mod all {
     mod mcp;
     #[cfg(feature = "mcp")]
     mod mcp_permissions;
+    #[cfg(all(feature = "run", feature = "fs", feature = "sqlite"))]
+    mod rewind_workspace;
     #[cfg(feature = "run")]
     mod run;
     #[cfg(all(
@@ -71,6 +73,8 @@ mod all {
     mod s3;
     #[cfg(all(feature = "serve", feature = "sqlite"))]
     mod serve;
+    #[cfg(all(feature = "serve", feature = "sqlite"))]
+    mod serve_checkpoints;
     #[cfg(feature = "run")]
     mod session;
     mod spec_support;

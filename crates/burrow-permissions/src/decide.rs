@@ -227,6 +227,36 @@ impl Permissions {
         }
     }
 
+    /// The decision for a call of the tool `name` with the JSON `arguments`
+    /// the model gave it: its path is `file_path` or `path` (a path that does
+    /// not parse is none), its command `command`; `read_only` when the tool
+    /// changes nothing.
+    ///
+    /// # Behavior
+    /// As [`Permissions::decide`] for the [`ToolUse`] those arguments make.
+    pub fn decide_arguments(
+        &self,
+        name: &str,
+        arguments: &serde_json::Value,
+        read_only: bool,
+    ) -> Verdict {
+        let text = |key: &str| arguments.get(key).and_then(serde_json::Value::as_str);
+        let path = text("file_path")
+            .or_else(|| text("path"))
+            .and_then(|p| VPath::parse(p).ok());
+        let mut call = ToolUse::new(name);
+        if read_only {
+            call = call.read_only(true);
+        }
+        if let Some(path) = &path {
+            call = call.with_path(path);
+        }
+        if let Some(command) = text("command") {
+            call = call.with_command(command);
+        }
+        self.decide(&call)
+    }
+
     /// True when a rule of any list is about `execute` (a `Bash` rule or the tool's own name).
     pub fn has_command_rules(&self) -> bool {
         self.allow

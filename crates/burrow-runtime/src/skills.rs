@@ -31,7 +31,7 @@ use serde_json::Value;
 
 mod allowed;
 
-pub use allowed::{AllowedTools, tools_of};
+pub use allowed::{AllowedTools, rule_of, tools_of};
 
 use crate::agent::{Agent, InstructionProvider};
 use crate::message::Message;
@@ -277,8 +277,31 @@ fn list_field(
     }
 }
 
-fn by_space(s: &str) -> Vec<String> {
-    s.split_whitespace().map(str::to_owned).collect()
+/// `allowed-tools` as a string: entries separated by spaces (the Agent
+/// Skills form) or commas (as Claude Code's skills often write them), never
+/// inside a specifier's parentheses, so `Bash(npm run test:*)` stays one.
+fn tool_entries(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut entry = String::new();
+    let mut depth = 0usize;
+    for c in s.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if depth == 0 && (c.is_whitespace() || c == ',') {
+            if !entry.is_empty() {
+                out.push(std::mem::take(&mut entry));
+            }
+        } else {
+            entry.push(c);
+        }
+    }
+    if !entry.is_empty() {
+        out.push(entry);
+    }
+    out
 }
 
 fn by_comma(s: &str) -> Vec<String> {
@@ -348,7 +371,7 @@ pub fn parse_skill_file(text: &str, folder: &str) -> Result<SkillFile, SkillRule
         }
     }
     let license = text_field(&map, "license")?;
-    let allowed_tools = list_field(&map, "allowed-tools", by_space)?;
+    let allowed_tools = list_field(&map, "allowed-tools", tool_entries)?;
     let mut metadata = BTreeMap::new();
     match map.get("metadata") {
         None | Some(Value::Null) => {}

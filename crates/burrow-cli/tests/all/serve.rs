@@ -556,7 +556,7 @@ mod handback {
 /// server with SIGTERM.
 /// `burrow ARGS` started in `dir`, and the base URL its first stderr line says it serves
 /// on (the rest of its stderr drained, so it never blocks on it).
-fn spawn_serve(dir: &std::path::Path, args: &[&str]) -> (std::process::Child, String) {
+pub(super) fn spawn_serve(dir: &std::path::Path, args: &[&str]) -> (std::process::Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_burrow"))
         .args(args)
         .current_dir(dir)
