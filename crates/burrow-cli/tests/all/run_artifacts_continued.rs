@@ -48,6 +48,26 @@ fn actors(dir: &Path, session: &str) -> Vec<String> {
         .collect()
 }
 
+/// ana creates plan-1 (version 1) through `burrow artifact create`.
+fn person_creates_plan(dir: &Path, session: &str) {
+    std::fs::write(
+        dir.join("plan.json"),
+        json!({"title": "Ship", "text": "write\ntest\n"}).to_string(),
+    )
+    .unwrap();
+    artifact(dir, &[], &["create", "plan", "plan.json"], session);
+}
+
+/// ana's `burrow artifact edit plan-1 --base BASE --old OLD --new NEW`.
+fn ana_edits(dir: &Path, session: &str, base: &str, old: &str, new: &str) -> Value {
+    artifact(
+        dir,
+        &[],
+        &["edit", "plan-1", "--base", base, "--old", old, "--new", new],
+        session,
+    )
+}
+
 fn assert_artifact_tools(server: &ReplayServer, i: usize) {
     let tools = tool_names(server, i);
     for name in ["list_artifacts", "read_artifact", "edit_artifact"] {
@@ -92,14 +112,7 @@ fn a_paused_thread_continued_by_run_keeps_the_workspace_it_was_started_with() {
         &run_args("make a plan", &session, "t1", &["--artifacts", "kinds"]),
     );
     assert_eq!(paused.code, 3, "{}\n{}", paused.stdout, paused.stderr);
-    let edited = artifact(
-        d,
-        &[],
-        &[
-            "edit", "plan-1", "--base", "1", "--old", "write", "--new", "write it",
-        ],
-        &session,
-    );
+    let edited = ana_edits(d, &session, "1", "write", "write it");
     assert_eq!(edited["artifact"]["version"], 2);
 
     // The answer is the next prompt to the thread, from another folder and
@@ -205,14 +218,7 @@ fn a_run_taken_over_after_sigkill_keeps_the_workspace_it_was_started_with() {
     std::fs::write(d.join("go"), b"").unwrap();
 
     // A person edits the plan the dead run made.
-    let edited = artifact(
-        d,
-        &[],
-        &[
-            "edit", "plan-1", "--base", "1", "--old", "write", "--new", "write it",
-        ],
-        &session,
-    );
+    let edited = ana_edits(d, &session, "1", "write", "write it");
     assert_eq!(edited["artifact"]["version"], 2);
 
     // The retried command, from another folder and without --artifacts,
@@ -272,20 +278,8 @@ fn a_new_thread_hears_only_of_changes_after_it_started_unless_watch_after_says()
     kinds(d);
     let session = session(d);
     // A busy workspace: a person made a plan and changed it before any thread ran.
-    std::fs::write(
-        d.join("plan.json"),
-        json!({"title": "Ship", "text": "write\ntest\n"}).to_string(),
-    )
-    .unwrap();
-    artifact(d, &[], &["create", "plan", "plan.json"], &session);
-    artifact(
-        d,
-        &[],
-        &[
-            "edit", "plan-1", "--base", "1", "--old", "write", "--new", "write it",
-        ],
-        &session,
-    );
+    person_creates_plan(d, &session);
+    ana_edits(d, &session, "1", "write", "write it");
     let server = ReplayServer::start([
         chat(Some("First."), None),
         chat(Some("Second."), None),
@@ -301,21 +295,7 @@ fn a_new_thread_hears_only_of_changes_after_it_started_unless_watch_after_says()
     assert_eq!(notes(&server, 0), Vec::<String>::new());
 
     // A change after the thread started reaches its next run, alone.
-    artifact(
-        d,
-        &[],
-        &[
-            "edit",
-            "plan-1",
-            "--base",
-            "2",
-            "--old",
-            "test",
-            "--new",
-            "test twice",
-        ],
-        &session,
-    );
+    ana_edits(d, &session, "2", "test", "test twice");
     let second = burrow(
         d,
         &server,
@@ -396,14 +376,7 @@ fn change_notes_do_not_go_through_user_prompt_submit_hooks() {
         &run_args("make a plan", &session, "t1", &extra),
     );
     assert_eq!(first.code, 0, "{}\n{}", first.stdout, first.stderr);
-    artifact(
-        d,
-        &[],
-        &[
-            "edit", "plan-1", "--base", "1", "--old", "write", "--new", "write it",
-        ],
-        &session,
-    );
+    ana_edits(d, &session, "1", "write", "write it");
     let second = burrow(
         d,
         &server,
@@ -443,12 +416,7 @@ fn a_task_child_works_in_the_workspace_as_its_own_agent() {
     let d = dir.path();
     kinds(d);
     let session = session(d);
-    std::fs::write(
-        d.join("plan.json"),
-        json!({"title": "Ship", "text": "write\ntest\n"}).to_string(),
-    )
-    .unwrap();
-    artifact(d, &[], &["create", "plan", "plan.json"], &session);
+    person_creates_plan(d, &session);
     let agents = d.join("agents");
     std::fs::create_dir(&agents).unwrap();
     std::fs::write(
