@@ -160,18 +160,7 @@ pub fn apply(
     old_snapshot: Option<&Value>,
 ) -> Result<Applied> {
     let head = match (change, head) {
-        (Change::Create { kind, snapshot }, _) => {
-            kinds.validate(kind, snapshot)?;
-            let patch = Patch(vec![PatchOperation::Add(json_patch::AddOperation {
-                path: json_patch::jsonptr::PointerBuf::new(),
-                value: snapshot.clone(),
-            })]);
-            return Ok(Applied {
-                snapshot: snapshot.clone(),
-                patch,
-                archived: false,
-            });
-        }
+        (Change::Create { kind, snapshot }, _) => return create(kinds, kind, snapshot.clone()),
         (_, None) => {
             return Err(ArtifactError::not_found(format!(
                 "there is no artifact {}.",
@@ -180,20 +169,75 @@ pub fn apply(
         }
         (_, Some(head)) => head,
     };
+    apply_owned(
+        kinds,
+        Meta::of(head),
+        head.snapshot.clone(),
+        change,
+        old_snapshot,
+    )
+}
+
+/// A head but its snapshot: what [`apply_owned`] checks besides the document.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Meta<'a> {
+    /// The artifact's id.
+    pub id: &'a str,
+    /// Its kind.
+    pub kind: &'a str,
+    /// Its head version.
+    pub version: u64,
+    /// Whether it is archived.
+    pub archived: bool,
+}
+
+impl<'a> Meta<'a> {
+    fn of(head: Head<'a>) -> Self {
+        Self {
+            id: head.id,
+            kind: head.kind,
+            version: head.version,
+            archived: head.archived,
+        }
+    }
+}
+
+/// A create's result: `snapshot` validated, its patch one `add` of it at `""`.
+pub(crate) fn create(kinds: &Kinds, kind: &str, snapshot: Value) -> Result<Applied> {
+    kinds.validate(kind, &snapshot)?;
+    let patch = Patch(vec![PatchOperation::Add(json_patch::AddOperation {
+        path: json_patch::jsonptr::PointerBuf::new(),
+        value: snapshot.clone(),
+    })]);
+    Ok(Applied {
+        snapshot,
+        patch,
+        archived: false,
+    })
+}
+
+/// [`apply`] to the head `head` whose snapshot, `doc`, the caller gives up:
+/// it is changed in place rather than copied first.
+pub(crate) fn apply_owned(
+    kinds: &Kinds,
+    head: Meta<'_>,
+    mut doc: Value,
+    change: &Change,
+    old_snapshot: Option<&Value>,
+) -> Result<Applied> {
     if head.archived {
         return Err(ArtifactError::invalid_state(format!(
             "{} is archived and takes no more changes.",
             head.id
         )));
     }
-    let (snapshot, patch, archived) = match change {
+    let (patch, archived) = match change {
         Change::Create { .. } => {
             return Err(ArtifactError::invalid_state(
                 "a create makes a new artifact and applies to no head.",
             ));
         }
         Change::Patch { patch, .. } => {
-            let mut doc = head.snapshot.clone();
             json_patch::patch(&mut doc, patch).map_err(|e| {
                 ArtifactError::new(
                     ArtifactErrorKind::Patch,
@@ -207,15 +251,14 @@ pub fn apply(
                     ),
                 )
             })?;
-            (doc, patch.clone(), false)
+            (patch.clone(), false)
         }
         Change::EditText {
             field, old, new, ..
         } => {
-            let text = edit_field(head, field, old, new)?;
+            let text = edit_field(head, &doc, field, old, new)?;
             let pointer = json_patch::jsonptr::PointerBuf::parse(field.as_str())
                 .map_err(|e| bad_pointer(field, e))?;
-            let mut doc = head.snapshot.clone();
             let patch = Patch(vec![PatchOperation::Replace(ReplaceOperation {
                 path: pointer,
                 value: Value::String(text),
@@ -228,9 +271,9 @@ pub fn apply(
                     e.kind
                 ))
             })?;
-            (doc, patch, false)
+            (patch, false)
         }
-        Change::Archive { .. } => (head.snapshot.clone(), Patch(Vec::new()), true),
+        Change::Archive { .. } => (Patch(Vec::new()), true),
         Change::Revert { to_version, .. } => {
             let Some(old) = old_snapshot else {
                 return Err(ArtifactError::not_found(format!(
@@ -238,13 +281,14 @@ pub fn apply(
                     head.id
                 )));
             };
-            let patch = json_patch::diff(head.snapshot, old);
-            (old.clone(), patch, false)
+            let patch = json_patch::diff(&doc, old);
+            doc = old.clone();
+            (patch, false)
         }
     };
-    kinds.validate(head.kind, &snapshot)?;
+    kinds.validate(head.kind, &doc)?;
     Ok(Applied {
-        snapshot,
+        snapshot: doc,
         patch,
         archived,
     })
@@ -261,10 +305,11 @@ fn bad_pointer(field: &str, e: impl std::fmt::Display) -> ArtifactError {
     ))
 }
 
-/// The string at `field` with the one occurrence of `old` replaced by `new`.
-fn edit_field(head: Head<'_>, field: &str, old: &str, new: &str) -> Result<String> {
+/// The string at `field` of `doc` (`head`'s snapshot) with the one
+/// occurrence of `old` replaced by `new`.
+fn edit_field(head: Meta<'_>, doc: &Value, field: &str, old: &str, new: &str) -> Result<String> {
     let pointer = json_patch::jsonptr::Pointer::parse(field).map_err(|e| bad_pointer(field, e))?;
-    let Some(Value::String(text)) = pointer.resolve(head.snapshot).ok() else {
+    let Some(Value::String(text)) = pointer.resolve(doc).ok() else {
         return Err(ArtifactError::invalid_state(format!(
             "the field {} of {} is not a string, so it takes no text edit; use a JSON Patch.",
             shown_path(field),

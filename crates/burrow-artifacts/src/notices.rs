@@ -111,10 +111,21 @@ impl ArtifactWorkspace {
     /// `watch_after`), or `None` when they did nothing. Reads at most one
     /// page of the log ([`MAX_EVENTS_PAGE`]); the next look goes on from it.
     pub async fn change_note(&self, history: &[Message]) -> Result<Option<String>, ArtifactError> {
-        let after = noted_through(history)
+        let noted = noted_through(history);
+        let mut after = noted
             .unwrap_or(0)
             .max(self.watch_after)
             .max(self.seen.load(Ordering::Acquire));
+        if self.from_first_look && noted.is_none() {
+            let first = match self.first_look.get() {
+                Some(seq) => *seq,
+                None => {
+                    let head = self.head_seq().await?;
+                    *self.first_look.get_or_init(|| head)
+                }
+            };
+            after = after.max(first);
+        }
         let events = self
             .store
             .events(&self.scope, after, MAX_EVENTS_PAGE)

@@ -8,12 +8,13 @@
 
 use std::collections::BTreeSet;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use burrow_backend::Error;
 use burrow_runtime::agent::Agent;
 use burrow_runtime::runner::{RunnerConfig, emit_draft};
 use burrow_runtime::session::Scope;
+use burrow_runtime::subagent::{Child, ChildSetup};
 use burrow_runtime::tool::{CallContext, FnTool, Tool, ToolAnnotations, ToolOutput, ToolRegistry};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -116,6 +117,11 @@ pub struct ArtifactWorkspace {
     notices: bool,
     /// The seq after which others' changes are noted, when the history has no note yet.
     pub(crate) watch_after: u64,
+    /// Whether the log's head at this process's first look is a floor too
+    /// ([`ArtifactWorkspace::with_watch_from_first_look`]).
+    pub(crate) from_first_look: bool,
+    /// The head at this process's first look, once looked.
+    pub(crate) first_look: OnceLock<u64>,
     /// The last seq this process looked at, so a look does not read it again.
     pub(crate) seen: AtomicU64,
 }
@@ -145,8 +151,58 @@ impl ArtifactWorkspace {
             followed: Mutex::default(),
             notices: true,
             watch_after: 0,
+            from_first_look: false,
+            first_look: OnceLock::new(),
             seen: AtomicU64::new(0),
         }
+    }
+
+    /// The workspace of a child of this agent (a subagent's run, ADR 0364):
+    /// the same store, workspace, kinds, policy, limits and notices choice;
+    /// its own name, `agent`, so its changes are its own and its parent hears
+    /// of them; its own followed set; noting only what others do after its
+    /// first look.
+    pub fn for_child(&self, agent: impl Into<String>) -> Self {
+        Self {
+            store: Arc::clone(&self.store),
+            scope: self.scope.clone(),
+            agent: agent.into(),
+            policy: self.policy,
+            max_render_chars: self.max_render_chars,
+            max_summary_chars: self.max_summary_chars,
+            ask: false,
+            followed: Mutex::default(),
+            notices: self.notices,
+            watch_after: 0,
+            from_first_look: true,
+            first_look: OnceLock::new(),
+            seen: AtomicU64::new(0),
+        }
+    }
+
+    /// What gives each child of a `task` call (at any depth) its own place
+    /// in this workspace ([`ArtifactWorkspace::for_child`]): named
+    /// `AGENT/task-CALL` after its thread, with the artifact tools its
+    /// definition names (all five when it names none), the artifacts it
+    /// follows in its instructions and, with notices, change notes.
+    pub fn child_setup(self: &Arc<Self>) -> ChildSetup {
+        let parent = Arc::clone(self);
+        Arc::new(move |agent: Agent, child: Child<'_>| {
+            let own = child
+                .thread
+                .thread
+                .split_once('/')
+                .map_or(child.thread.thread.as_str(), |(_, rest)| rest);
+            // A definition that names tools but none of the five: no workspace.
+            if child
+                .tools
+                .is_some_and(|names| !names.iter().any(|n| TOOL_NAMES.contains(&n.as_str())))
+            {
+                return agent;
+            }
+            let workspace = Arc::new(parent.for_child(format!("{}/{own}", parent.agent)));
+            workspace.install_only(agent, child.tools)
+        })
     }
 
     /// The same workspace with (or without) change notes: what others did
@@ -157,12 +213,43 @@ impl ArtifactWorkspace {
         self
     }
 
+    /// The same workspace noting only changes made after its first look in
+    /// this process (the log's head then) while the history holds no note:
+    /// an agent that starts now hears nothing of what came before it. (A
+    /// later process resuming the same history without a note starts at its
+    /// own first look; give it [`ArtifactWorkspace::with_watch_after`].)
+    pub fn with_watch_from_first_look(mut self) -> Self {
+        self.from_first_look = true;
+        self
+    }
+
+    /// The seq of the workspace log's last event (0 while it has none).
+    pub async fn head_seq(&self) -> Result<u64, ArtifactError> {
+        let mut head = 0;
+        loop {
+            let page = self
+                .store
+                .events(&self.scope, head, crate::store::MAX_EVENTS_PAGE)
+                .await?;
+            match page.last() {
+                Some(last) if page.len() >= crate::store::MAX_EVENTS_PAGE => head = last.seq,
+                Some(last) => return Ok(last.seq),
+                None => return Ok(head),
+            }
+        }
+    }
+
     /// The same workspace noting only changes after the log's seq `seq`
     /// (0 by default: every change others made) while the history holds no
     /// note yet; a history's last note says where the next look starts.
     pub fn with_watch_after(mut self, seq: u64) -> Self {
         self.watch_after = seq;
         self
+    }
+
+    /// The seq after which others' changes are noted while the history holds no note.
+    pub fn watch_after(&self) -> u64 {
+        self.watch_after
     }
 
     /// Whether the agent gets change notes.
@@ -175,8 +262,18 @@ impl ArtifactWorkspace {
     /// `notices` the change notes before each request. (Give its runner
     /// [`ArtifactWorkspace::runner_config`] for `ask_user`.)
     pub fn install(self: &Arc<Self>, agent: Agent) -> Agent {
+        self.install_only(agent, None)
+    }
+
+    /// [`ArtifactWorkspace::install`] with only the artifact tools `only`
+    /// names (`None`: all five); the instructions and notes come all the same.
+    pub fn install_only(self: &Arc<Self>, agent: Agent, only: Option<&[String]>) -> Agent {
         let mut tools = agent.tools().clone();
-        self.add_to(&mut tools);
+        for tool in self.tools() {
+            if only.is_none_or(|names| names.iter().any(|n| n == tool.name())) {
+                tools.add_arc(tool);
+            }
+        }
         let mut agent = agent
             .with_tools(tools)
             .with_provider(Arc::new(crate::notices::Followed(Arc::clone(self))));
@@ -546,6 +643,8 @@ pub const CREATE: &str = "create_artifact";
 pub const EDIT: &str = "edit_artifact";
 /// See [`LIST`].
 pub const ARCHIVE: &str = "archive_artifact";
+/// The five artifact tools' names.
+pub const TOOL_NAMES: [&str; 5] = [LIST, READ, CREATE, EDIT, ARCHIVE];
 
 /// A change's result: the outcome in words, `is_error` for a refusal, `Err` for a store failure.
 fn reply(result: Result<Outcome, ArtifactError>) -> Result<ToolOutput, Error> {

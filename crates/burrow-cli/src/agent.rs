@@ -468,6 +468,12 @@ impl Config {
                 .with_child_max_turns(self.task_max_turns)
                 .with_claim_ttl(self.task_claim_ttl)
                 .with_events(Arc::new(move |event: TaskEvent| task_event(event, json)));
+            // Each child gets its own place in the workspace (ADR 0364).
+            #[cfg(feature = "artifacts")]
+            let tasks = match &self.artifacts {
+                Some(workspace) => tasks.with_child_setup(workspace.child_setup()),
+                None => tasks,
+            };
             agent = tasks.install(agent);
             children = Some(tasks);
         }

@@ -182,7 +182,10 @@ one ({{field}} and {{/json/pointer}} are replaced by the snapshot's values). The
 list_artifacts, read_artifact, create_artifact, edit_artifact and archive_artifact; every request's
 instructions render the artifacts it made or read, fresh, in <artifact id kind version> tags; and
 what others changed since it last looked (`burrow artifact edit`, another thread's agent) comes
-before its next request as a <workspace-changes> note kept in the thread (--no-notices: none). The
+before its next request as a <workspace-changes> note kept in the thread (--no-notices: none). A
+thread hears of changes made after its first run with the workspace started (--watch-after SEQ:
+after that event; 0: all). A run keeps its workspace when continued (thread answer, the next
+prompt to its thread, a takeover), and --agents children work in it as agents of their own. The
 store is --session's, shared with `burrow artifact`; without --session it is in memory.
 
 --skills DIR / --workspace-skills PATH: Agent Skills folders (NAME/SKILL.md: frontmatter name,
@@ -477,6 +480,12 @@ pub enum Command {
         #[cfg(feature = "artifacts")]
         #[arg(long, requires = "artifacts")]
         no_notices: bool,
+        /// With --artifacts: note others' changes after the workspace's event SEQ (0: every
+        /// change ever made). Default: a thread hears of changes made after its first run with
+        /// the workspace started, not of those before.
+        #[cfg(feature = "artifacts")]
+        #[arg(long, value_name = "SEQ", requires = "artifacts")]
+        watch_after: Option<u64>,
         /// Run in a session thread: sqlite:FILE.db, postgres://... or memory: (per process).
         #[arg(long, value_name = "SESSION", requires = "thread")]
         session: Option<String>,

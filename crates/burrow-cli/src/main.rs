@@ -529,16 +529,22 @@ async fn run_setup(cli: &Cli) -> io::Result<Result<Option<session::Setup>, Exit>
             mcp_timeout,
             strict_mcp,
             ..
-        } => Ok(Ok(Some(run_artifacts_setup(
-            cli,
-            session::Setup::given(model, settings, *max_turns, *todos)
-                .with_memory(*memory)
-                .with_compaction(*compact_at, Some(*compact_keep))
-                .with_large_result_tokens(Some(*large_result_tokens))
-                .with_tasks(agents.as_deref(), *max_task_depth, *task_max_turns)
-                .with_team(team.as_deref())
-                .with_mcp(*mcp_timeout, *strict_mcp),
-        )))),
+        } => {
+            let setup = run_artifacts_setup(
+                cli,
+                session::Setup::given(model, settings, *max_turns, *todos)
+                    .with_memory(*memory)
+                    .with_compaction(*compact_at, Some(*compact_keep))
+                    .with_large_result_tokens(Some(*large_result_tokens))
+                    .with_tasks(agents.as_deref(), *max_task_depth, *task_max_turns)
+                    .with_team(team.as_deref())
+                    .with_mcp(*mcp_timeout, *strict_mcp),
+            );
+            match continued_run_setup(cli, setup).await {
+                Ok(setup) => Ok(Ok(Some(setup))),
+                Err(refused) => Ok(Err(refused.report(cli.json)?)),
+            }
+        }
         cli::Command::Thread(cli::ThreadCommand::Answer {
             id,
             model,
@@ -562,6 +568,7 @@ async fn run_setup(cli: &Cli) -> io::Result<Result<Option<session::Setup>, Exit>
                 large_result_tokens: None,
                 artifacts: None,
                 no_notices: false,
+                watch_after: None,
                 mcp_timeout: None,
                 strict_mcp: false,
                 backend: None,
@@ -599,20 +606,60 @@ async fn run_setup(cli: &Cli) -> io::Result<Result<Option<session::Setup>, Exit>
     }
 }
 
-/// `setup` with `burrow run`'s `--artifacts` and `--no-notices` (ADR 0337).
+/// `setup` with `burrow run`'s `--artifacts`, `--no-notices` and `--watch-after` (ADR 0337).
 #[cfg(feature = "run")]
 fn run_artifacts_setup(cli: &Cli, setup: session::Setup) -> session::Setup {
     #[cfg(feature = "artifacts")]
     if let cli::Command::Run {
         artifacts,
         no_notices,
+        watch_after,
         ..
     } = &cli.command
     {
-        return setup.with_artifacts(artifacts.as_deref(), *no_notices);
+        return setup.with_artifacts(artifacts.as_deref(), *no_notices, *watch_after);
     }
     let _ = cli;
     setup
+}
+
+/// `burrow run --session S --thread T`'s `setup`, or, when the prompt
+/// continues a run (answers a paused one, steers or takes over a running
+/// one, retries the command that started it), that run's artifact
+/// workspace in place of this process's `--artifacts` (ADR 0362).
+#[cfg(feature = "run")]
+async fn continued_run_setup(
+    cli: &Cli,
+    setup: session::Setup,
+) -> Result<session::Setup, session::Refused> {
+    let cli::Command::Run {
+        session: Some(spec),
+        thread: Some(thread),
+        command_id,
+        ..
+    } = &cli.command
+    else {
+        return Ok(setup);
+    };
+    let args = session::SessionArgs {
+        spec: spec.clone(),
+        tenant: cli.tenant.clone(),
+        claim_ttl: 30,
+        setup: session::Setup::default(),
+    };
+    let Some(recorded) = session::continued_setup(&args, thread, command_id.as_deref()).await?
+    else {
+        return Ok(setup);
+    };
+    if setup.artifacts.is_some() && setup.artifacts != recorded.artifacts {
+        writeln!(
+            io::stderr(),
+            "burrow: this prompt continues a run of thread {}, which keeps the artifact workspace it was started with; --artifacts is not used for it",
+            display::name(thread)
+        )
+        .map_err(session::Refused::from)?;
+    }
+    Ok(setup.continuing(&recorded))
 }
 
 /// `burrow run` (with or without a session) and `burrow thread answer`.
@@ -629,7 +676,9 @@ async fn run_agent(
     // workspace, also for a resumed run (ADR 0359).
     let setup = setup.with_workspace(&cli.backends, &cli.tenant);
     #[cfg(feature = "artifacts")]
-    let config = match run_artifacts::for_run(&cli, &setup).await {
+    let mut setup = setup;
+    #[cfg(feature = "artifacts")]
+    let config = match run_artifacts::for_run(&cli, &mut setup).await {
         Ok(workspace) => config.with_artifacts(workspace),
         Err(message) => {
             writeln!(io::stderr(), "burrow: {message}")?;

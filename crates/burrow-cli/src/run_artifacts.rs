@@ -18,6 +18,10 @@ pub struct RunArtifacts<'a> {
     pub tenant: &'a str,
     /// Change notes (off with `--no-notices`).
     pub notices: bool,
+    /// Others' changes after this seq are noted (`--watch-after`); `None`:
+    /// where the thread's earlier runs with the workspace started, else the
+    /// log's head now (ADR 0363).
+    pub watch_after: Option<u64>,
 }
 
 /// The agent's name in the workspace: `thread:ID` in a session thread (every
@@ -36,18 +40,51 @@ pub async fn open(args: &RunArtifacts<'_>) -> Result<Arc<ArtifactWorkspace>, Str
         _ => Arc::new(MemoryArtifactStore::new(kinds)),
     };
     let scope = burrow_runtime::session::Scope::new(args.tenant, crate::artifact::WORKSPACE);
-    Ok(Arc::new(
-        ArtifactWorkspace::new(store, scope, agent_name(args.thread)).with_notices(args.notices),
-    ))
+    let workspace =
+        ArtifactWorkspace::new(store, scope, agent_name(args.thread)).with_notices(args.notices);
+    let watch_after = match args.watch_after {
+        Some(seq) => seq,
+        None => watch_after(args, &workspace).await?,
+    };
+    Ok(Arc::new(workspace.with_watch_after(watch_after)))
+}
+
+/// Where a run with no `--watch-after` starts noting (ADR 0363): where the
+/// thread's earlier runs with the workspace started (0 for runs recorded
+/// before that was kept), else, for a thread new to the workspace, the log's
+/// head now: it hears of nothing that came before it.
+async fn watch_after(
+    args: &RunArtifacts<'_>,
+    workspace: &ArtifactWorkspace,
+) -> Result<u64, String> {
+    if let (Some(spec), Some(thread)) = (args.session, args.thread) {
+        let session = crate::session::SessionArgs {
+            spec: spec.to_owned(),
+            tenant: args.tenant.to_owned(),
+            claim_ttl: 30,
+            setup: crate::session::Setup::default(),
+        };
+        match crate::session::recorded_watch_after(&session, thread).await {
+            Ok(Some(seq)) => return Ok(seq),
+            Ok(None) => {}
+            Err(refused) => return Err(refused.message().to_owned()),
+        }
+    }
+    workspace
+        .head_seq()
+        .await
+        .map_err(|e| format!("the artifact store failed: {}", e.message()))
 }
 
 /// The workspace of `burrow run --artifacts DIR`, and of `burrow thread
-/// answer` resuming a run that was started with one (the folder and the
-/// notices choice are in the run's recorded setup, ADR 0337); `None` without
-/// a folder or for another command; an `Err` is one sentence.
+/// answer` resuming a run that was started with one (the folder, the
+/// notices choice and where it watches from are in the run's recorded
+/// setup, ADR 0337); `None` without a folder or for another command; an
+/// `Err` is one sentence. `setup` gets the seq the workspace watches after,
+/// so the run records it.
 pub async fn for_run(
     cli: &crate::cli::Cli,
-    setup: &crate::session::Setup,
+    setup: &mut crate::session::Setup,
 ) -> Result<Option<Arc<ArtifactWorkspace>>, String> {
     let Some(dir) = &setup.artifacts else {
         return Ok(None);
@@ -67,6 +104,9 @@ pub async fn for_run(
         thread,
         tenant: &cli.tenant,
         notices: !setup.no_notices,
+        watch_after: setup.watch_after,
     };
-    open(&args).await.map(Some)
+    let workspace = open(&args).await?;
+    setup.watch_after = Some(workspace.watch_after());
+    Ok(Some(workspace))
 }

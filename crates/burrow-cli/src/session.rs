@@ -51,6 +51,7 @@ const COMPACT_KEEP_LABEL: &str = "burrow.compact_keep";
 const LARGE_RESULT_LABEL: &str = "burrow.large_result_tokens";
 const ARTIFACTS_LABEL: &str = "burrow.artifacts";
 const NO_NOTICES_LABEL: &str = "burrow.no_notices";
+const WATCH_AFTER_LABEL: &str = "burrow.watch_after";
 const MCP_TIMEOUT_LABEL: &str = "burrow.mcp_timeout";
 const STRICT_MCP_LABEL: &str = "burrow.strict_mcp";
 /// The workspace the run's files are in (`spec::workspace`, ADR 0359).
@@ -114,6 +115,10 @@ pub struct Setup {
     pub artifacts: Option<PathBuf>,
     /// With `artifacts`: no change notes (`--no-notices`).
     pub no_notices: bool,
+    /// With `artifacts`: the workspace's event seq after which others'
+    /// changes are noted (`--watch-after`, else the head when the thread
+    /// first ran with the workspace, ADR 0363).
+    pub watch_after: Option<u64>,
     /// An MCP tool call's timeout in seconds (`--mcp-timeout`).
     pub mcp_timeout: Option<u64>,
     /// An MCP server that fails to start fails the run (`--strict-mcp`).
@@ -149,6 +154,7 @@ impl Setup {
             large_result_tokens: None,
             artifacts: None,
             no_notices: false,
+            watch_after: None,
             mcp_timeout: None,
             strict_mcp: false,
             backend: None,
@@ -173,11 +179,18 @@ impl Setup {
     }
 
     /// The same setup with the artifact workspace of `dir` (`--artifacts`), its
-    /// change notes off when `no_notices` (`--no-notices`).
+    /// change notes off when `no_notices` (`--no-notices`), noting changes
+    /// after `watch_after` (`--watch-after`).
     #[cfg(feature = "artifacts")]
-    pub fn with_artifacts(mut self, dir: Option<&Path>, no_notices: bool) -> Self {
+    pub fn with_artifacts(
+        mut self,
+        dir: Option<&Path>,
+        no_notices: bool,
+        watch_after: Option<u64>,
+    ) -> Self {
         self.artifacts = dir.map(absolute);
         self.no_notices = no_notices && dir.is_some();
+        self.watch_after = watch_after.filter(|_| dir.is_some());
         self
     }
 
@@ -250,6 +263,16 @@ impl Setup {
         .with_team(self.team.as_deref(), model, request_timeout)
     }
 
+    /// `self` continuing a run recorded with `recorded`: the run keeps the
+    /// artifact workspace (and notices choice) it was started with, whatever
+    /// this process's `--artifacts` says (ADR 0362).
+    pub fn continuing(mut self, recorded: &Setup) -> Self {
+        self.artifacts.clone_from(&recorded.artifacts);
+        self.no_notices = recorded.no_notices;
+        self.watch_after = recorded.watch_after;
+        self
+    }
+
     /// `self`, each part it leaves out taken from `recorded`.
     pub fn or(self, recorded: Setup) -> Self {
         Self {
@@ -273,6 +296,11 @@ impl Setup {
                 self.no_notices
             } else {
                 recorded.no_notices
+            },
+            watch_after: if self.artifacts.is_some() {
+                self.watch_after
+            } else {
+                recorded.watch_after
             },
             artifacts: self.artifacts.or(recorded.artifacts),
             mcp_timeout: self.mcp_timeout.or(recorded.mcp_timeout),
@@ -312,6 +340,9 @@ impl Setup {
             labels.insert(ARTIFACTS_LABEL.to_owned(), dir.display().to_string());
             if self.no_notices {
                 labels.insert(NO_NOTICES_LABEL.to_owned(), "true".to_owned());
+            }
+            if let Some(seq) = self.watch_after {
+                labels.insert(WATCH_AFTER_LABEL.to_owned(), seq.to_string());
             }
         }
         if let Some(n) = self.mcp_timeout {
@@ -363,6 +394,7 @@ impl Setup {
             large_result_tokens: labels.get(LARGE_RESULT_LABEL).and_then(|n| n.parse().ok()),
             artifacts: labels.get(ARTIFACTS_LABEL).map(PathBuf::from),
             no_notices: labels.get(NO_NOTICES_LABEL).is_some_and(|v| v == "true"),
+            watch_after: labels.get(WATCH_AFTER_LABEL).and_then(|n| n.parse().ok()),
             mcp_timeout: labels.get(MCP_TIMEOUT_LABEL).and_then(|n| n.parse().ok()),
             strict_mcp: labels.get(STRICT_MCP_LABEL).is_some_and(|v| v == "true"),
             backend: labels.get(BACKEND_LABEL).cloned(),
@@ -384,6 +416,11 @@ pub struct Refused {
 }
 
 impl Refused {
+    /// Its sentence.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
     /// A bad `--session` value: exit 2, like other bad usage.
     pub(crate) fn usage(message: impl Into<String>) -> Self {
         Self {
@@ -1405,6 +1442,73 @@ pub async fn recorded_setup(args: &SessionArgs, thread: &str) -> Result<Setup, R
     let key = scope(&args.tenant).thread(thread);
     let run = paused_run(&*store, &key).await?;
     Ok(Setup::from_labels(&run.labels))
+}
+
+/// Where thread `thread`'s earlier runs with an artifact workspace started
+/// watching it (ADR 0363): `None` when none of its runs had one, 0 for runs
+/// recorded before the seq was kept (they noted every change).
+pub async fn recorded_watch_after(
+    args: &SessionArgs,
+    thread: &str,
+) -> Result<Option<u64>, Refused> {
+    let store = open_store(&args.spec).await?;
+    let key = scope(&args.tenant).thread(thread);
+    let runs = store.runs(&key).await?;
+    let mut with_workspace = runs
+        .iter()
+        .rev()
+        .filter(|r| r.labels.contains_key(ARTIFACTS_LABEL))
+        .peekable();
+    if with_workspace.peek().is_none() {
+        return Ok(None);
+    }
+    Ok(Some(
+        with_workspace
+            .find_map(|r| r.labels.get(WATCH_AFTER_LABEL)?.parse().ok())
+            .unwrap_or(0),
+    ))
+}
+
+/// The recorded setup of the run `burrow run --session --thread THREAD`
+/// continues, if it continues one (ADR 0362): the thread's paused run (the
+/// prompt answers it), its running run (the prompt steers it, and a lapsed
+/// claim is taken over here), or the run that took a retried `command_id`'s
+/// message (carried on here); `None` when the prompt starts a run afresh.
+pub async fn continued_setup(
+    args: &SessionArgs,
+    thread: &str,
+    command_id: Option<&str>,
+) -> Result<Option<Setup>, Refused> {
+    let store = open_store(&args.spec).await?;
+    let key = scope(&args.tenant).thread(thread);
+    let Some(info) = store.thread(&key).await? else {
+        return Ok(None);
+    };
+    if let Some(run_id) = &info.active_run {
+        let run = store.run(&key.scope, run_id).await?;
+        return Ok(run.map(|r| Setup::from_labels(&r.labels)));
+    }
+    let Some(id) = command_id else {
+        return Ok(None);
+    };
+    let command = CommandKey {
+        scope: key.scope.clone(),
+        sender: AUTHOR.to_owned(),
+        command_id: id.to_owned(),
+    };
+    let remembered = store.command_result(&command).await?;
+    let Some(Ok(CommandResult::Posted { message_id, .. })) =
+        remembered.map(serde_json::from_value::<CommandResult>)
+    else {
+        return Ok(None);
+    };
+    Ok(store
+        .runs(&key)
+        .await?
+        .iter()
+        .rev()
+        .find(|r| r.message_ids.contains(&message_id))
+        .map(|r| Setup::from_labels(&r.labels)))
 }
 
 /// `burrow thread answer ID --request R TEXT`: answers and resumes the run here.

@@ -40,6 +40,13 @@ mod all {
         feature = "sqlite"
     ))]
     mod run_artifacts;
+    #[cfg(all(
+        feature = "artifacts",
+        feature = "openai",
+        feature = "fs",
+        feature = "sqlite"
+    ))]
+    mod run_artifacts_continued;
     #[cfg(all(feature = "run", feature = "sqlite"))]
     mod run_background_tasks;
     #[cfg(all(

@@ -15,7 +15,7 @@ use burrow_runtime::session::Scope;
 use super::types::{
     Actor, Committed, Event, EventKind, Proposal, ProposalStatus, Revision, Versioned,
 };
-use crate::change::{self, Change, Head};
+use crate::change::{self, Change, Meta};
 use crate::error::{ArtifactError, ChangeSince, Result};
 use crate::kind::{Kinds, clip};
 
@@ -115,7 +115,7 @@ fn decide(
         return Ok((head, revision));
     }
     let id = change.id().unwrap_or_default();
-    let Some(current) = tx.head(id)? else {
+    let Some(mut current) = tx.head(id)? else {
         return Err(ArtifactError::not_found(format!(
             "there is no artifact {}.",
             clip(id, 100)
@@ -145,15 +145,17 @@ fn decide(
         Change::Revert { to_version, .. } => tx.revision(id, *to_version)?.map(|r| r.snapshot),
         _ => None,
     };
-    let applied = change::apply(
+    // The head read here is only replaced: its snapshot is changed in place.
+    let doc = std::mem::take(&mut current.snapshot);
+    let applied = change::apply_owned(
         kinds,
-        Some(Head {
+        Meta {
             id,
             kind: &current.kind,
             version: current.version,
-            snapshot: &current.snapshot,
             archived: current.archived,
-        }),
+        },
+        doc,
         change,
         old.as_ref(),
     )?;

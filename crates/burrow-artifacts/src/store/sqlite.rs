@@ -12,7 +12,12 @@
 //!   the busy timeout (5 s by default), then a Store error.
 //! - **Durability.** WAL with `synchronous=NORMAL`: a commit survives the
 //!   process dying at any point.
+//! - **Kept heads.** A connection keeps the heads it wrote decoded (up to
+//!   64), so the next change to one does not parse its snapshot again; it
+//!   trusts them only while `PRAGMA data_version` says no other connection
+//!   has committed since its own last commit, and drops them all otherwise.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -76,10 +81,40 @@ pub struct SqliteArtifactStore {
 
 #[derive(Debug)]
 struct Inner {
-    conn: Mutex<Connection>,
+    conn: Mutex<Conn>,
     path: PathBuf,
     in_place: bool,
 }
+
+/// The connection and the heads this connection last wrote, kept decoded so
+/// that the next change to one does not parse its snapshot again.
+///
+/// The cache is trusted only while `PRAGMA data_version` is what it was at
+/// this connection's last commit: any other connection's commit (another
+/// process, another handle) changes it, and the whole cache is dropped. A
+/// head is taken out of the cache when read and put back only once the
+/// transaction that wrote it has committed.
+struct Conn {
+    conn: Connection,
+    heads: HashMap<HeadKey, Versioned>,
+    data_version: i64,
+}
+
+impl std::fmt::Debug for Conn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Conn")
+            .field("conn", &self.conn)
+            .field("kept_heads", &self.heads.len())
+            .field("data_version", &self.data_version)
+            .finish()
+    }
+}
+
+/// A head's tenant, workspace and id.
+type HeadKey = (String, String, String);
+
+/// The most heads a connection keeps decoded.
+const MAX_CACHED_HEADS: usize = 64;
 
 fn sql(e: rusqlite::Error) -> ArtifactError {
     ArtifactError::store("the SQLite artifact store failed", e)
@@ -156,7 +191,11 @@ impl SqliteArtifactStore {
         Ok(Self {
             kinds: kinds.into(),
             inner: Arc::new(Inner {
-                conn: Mutex::new(conn),
+                conn: Mutex::new(Conn {
+                    conn,
+                    heads: HashMap::new(),
+                    data_version: -1,
+                }),
                 path,
                 in_place: options.in_place,
             }),
@@ -182,15 +221,44 @@ impl Transact for SqliteArtifactStore {
         let inner = Arc::clone(&self.inner);
         let scope = scope.clone();
         let call = move || {
-            let mut conn = inner.conn.lock().unwrap_or_else(|e| e.into_inner());
+            let mut guard = inner.conn.lock().unwrap_or_else(|e| e.into_inner());
+            let Conn {
+                conn,
+                heads,
+                data_version,
+            } = &mut *guard;
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(sql)?;
-            let value = f(&mut SqlTx {
+            let version: i64 = tx
+                .query_row("PRAGMA data_version", [], |r| r.get(0))
+                .map_err(sql)?;
+            if version != *data_version {
+                heads.clear();
+                *data_version = version;
+            }
+            let mut sql_tx = SqlTx {
                 tx: &tx,
                 scope: &scope,
-            })?;
+                cached: heads,
+                written: Vec::new(),
+            };
+            let value = f(&mut sql_tx)?;
+            let written = std::mem::take(&mut sql_tx.written);
             tx.commit().map_err(sql)?;
+            if heads.len() + written.len() > MAX_CACHED_HEADS {
+                heads.clear();
+            }
+            for head in written {
+                heads.insert(
+                    (
+                        scope.tenant.clone(),
+                        scope.workspace.clone(),
+                        head.id.clone(),
+                    ),
+                    head,
+                );
+            }
             Ok(value)
         };
         let multi_thread = tokio::runtime::Handle::try_current()
@@ -230,6 +298,10 @@ fn switch_to_wal(conn: &Connection, patience: Duration) -> Result<()> {
 struct SqlTx<'a> {
     tx: &'a rusqlite::Transaction<'a>,
     scope: &'a Scope,
+    /// Heads decoded before, valid for this transaction (see [`Conn`]).
+    cached: &'a mut HashMap<HeadKey, Versioned>,
+    /// The heads this transaction wrote, cached once it commits.
+    written: Vec<Versioned>,
 }
 
 impl SqlTx<'_> {
@@ -279,6 +351,10 @@ impl SqlTx<'_> {
 impl Tx for SqlTx<'_> {
     fn head(&mut self, id: &str) -> Result<Option<Versioned>> {
         let s = self.scope;
+        let key = (s.tenant.clone(), s.workspace.clone(), id.to_owned());
+        if let Some(head) = self.cached.remove(&key) {
+            return Ok(Some(head));
+        }
         self.doc(
             "SELECT doc FROM artifact_heads WHERE tenant = ?1 AND workspace = ?2 AND id = ?3",
             params![s.tenant, s.workspace, id],
@@ -348,6 +424,8 @@ impl Tx for SqlTx<'_> {
     fn put_head(&mut self, head: &Versioned) -> Result<()> {
         let s = self.scope;
         let doc = to_json(head)?;
+        self.written.retain(|h| h.id != head.id);
+        self.written.push(head.clone());
         self.exec(
             "INSERT OR REPLACE INTO artifact_heads (tenant, workspace, id, kind, archived, doc) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",

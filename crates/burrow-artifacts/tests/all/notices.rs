@@ -1,4 +1,4 @@
-//! Change notes and the followed artifacts through a real `Runner` (a SQLite artifact store, the memory session store): a decision on the agent's proposals and another agent's change reach its next run as one note (summaries clipped to `max_summary_chars`), a person's change made while it runs reaches its next request, notes are kept in the history and never given twice (a fresh workspace, as a new process, included), `watch_after` leaves out what came before, and the instructions render the head clipped to `max_render_chars`.
+//! Change notes and the followed artifacts through a real `Runner` (a SQLite artifact store, the memory session store): a decision on the agent's proposals and another agent's change reach its next run as one note (summaries clipped to `max_summary_chars`), a person's change made while it runs reaches its next request, notes are kept in the history and never given twice (a fresh workspace, as a new process, included), `watch_after` and watching from the first look (a `task` child's way) leave out what came before, `head_seq` pages the whole log, and the instructions render the head clipped to `max_render_chars`.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -344,5 +344,59 @@ async fn watch_after_leaves_out_what_came_before_and_notices_off_send_none() {
             .unwrap()
             .iter()
             .all(|s| s.notes().is_empty())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watching_from_the_first_look_leaves_out_the_past_and_head_seq_pages_the_log() {
+    let store: Arc<dyn ArtifactStore> =
+        Arc::new(burrow_artifacts::MemoryArtifactStore::new(kinds()));
+    let sessions: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let ana = Actor::person("ana");
+    // More events than one page of the log.
+    let mut last = 0;
+    for _ in 0..1001 {
+        last = store
+            .submit(
+                &scope(),
+                &ana,
+                Change::Create {
+                    kind: "plan".into(),
+                    snapshot: plan(),
+                },
+            )
+            .await
+            .unwrap()
+            .seq;
+    }
+    let ws = ArtifactWorkspace::new(Arc::clone(&store), scope(), "child");
+    assert_eq!(ws.head_seq().await.unwrap(), last);
+    assert_eq!(last, 1001);
+
+    let log: Log = Arc::default();
+    let child = Arc::new(ws.with_watch_from_first_look());
+    let runner = Runner::with_config(
+        agent(
+            &child,
+            &store,
+            vec![
+                ScriptedResponse::calls().call("b1", "person_edits", json!({})),
+                ScriptedResponse::text("ok"),
+            ],
+            &log,
+        ),
+        sessions,
+        RunnerConfig::default(),
+    );
+    send(&runner, "t4", "hi").await;
+    let sent = log.lock().unwrap().clone();
+    // Nothing of the 1,001 creates; bo's edit during the run is noted.
+    assert!(sent[0].notes().is_empty(), "{:?}", sent[0].notes());
+    let notes = sent[1].notes();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].contains("bo changed plan-1") && !notes[0].contains("ana"),
+        "{}",
+        notes[0]
     );
 }

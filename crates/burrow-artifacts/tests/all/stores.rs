@@ -1,4 +1,4 @@
-//! The artifact stores against the one conformance suite: memory (a clone as the second handle) and SQLite (a real file, a second connection as the second handle).
+//! The artifact stores against the one conformance suite: memory (a clone as the second handle) and SQLite (a real file, a second connection as the second handle), and SQLite's kept heads read again after another connection's commit.
 
 mod memory {
     use std::sync::Arc;
@@ -32,6 +32,86 @@ mod sqlite {
     }
 
     burrow_artifacts::artifact_conformance_suite!(make);
+
+    /// A connection keeps the heads it wrote decoded; another connection's
+    /// commit makes it read them again, so it never works on a stale head.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_head_kept_by_one_connection_is_read_again_after_anothers_commit() {
+        use burrow_artifacts::{Actor, ArtifactStore, Change};
+        use serde_json::json;
+
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("artifacts.db");
+        let kinds = Arc::new(kinds());
+        let a = SqliteArtifactStore::open(&path, Arc::clone(&kinds)).expect("the store opens");
+        let b = SqliteArtifactStore::open(&path, kinds).expect("a second connection opens");
+        let scope = burrow_runtime::session::Scope::new("t", "w");
+        let ana = Actor::person("ana");
+        let patch = |value: &str| {
+            serde_json::from_value(json!([{"op": "replace", "path": "/text", "value": value}]))
+                .expect("a patch")
+        };
+        let edit = |base: u64, value: &str| Change::Patch {
+            id: "note-1".into(),
+            base_version: base,
+            patch: patch(value),
+            summary: None,
+        };
+        let created = a
+            .submit(
+                &scope,
+                &ana,
+                Change::Create {
+                    kind: "note".into(),
+                    snapshot: json!({"title": "T", "text": "one"}),
+                },
+            )
+            .await
+            .expect("created");
+        assert_eq!(created.artifact.id, "note-1");
+        // a writes v2 (and keeps it), b writes v3, a's next edit is against v3.
+        a.submit(&scope, &ana, edit(1, "two")).await.expect("v2");
+        b.submit(&scope, &ana, edit(2, "three")).await.expect("v3");
+        let stale = a.submit(&scope, &ana, edit(2, "stale")).await;
+        assert!(
+            matches!(
+                stale.as_ref().map_err(|e| e.kind().clone()),
+                Err(burrow_artifacts::ArtifactErrorKind::Conflict { head: 3, .. })
+            ),
+            "{stale:?}"
+        );
+        let four = a.submit(&scope, &ana, edit(3, "four")).await.expect("v4");
+        assert_eq!(four.artifact.version, 4);
+        assert_eq!(four.artifact.snapshot["text"], "four");
+        // A refused change leaves the kept head right.
+        let bad = a
+            .submit(
+                &scope,
+                &ana,
+                Change::Patch {
+                    id: "note-1".into(),
+                    base_version: 4,
+                    patch: serde_json::from_value(json!([{"op": "remove", "path": "/nope"}]))
+                        .expect("a patch"),
+                    summary: None,
+                },
+            )
+            .await;
+        assert!(bad.is_err(), "{bad:?}");
+        let five = a.submit(&scope, &ana, edit(4, "five")).await.expect("v5");
+        assert_eq!(five.artifact.version, 5);
+        let head = b.get(&scope, "note-1").await.expect("the head");
+        assert_eq!(
+            (head.version, head.snapshot["text"].clone()),
+            (5, json!("five"))
+        );
+        let history = b.history(&scope, "note-1").await.expect("the history");
+        let texts: Vec<&str> = history
+            .iter()
+            .map(|r| r.snapshot["text"].as_str().unwrap_or_default())
+            .collect();
+        assert_eq!(texts, ["one", "two", "three", "four", "five"]);
+    }
 }
 
 #[cfg(feature = "postgres")]

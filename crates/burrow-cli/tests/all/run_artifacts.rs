@@ -9,7 +9,7 @@ use super::run_providers::{KEY, burrow, chat};
 use super::support::burrow_in_env;
 
 /// The kinds folder: a plan schema and its template.
-fn kinds(dir: &Path) {
+pub(super) fn kinds(dir: &Path) {
     let kinds = dir.join("kinds");
     std::fs::create_dir(&kinds).unwrap();
     let schema = json!({
@@ -23,13 +23,13 @@ fn kinds(dir: &Path) {
 }
 
 /// The messages of the server's request `i`.
-fn messages(server: &ReplayServer, i: usize) -> Vec<Value> {
+pub(super) fn messages(server: &ReplayServer, i: usize) -> Vec<Value> {
     let body: Value = serde_json::from_slice(&server.requests()[i].body).unwrap();
     body["messages"].as_array().unwrap().clone()
 }
 
 /// The instructions of request `i` (empty when it had none).
-fn system(server: &ReplayServer, i: usize) -> String {
+pub(super) fn system(server: &ReplayServer, i: usize) -> String {
     messages(server, i)
         .iter()
         .find(|m| m["role"] == "system")
@@ -39,7 +39,7 @@ fn system(server: &ReplayServer, i: usize) -> String {
 }
 
 /// The user messages of request `i` that are change notes.
-fn notes(server: &ReplayServer, i: usize) -> Vec<String> {
+pub(super) fn notes(server: &ReplayServer, i: usize) -> Vec<String> {
     messages(server, i)
         .iter()
         .filter(|m| m["role"] == "user")
@@ -50,7 +50,7 @@ fn notes(server: &ReplayServer, i: usize) -> Vec<String> {
 }
 
 /// The tool result of request `i` answering call `id`.
-fn tool_result(server: &ReplayServer, i: usize, id: &str) -> String {
+pub(super) fn tool_result(server: &ReplayServer, i: usize, id: &str) -> String {
     messages(server, i)
         .iter()
         .find(|m| m["role"] == "tool" && m["tool_call_id"] == id)
@@ -78,7 +78,7 @@ fn run(dir: &Path, server: &ReplayServer, global: &[&str], prompt: &str, session
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
 }
 
-fn artifact(dir: &Path, global: &[&str], args: &[&str], session: &str) -> Value {
+pub(super) fn artifact(dir: &Path, global: &[&str], args: &[&str], session: &str) -> Value {
     let mut all = global.to_vec();
     all.push("--json");
     all.push("artifact");
@@ -306,7 +306,7 @@ fn a_bad_kinds_folder_runs_nothing() {
 }
 
 /// The tool names of request `i`.
-fn tool_names(server: &ReplayServer, i: usize) -> Vec<String> {
+pub(super) fn tool_names(server: &ReplayServer, i: usize) -> Vec<String> {
     let body: Value = serde_json::from_slice(&server.requests()[i].body).unwrap();
     body["tools"]
         .as_array()

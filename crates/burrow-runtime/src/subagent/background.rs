@@ -240,7 +240,7 @@ impl Tasks {
             e.handle.started_at = Some(now_rfc3339());
         });
         let runner = self.child_runner(
-            self.child_agent(&child.def, child.depth, Some(&task_id)),
+            self.child_agent(&child.def, child.depth, Some(&task_id), &child.thread),
             &child.cx,
             &child.name,
             &child.args.description,

@@ -30,9 +30,9 @@ pub use background::{
     TaskAnswerArgs, TaskIdArgs,
 };
 pub use task::{
-    CHILD_MESSAGE_AUTHOR, DEFAULT_CHILD_MAX_TURNS, DEFAULT_MAX_CONCURRENT, DEFAULT_MAX_DEPTH,
-    GENERAL_PURPOSE, PARENT_RUN_LABEL, RESUME_TEXT, SUBAGENT_LABEL, TASK, TASK_CALL_LABEL,
-    TaskArgs, TaskEvent, TaskEventSink, Tasks, child_thread,
+    CHILD_MESSAGE_AUTHOR, Child, ChildSetup, DEFAULT_CHILD_MAX_TURNS, DEFAULT_MAX_CONCURRENT,
+    DEFAULT_MAX_DEPTH, GENERAL_PURPOSE, PARENT_RUN_LABEL, RESUME_TEXT, SUBAGENT_LABEL, TASK,
+    TASK_CALL_LABEL, TaskArgs, TaskEvent, TaskEventSink, Tasks, child_thread,
 };
 
 /// A subagent definition: the seed's [`SubAgentConfig`] (name, description,

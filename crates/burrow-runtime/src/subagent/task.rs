@@ -126,6 +126,21 @@ pub fn child_thread(parent: &str, call_id: &str) -> String {
     format!("{parent}/task-{call_id}")
 }
 
+/// What a [`ChildSetup`] is told of the child whose agent it completes.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct Child<'a> {
+    /// The child's thread (`PARENT/task-CALL`, [`child_thread`]).
+    pub thread: &'a ThreadKey,
+    /// The tools its definition names (`None`: it takes every tool offered).
+    pub tools: Option<&'a [String]>,
+}
+
+/// Completes a child's agent once its tools, hooks and limits are set: for
+/// what a caller gives children that must know which child it is (the
+/// artifact workspace names its agent after the child's thread).
+pub type ChildSetup = Arc<dyn Fn(Agent, Child<'_>) -> Agent + Send + Sync>;
+
 /// The subagents a parent may start and how: the `task` tool's setup.
 #[derive(Clone)]
 pub struct Tasks {
@@ -150,6 +165,8 @@ pub(super) struct Inner {
     pub(super) compaction: Option<crate::compaction::CompactionConfig>,
     /// Where a final text past the large-result limit is saved (the parent's file tools).
     pub(super) spill: Option<Arc<crate::tools::Toolset>>,
+    /// What completes each child's agent ([`Tasks::with_child_setup`]).
+    pub(super) child_setup: Option<ChildSetup>,
 }
 
 /// The runners of the children running now, by a number of their own, so
@@ -195,6 +212,7 @@ impl Tasks {
                 board: Arc::default(),
                 compaction: None,
                 spill: None,
+                child_setup: None,
             }),
         }
     }
@@ -221,6 +239,7 @@ impl Tasks {
             board: old.board.clone(),
             compaction: old.compaction.clone(),
             spill: old.spill.clone(),
+            child_setup: old.child_setup.clone(),
         };
         f(&mut inner);
         Self {
@@ -271,6 +290,12 @@ impl Tasks {
     /// the text is cut at 80,000 characters).
     pub fn with_spill(self, toolset: Arc<crate::tools::Toolset>) -> Self {
         self.edit(|i| i.spill = Some(toolset))
+    }
+
+    /// The same, each child's agent (at every depth) passed through `setup`
+    /// last, with the child's thread and the tools its definition names.
+    pub fn with_child_setup(self, setup: ChildSetup) -> Self {
+        self.edit(|i| i.child_setup = Some(setup))
     }
 
     /// The same, sending what children do to `sink`.
@@ -394,8 +419,14 @@ subagents (`subagent_type`):",
         self.agents().into_iter().find(|a| a.name() == name)
     }
 
-    /// The child agent of `def` at nesting `depth` (its parent's).
-    pub(super) fn child_agent(&self, def: &SubAgent, depth: usize, asks: Option<&str>) -> Agent {
+    /// The child agent of `def` at nesting `depth` (its parent's), running in `thread`.
+    pub(super) fn child_agent(
+        &self,
+        def: &SubAgent,
+        depth: usize,
+        asks: Option<&str>,
+        thread: &ThreadKey,
+    ) -> Agent {
         let inner = &self.inner;
         let mut tools = ToolRegistry::new();
         match &def.tools {
@@ -450,6 +481,15 @@ subagents (`subagent_type`):",
         if let Some(config) = &inner.compaction {
             agent = agent.with_compaction(config.clone());
         }
+        if let Some(setup) = &inner.child_setup {
+            agent = setup(
+                agent,
+                Child {
+                    thread,
+                    tools: def.tools.as_deref(),
+                },
+            );
+        }
         agent
     }
 
@@ -491,7 +531,7 @@ subagents (`subagent_type`):",
             .scope
             .thread(child_thread(&parent_thread, &cx.call_id));
         let runner = self.child_runner(
-            self.child_agent(&def, depth, None),
+            self.child_agent(&def, depth, None, &thread),
             &cx,
             &name,
             &args.description,
