@@ -82,6 +82,8 @@ pub struct Config {
     artifacts: Option<Arc<burrow_artifacts::tools::ArtifactWorkspace>>,
     /// The settings' permissions, which withhold tools (plan mode, bare deny rules).
     permissions: Option<Arc<burrow::permissions::Permissions>>,
+    /// The tools annotated read-only, for the permission hook (ADR 0365).
+    read_only: crate::permissions::ReadOnlyTools,
 }
 
 impl Config {
@@ -121,6 +123,7 @@ impl Config {
             #[cfg(feature = "artifacts")]
             artifacts: None,
             permissions: None,
+            read_only: crate::permissions::ReadOnlyTools::default(),
         })
     }
 
@@ -129,11 +132,13 @@ impl Config {
     /// A server that is not used is a warning naming it, or with `strict`
     /// (`--strict-mcp`) an `Err` (every server started is stopped); a
     /// `mcpServers` that cannot be read is an `Err`. Each is one sentence.
+    /// Once servers run, `guard` says which signals kill them and end burrow.
     pub async fn with_mcp(
         mut self,
         settings: &[PathBuf],
         strict: bool,
         timeout: Duration,
+        guard: crate::mcp_signals::Guard,
     ) -> Result<Self, String> {
         let Some(merged) = crate::settings_files::merged(settings)? else {
             return Ok(self);
@@ -160,7 +165,7 @@ impl Config {
                 .map(|f| format!("{f}; the run goes on without it")),
         );
         // SIGTERM and SIGHUP end burrow at once: the servers go first (ADR 0314).
-        crate::mcp_signals::guard();
+        crate::mcp_signals::guard(guard);
         self.mcp = Some(Arc::new(started));
         Ok(self)
     }
@@ -173,7 +178,9 @@ impl Config {
         settings: &[PathBuf],
         mode: Option<&str>,
     ) -> Result<Self, String> {
-        if let Some((hook, permissions)) = crate::permissions::hook(settings, mode)? {
+        if let Some((hook, permissions)) =
+            crate::permissions::hook(settings, mode, self.read_only.clone())?
+        {
             self.hooks.add(hook);
             self.hooks =
                 std::mem::take(&mut self.hooks).with_permission_mode(permissions.mode().as_str());
@@ -367,6 +374,8 @@ impl Config {
             ));
         }
         if let Some(permissions) = &self.permissions {
+            // The hook decides as `offered` does: a read-only MCP tool changes nothing.
+            self.read_only.note(&tools);
             tools = crate::permissions::offered(tools, permissions, |tool| tool);
             // Children are offered what the parent is: in plan mode no changing tool.
             file_tools = crate::permissions::offered(file_tools, permissions, |tool| tool);

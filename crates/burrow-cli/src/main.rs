@@ -225,6 +225,25 @@ async fn run(cli: Cli) -> io::Result<Exit> {
                 &setup.settings,
                 *strict_mcp,
                 std::time::Duration::from_secs(*mcp_timeout),
+                mcp_signals::Guard::TermAndHangup,
+            )
+            .await
+        {
+            Ok(config) => Some((config, setup)),
+            Err(message) => {
+                writeln!(io::stderr(), "burrow: {message}")?;
+                return Ok(Exit::Failed);
+            }
+        },
+        // `burrow serve` starts them once, for every run it serves (ADR 0366);
+        // SIGTERM stays its graceful shutdown, which stops them after the runs.
+        #[cfg(feature = "serve")]
+        (Some((config, setup)), cli::Command::Serve { action: None, args }) => match config
+            .with_mcp(
+                &setup.settings,
+                args.strict_mcp,
+                std::time::Duration::from_secs(args.mcp_timeout),
+                mcp_signals::Guard::Hangup,
             )
             .await
         {
@@ -242,7 +261,12 @@ async fn run(cli: Cli) -> io::Result<Exit> {
                 std::time::Duration::from_secs,
             );
             match config
-                .with_mcp(&setup.settings, setup.strict_mcp, timeout)
+                .with_mcp(
+                    &setup.settings,
+                    setup.strict_mcp,
+                    timeout,
+                    mcp_signals::Guard::TermAndHangup,
+                )
                 .await
             {
                 Ok(config) => Some((config, setup)),
@@ -581,12 +605,10 @@ async fn run_setup(cli: &Cli) -> io::Result<Result<Option<session::Setup>, Exit>
                 )?;
                 return Ok(Err(Exit::Failed));
             };
-            Ok(Ok(Some(session::Setup::given(
-                model,
-                args.settings.as_slice(),
-                args.max_turns,
-                args.todos,
-            ))))
+            Ok(Ok(Some(
+                session::Setup::given(model, args.settings.as_slice(), args.max_turns, args.todos)
+                    .with_mcp(args.mcp_timeout, args.strict_mcp),
+            )))
         }
         _ => Ok(Ok(None)),
     }
@@ -785,7 +807,7 @@ async fn thread_command(cli: &Cli) -> io::Result<Option<Exit>> {
         } => {
             let given = session::Setup {
                 model: model.clone(),
-                settings: settings.iter().cloned().collect(),
+                settings: settings.clone(),
                 ..session::Setup::default()
             };
             session::compact(

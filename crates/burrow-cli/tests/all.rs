@@ -69,6 +69,8 @@ mod all {
     mod s3;
     #[cfg(all(feature = "serve", feature = "sqlite"))]
     mod serve;
+    #[cfg(all(feature = "serve", feature = "sqlite"))]
+    mod serve_settings;
     #[cfg(feature = "run")]
     mod session;
     mod spec_support;

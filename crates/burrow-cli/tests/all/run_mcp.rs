@@ -1,4 +1,4 @@
-//! `burrow run --settings` with `mcpServers`: the official Python SDK's server (burrow-runtime's fixture, over stdio and over streamable HTTP) offered as `mcp__SERVER__TOOL` tools, under the permission rules, to resumed runs and to subagents, stopped after the run and on Ctrl-C, a second Ctrl-C, SIGTERM and SIGHUP; a server that fails is a warning, or with `--strict-mcp` exit 2 before anything runs.
+//! `burrow run --settings` with `mcpServers`: the official Python SDK's server (burrow-runtime's fixture, over stdio and over streamable HTTP) offered as `mcp__SERVER__TOOL` tools, under the permission rules (plan mode runs those annotated read-only), to resumed runs and to subagents, stopped after the run and on Ctrl-C, a second Ctrl-C, SIGTERM and SIGHUP; a server that fails is a warning, or with `--strict-mcp` exit 2 before anything runs.
 //!
 //! Needs Python with the `mcp` package (`burrow_testkit::Part::McpClient`);
 //! the tests are in `mcp_client` so a missing SDK is reported as skipped.
@@ -797,6 +797,36 @@ mod mcp_client {
             answered.stderr
         );
         assert!(answered.out().is_empty(), "nothing ran: {}", answered.out());
+    }
+
+    #[test]
+    fn plan_mode_runs_an_mcp_tool_annotated_read_only_and_withholds_the_others() {
+        let s = Setup::new();
+        let answers = [
+            json!({"tool_calls": [
+                {"id": "e", "name": "mcp__fx__echo", "arguments": {"text": "hi"}},
+                {"id": "d", "name": "mcp__fx__spawn_child", "arguments": {}}]}),
+            json!({"text": "done"}),
+        ];
+        let settings = json!({"mcpServers": {"fx": s.fixture_server()}});
+        let run = s.run(&answers, settings, &["--permission-mode", "plan"]);
+        run.assert_code(0);
+        let events = events(&run);
+        // readOnlyHint: offered, and the plan-mode check lets it run (ADR 0365).
+        let echo = result_of(&events, "e");
+        assert_eq!(echo["is_error"], false, "{echo}");
+        assert_eq!(echo["content"], "echo: hi");
+        // No annotation: it may change something, so it is not offered.
+        let spawn = result_of(&events, "d");
+        assert_eq!(spawn["is_error"], true, "{spawn}");
+        assert!(
+            spawn["content"].as_str().unwrap().starts_with(
+                "There is no tool named \"mcp__fx__spawn_child\" (plan mode offers no tool that changes anything)"
+            ),
+            "{spawn}"
+        );
+        let pids = s.pids();
+        assert_eq!(pids.len(), 1, "no child was spawned: {pids:?}");
     }
 
     #[test]
