@@ -343,9 +343,10 @@ pub enum Command {
     #[cfg(feature = "mcp")]
     #[command(long_about = MCP_HELP)]
     Mcp {
-        /// A Claude Code settings file whose permissions hold for every client (repeatable:
-        /// merged in order): Read(...)/Edit(...) deny rules below every tool, the other rules
-        /// and defaultMode on each call (an ask is refused: a client cannot approve).
+        /// A Claude Code settings file whose permissions and tool hooks hold for every client
+        /// (repeatable: merged in order): Read(...)/Edit(...) deny rules below every tool, the
+        /// other rules and defaultMode on each call, PreToolUse/PostToolUse hooks around it (an
+        /// ask, of a rule or a hook, is refused: a client cannot approve).
         #[arg(long = "settings", value_name = "FILE")]
         settings: Vec<PathBuf>,
     },

@@ -39,6 +39,8 @@ mod log;
 #[cfg(feature = "mcp")]
 mod mcp;
 #[cfg(feature = "mcp")]
+mod mcp_hooks;
+#[cfg(feature = "mcp")]
 mod mcp_permissions;
 #[cfg(feature = "run")]
 mod mcp_signals;
@@ -56,7 +58,7 @@ mod run_artifacts;
 mod serve;
 #[cfg(feature = "run")]
 mod session;
-#[cfg(feature = "run")]
+#[cfg(any(feature = "run", feature = "mcp"))]
 mod settings_files;
 mod spec;
 #[cfg(feature = "state")]
