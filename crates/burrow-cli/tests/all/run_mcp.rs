@@ -922,3 +922,83 @@ mod mcp_client {
         );
     }
 }
+
+/// `burrow mcp --backend fs:OTHER` itself as the stdio MCP server of a run: its
+/// tools are offered as `mcp__other__read_file` and friends and work on the other
+/// workspace, not the run's.
+#[test]
+fn burrow_mcp_itself_serves_another_workspace_as_mcp_other_tools() {
+    use serde_json::json;
+    let dir = tempfile::tempdir().unwrap();
+    let other = dir.path().join("other");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::create_dir(&ws).unwrap();
+    std::fs::write(other.join("note.txt"), "from the other workspace\n").unwrap();
+    let settings = dir.path().join("settings.json");
+    std::fs::write(
+        &settings,
+        json!({"mcpServers": {"other": {"command": env!("CARGO_BIN_EXE_burrow"),
+            "args": ["--backend", format!("fs:{}", other.display()), "mcp"]}}})
+        .to_string(),
+    )
+    .unwrap();
+    let model = crate::all::support::script(
+        dir.path(),
+        "m.jsonl",
+        &[
+            json!({"tool_calls": [
+                {"id": "r", "name": "mcp__other__read_file", "arguments": {"file_path": "/note.txt"}},
+                {"id": "l", "name": "mcp__other__ls", "arguments": {"path": "/"}},
+                {"id": "w", "name": "mcp__other__write_file",
+                 "arguments": {"file_path": "/made.txt", "content": "made\n"}}]}),
+            json!({"text": "done"}),
+        ],
+    );
+    let backend = format!("fs:{}", ws.display());
+    let run = crate::all::support::burrow_in(
+        dir.path(),
+        &[
+            "--backend",
+            &backend,
+            "--json",
+            "run",
+            "go",
+            "--model",
+            &model,
+            "--settings",
+            settings.to_str().unwrap(),
+        ],
+        b"",
+    );
+    run.assert_code(0);
+    let events = crate::all::support::json_lines(&run);
+    let result = |id: &str| {
+        events
+            .iter()
+            .find(|e| e["type"] == "tool_result" && e["id"] == id)
+            .unwrap_or_else(|| panic!("no result of {id}: {events:?}"))
+            .clone()
+    };
+    let read = result("r");
+    assert_eq!(read["is_error"], false, "{read}");
+    assert!(
+        read["content"]
+            .as_str()
+            .unwrap()
+            .contains("from the other workspace"),
+        "{read}"
+    );
+    let listed = result("l");
+    assert_eq!(listed["is_error"], false, "{listed}");
+    assert!(listed["content"].as_str().unwrap().contains("note.txt"));
+    assert_eq!(result("w")["is_error"], false);
+    assert_eq!(
+        std::fs::read_to_string(other.join("made.txt")).unwrap(),
+        "made\n"
+    );
+    assert!(
+        !ws.join("made.txt").exists(),
+        "the run's own workspace is untouched"
+    );
+}

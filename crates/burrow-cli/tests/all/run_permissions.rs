@@ -987,3 +987,74 @@ fn a_resumed_run_keeps_all_its_settings_files() {
         Some("x\n")
     );
 }
+
+/// The memory tool reads through the same workspace, so a Read deny rule holds
+/// for its `view` as for `read_file`: the denied folder is refused naming the
+/// rule and absent from the listing of /memories.
+#[test]
+fn a_read_deny_rule_holds_for_the_memory_tool_s_view() {
+    let dir = tempfile::tempdir().unwrap();
+    let specs = vec![format!("state:{}", dir.path().join("ws.json").display())];
+    put(
+        dir.path(),
+        &specs,
+        "/memories/private/key.md",
+        "needle private\n",
+    );
+    put(dir.path(), &specs, "/memories/notes.md", "needle notes\n");
+    let settings = dir.path().join("settings.json");
+    std::fs::write(
+        &settings,
+        json!({"permissions": {"deny": ["Read(/memories/private)"]}}).to_string(),
+    )
+    .unwrap();
+    let model = script(
+        dir.path(),
+        "m.jsonl",
+        &[
+            json!({"tool_calls": [
+                call("v", "memory", json!({"command": "view", "path": "/memories/private/key.md"})),
+                call("d", "memory", json!({"command": "view", "path": "/memories"})),
+                call("n", "memory", json!({"command": "view", "path": "/memories/notes.md"}))]}),
+            json!({"text": "done"}),
+        ],
+    );
+    let mut args = backend_args(&specs);
+    args.extend([
+        "--json",
+        "run",
+        "go",
+        "--memory",
+        "--model",
+        &model,
+        "--settings",
+        settings.to_str().unwrap(),
+    ]);
+    let run = burrow_in(dir.path(), &args, b"");
+    run.assert_code(0);
+    let events = json_lines(&run);
+    let result = |id: &str| {
+        events
+            .iter()
+            .find(|e| e["type"] == "tool_result" && e["id"] == id)
+            .unwrap_or_else(|| panic!("no result of {id}: {events:?}"))
+            .clone()
+    };
+    let denied = result("v");
+    assert_eq!(denied["is_error"], true, "{denied}");
+    let text = denied["content"].as_str().unwrap();
+    assert!(
+        text.contains("permission rule Read(/memories/private)") && !text.contains("needle"),
+        "{text}"
+    );
+    let listed = result("d");
+    assert_eq!(listed["is_error"], false, "{listed}");
+    let text = listed["content"].as_str().unwrap();
+    assert!(
+        text.contains("notes.md") && !text.contains("private"),
+        "{text}"
+    );
+    let notes = result("n");
+    assert_eq!(notes["is_error"], false, "{notes}");
+    assert!(notes["content"].as_str().unwrap().contains("needle notes"));
+}
