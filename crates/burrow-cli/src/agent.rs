@@ -404,6 +404,13 @@ impl Config {
         #[cfg(feature = "artifacts")]
         if let Some(workspace) = &self.artifacts {
             agent = workspace.install(agent);
+            // Its tools are offered and decided as the others are (ADR 0365):
+            // plan mode offers, and runs, the reading ones only.
+            if let Some(permissions) = &self.permissions {
+                self.read_only.note(agent.tools());
+                let tools = crate::permissions::offered(agent.tools().clone(), permissions, |t| t);
+                agent = agent.with_tools(tools);
+            }
         }
         let mut children = None;
         if let Some(agents) = self.agents {
