@@ -212,63 +212,18 @@ async fn run(cli: Cli) -> io::Result<Exit> {
         Err(exit) => return Ok(exit),
     };
     // The settings' MCP servers are started before any backend is opened:
-    // with --strict-mcp, one that fails runs nothing.
+    // with --strict-mcp, one that fails runs nothing. A resumed run gets them
+    // too (ADR 0316), under the run's recorded --mcp-timeout and --strict-mcp
+    // (ADR 0320); `burrow serve` starts them once, for every run it serves (ADR 0366).
     #[cfg(feature = "run")]
-    let run_config = match (run_config, &cli.command) {
-        (
-            Some((config, setup)),
-            cli::Command::Run {
-                strict_mcp,
-                mcp_timeout,
-                ..
-            },
-        ) => match config
-            .with_mcp(
-                &setup.settings,
-                *strict_mcp,
-                std::time::Duration::from_secs(*mcp_timeout),
-                mcp_signals::Guard::TermAndHangup,
-            )
-            .await
-        {
-            Ok(config) => Some((config, setup)),
-            Err(message) => {
-                writeln!(io::stderr(), "burrow: {message}")?;
-                return Ok(Exit::Failed);
-            }
-        },
-        // `burrow serve` starts them once, for every run it serves (ADR 0366);
-        // SIGTERM stays its graceful shutdown, which stops them after the runs.
-        #[cfg(feature = "serve")]
-        (Some((config, setup)), cli::Command::Serve { action: None, args }) => match config
-            .with_mcp(
-                &setup.settings,
-                args.strict_mcp,
-                std::time::Duration::from_secs(args.mcp_timeout),
-                mcp_signals::Guard::Hangup,
-            )
-            .await
-        {
-            Ok(config) => Some((config, setup)),
-            Err(message) => {
-                writeln!(io::stderr(), "burrow: {message}")?;
-                return Ok(Exit::Failed);
-            }
-        },
-        // A resumed run gets the MCP servers of its settings too (ADR 0316),
-        // under the run's recorded --mcp-timeout and --strict-mcp (ADR 0320).
-        (Some((config, setup)), cli::Command::Thread(cli::ThreadCommand::Answer { .. })) => {
+    let run_config = match run_config {
+        Some((config, setup)) => {
             let timeout = setup.mcp_timeout.map_or(
                 burrow_runtime::mcp::client::DEFAULT_CALL_TIMEOUT,
                 std::time::Duration::from_secs,
             );
             match config
-                .with_mcp(
-                    &setup.settings,
-                    setup.strict_mcp,
-                    timeout,
-                    mcp_signals::Guard::TermAndHangup,
-                )
+                .with_mcp(&setup.settings, setup.strict_mcp, timeout, mcp_guard(&cli))
                 .await
             {
                 Ok(config) => Some((config, setup)),
@@ -278,7 +233,7 @@ async fn run(cli: Cli) -> io::Result<Exit> {
                 }
             }
         }
-        (run_config, _) => run_config,
+        None => None,
     };
     // The permission rules of `run`'s (or a resumed run's) and `mcp`'s settings, read
     // before any backend is opened: a bad rule runs nothing.
@@ -501,6 +456,17 @@ async fn discover_skills(
     Ok(Ok(Some(std::sync::Arc::new(
         found.with_max_listing_chars(*skill_listing_chars),
     ))))
+}
+
+/// The signals that kill the MCP servers and end burrow at once: `burrow
+/// serve` keeps SIGTERM as its graceful shutdown, which stops them (ADR 0366).
+#[cfg(feature = "run")]
+fn mcp_guard(cli: &Cli) -> mcp_signals::Guard {
+    match &cli.command {
+        #[cfg(feature = "serve")]
+        cli::Command::Serve { .. } => mcp_signals::Guard::Hangup,
+        _ => mcp_signals::Guard::TermAndHangup,
+    }
 }
 
 /// The `--permission-mode` of `burrow run` (a resumed run decides in its settings' mode).

@@ -14,10 +14,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
-use burrow::LockKey;
 use burrow_runtime::hooks::{Decision, HookContext, HookEvent, HookFailure, Hooks};
 use burrow_runtime::message::ToolCall;
-use burrow_runtime::tool::{CallContext, Tool, ToolAnnotations, ToolOutput, ToolRegistry};
+use burrow_runtime::tool::{CallContext, Tool, ToolOutput, ToolRegistry};
 use serde_json::Value;
 
 /// The events whose hooks `burrow mcp` runs.
@@ -118,37 +117,7 @@ fn with_context(mut text: String, context: &[String]) -> String {
 
 #[async_trait]
 impl Tool for Hooked {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-
-    fn description(&self) -> &str {
-        self.inner.description()
-    }
-
-    fn input_schema(&self) -> &Value {
-        self.inner.input_schema()
-    }
-
-    fn annotations(&self) -> ToolAnnotations {
-        self.inner.annotations()
-    }
-
-    fn native_type(&self) -> Option<&str> {
-        self.inner.native_type()
-    }
-
-    fn open_world(&self) -> bool {
-        self.inner.open_world()
-    }
-
-    fn validate(&self, args: &Value) -> Result<(), String> {
-        self.inner.validate(args)
-    }
-
-    fn locks(&self, args: &Value) -> Vec<LockKey> {
-        self.inner.locks(args)
-    }
+    crate::mcp_permissions::forward_to_inner!();
 
     /// Runs the PreToolUse hooks, then (unless they deny or ask) the call
     /// with their rewrite, then the PostToolUse hooks (PostToolUseFailure

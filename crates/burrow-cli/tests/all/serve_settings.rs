@@ -321,11 +321,16 @@ fn thread_compact_layers_several_settings_files_in_order() {
 mod mcp_client {
     use super::*;
 
-    fn fixture() -> String {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../burrow-runtime/tests/fixtures/mcp/server.py")
-            .display()
-            .to_string()
+    /// burrow-runtime's fixture server as the `mcpServers` entry `fx`, writing
+    /// its pid and its children's to `dir/pids`; and that file.
+    fn fixture_servers(dir: &Path) -> (Value, PathBuf) {
+        let python = burrow_testkit::require(burrow_testkit::Part::McpClient);
+        let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../burrow-runtime/tests/fixtures/mcp/server.py");
+        let pidfile = dir.join("pids");
+        let servers = json!({"fx": {"command": python, "args": [fixture.display().to_string()],
+            "env": {"PIDFILE": pidfile.display().to_string()}}});
+        (servers, pidfile)
     }
 
     fn alive(pid: &str) -> bool {
@@ -335,14 +340,12 @@ mod mcp_client {
 
     #[test]
     fn serve_starts_the_mcp_servers_once_for_every_run_and_sigterm_stops_them() {
-        let python = burrow_testkit::require(burrow_testkit::Part::McpClient);
         let dir = tempfile::tempdir().unwrap();
-        let pidfile = dir.path().join("pids");
+        let (servers, pidfile) = fixture_servers(dir.path());
         let servers = write(
             dir.path(),
             "servers.json",
-            &json!({"mcpServers": {"fx": {"command": python, "args": [fixture()],
-                "env": {"PIDFILE": pidfile.display().to_string()}}},
+            &json!({"mcpServers": servers,
                 "hooks": {"PreToolUse": [{"matcher": "mcp__fx__.*",
                     "hooks": [{"type": "command", "command": "cat >> hooked.jsonl; echo >> hooked.jsonl"}]}]}}),
         );
@@ -442,14 +445,12 @@ mod mcp_client {
     /// Serves one run that makes the fixture server start a child, sends
     /// `signal` and expects `code`, with the server and its child gone.
     fn stopped_by(signal: &str, code: i32) {
-        let python = burrow_testkit::require(burrow_testkit::Part::McpClient);
         let dir = tempfile::tempdir().unwrap();
-        let pidfile = dir.path().join("pids");
+        let (servers, pidfile) = fixture_servers(dir.path());
         let servers = write(
             dir.path(),
             "servers.json",
-            &json!({"mcpServers": {"fx": {"command": python, "args": [fixture()],
-                "env": {"PIDFILE": pidfile.display().to_string()}}}}),
+            &json!({ "mcpServers": servers }),
         );
         let model = script(
             dir.path(),
