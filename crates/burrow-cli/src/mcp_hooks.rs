@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
-use burrow_runtime::hooks::{Decision, HookContext, HookEvent, HookFailure, Hooks};
+use burrow_runtime::hooks::{Decision, HookContext, HookEvent, HookFailure, Hooks, with_context};
 use burrow_runtime::message::ToolCall;
 use burrow_runtime::tool::{CallContext, Tool, ToolOutput, ToolRegistry};
 use serde_json::Value;
@@ -102,17 +102,6 @@ struct Shared {
 struct Hooked {
     inner: Arc<dyn Tool>,
     shared: Arc<Shared>,
-}
-
-/// `text` with each of `context` after it, a blank line between, as a run's tool results carry them.
-fn with_context(mut text: String, context: &[String]) -> String {
-    for c in context {
-        if !text.is_empty() {
-            text.push_str("\n\n");
-        }
-        text.push_str(c);
-    }
-    text
 }
 
 #[async_trait]
