@@ -973,13 +973,7 @@ fn burrow_mcp_itself_serves_another_workspace_as_mcp_other_tools() {
     );
     run.assert_code(0);
     let events = crate::all::support::json_lines(&run);
-    let result = |id: &str| {
-        events
-            .iter()
-            .find(|e| e["type"] == "tool_result" && e["id"] == id)
-            .unwrap_or_else(|| panic!("no result of {id}: {events:?}"))
-            .clone()
-    };
+    let result = |id: &str| crate::all::support::tool_result(&events, id);
     let read = result("r");
     assert_eq!(read["is_error"], false, "{read}");
     assert!(

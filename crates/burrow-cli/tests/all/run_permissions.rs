@@ -1033,13 +1033,7 @@ fn a_read_deny_rule_holds_for_the_memory_tool_s_view() {
     let run = burrow_in(dir.path(), &args, b"");
     run.assert_code(0);
     let events = json_lines(&run);
-    let result = |id: &str| {
-        events
-            .iter()
-            .find(|e| e["type"] == "tool_result" && e["id"] == id)
-            .unwrap_or_else(|| panic!("no result of {id}: {events:?}"))
-            .clone()
-    };
+    let result = |id: &str| super::support::tool_result(&events, id);
     let denied = result("v");
     assert_eq!(denied["is_error"], true, "{denied}");
     let text = denied["content"].as_str().unwrap();
@@ -1107,13 +1101,7 @@ fn plan_mode_runs_the_reading_artifact_tools_and_withholds_the_changing_ones() {
     );
     run.assert_code(0);
     let events = json_lines(&run);
-    let result = |id: &str| {
-        events
-            .iter()
-            .find(|e| e["type"] == "tool_result" && e["id"] == id)
-            .unwrap_or_else(|| panic!("no result of {id}: {events:?}"))
-            .clone()
-    };
+    let result = |id: &str| super::support::tool_result(&events, id);
     let listed = result("l");
     assert_eq!(listed["is_error"], false, "{listed}");
     assert_eq!(listed["content"], "There are no artifacts.");
