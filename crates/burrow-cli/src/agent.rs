@@ -85,6 +85,8 @@ pub struct Config {
     artifacts: Option<Arc<burrow_artifacts::tools::ArtifactWorkspace>>,
     /// The settings' permissions, which withhold tools (plan mode, bare deny rules).
     permissions: Option<Arc<burrow::permissions::Permissions>>,
+    /// The tools annotated read-only, for the permission hook (ADR 0365).
+    read_only: crate::permissions::ReadOnlyTools,
 }
 
 impl Config {
@@ -125,6 +127,7 @@ impl Config {
             #[cfg(feature = "artifacts")]
             artifacts: None,
             permissions: None,
+            read_only: crate::permissions::ReadOnlyTools::default(),
         })
     }
 
@@ -133,11 +136,13 @@ impl Config {
     /// A server that is not used is a warning naming it, or with `strict`
     /// (`--strict-mcp`) an `Err` (every server started is stopped); a
     /// `mcpServers` that cannot be read is an `Err`. Each is one sentence.
+    /// Once servers run, `guard` says which signals kill them and end burrow.
     pub async fn with_mcp(
         mut self,
         settings: &[PathBuf],
         strict: bool,
         timeout: Duration,
+        guard: crate::mcp_signals::Guard,
     ) -> Result<Self, String> {
         let Some(merged) = crate::settings_files::merged(settings)? else {
             return Ok(self);
@@ -164,7 +169,7 @@ impl Config {
                 .map(|f| format!("{f}; the run goes on without it")),
         );
         // SIGTERM and SIGHUP end burrow at once: the servers go first (ADR 0314).
-        crate::mcp_signals::guard();
+        crate::mcp_signals::guard(guard);
         self.mcp = Some(Arc::new(started));
         Ok(self)
     }
@@ -177,7 +182,9 @@ impl Config {
         settings: &[PathBuf],
         mode: Option<&str>,
     ) -> Result<Self, String> {
-        if let Some((hook, permissions)) = crate::permissions::hook(settings, mode)? {
+        if let Some((hook, permissions)) =
+            crate::permissions::hook(settings, mode, self.read_only.clone())?
+        {
             self.hooks.add(hook);
             self.hooks =
                 std::mem::take(&mut self.hooks).with_permission_mode(permissions.mode().as_str());
@@ -405,6 +412,8 @@ impl Config {
             ));
         }
         if let Some(permissions) = &self.permissions {
+            // The hook decides as `offered` does: a read-only MCP tool changes nothing.
+            self.read_only.note(&tools);
             tools = crate::permissions::offered(tools, permissions, |tool| tool);
             // Children are offered what the parent is: in plan mode no changing tool.
             file_tools = crate::permissions::offered(file_tools, permissions, |tool| tool);
@@ -433,6 +442,13 @@ impl Config {
         #[cfg(feature = "artifacts")]
         if let Some(workspace) = &self.artifacts {
             agent = workspace.install(agent);
+            // Its tools are offered and decided as the others are (ADR 0365):
+            // plan mode offers, and runs, the reading ones only.
+            if let Some(permissions) = &self.permissions {
+                self.read_only.note(agent.tools());
+                let tools = crate::permissions::offered(agent.tools().clone(), permissions, |t| t);
+                agent = agent.with_tools(tools);
+            }
         }
         let (store, scope) = store.unwrap_or_else(|| {
             (

@@ -361,9 +361,10 @@ pub enum Command {
     #[cfg(feature = "mcp")]
     #[command(long_about = MCP_HELP)]
     Mcp {
-        /// A Claude Code settings file whose permissions hold for every client (repeatable:
-        /// merged in order): Read(...)/Edit(...) deny rules below every tool, the other rules
-        /// and defaultMode on each call (an ask is refused: a client cannot approve).
+        /// A Claude Code settings file whose permissions and tool hooks hold for every client
+        /// (repeatable: merged in order): Read(...)/Edit(...) deny rules below every tool, the
+        /// other rules and defaultMode on each call, PreToolUse/PostToolUse hooks around it (an
+        /// ask, of a rule or a hook, is refused: a client cannot approve).
         #[arg(long = "settings", value_name = "FILE")]
         settings: Vec<PathBuf>,
     },
@@ -532,13 +533,22 @@ pub struct ServeArgs {
     /// The model every run uses (as for `burrow run`).
     #[arg(long, value_name = "MODEL")]
     pub model: Option<String>,
-    /// Hooks and permissions in Claude Code's settings form (as for `burrow run`).
-    #[arg(long, value_name = "FILE")]
-    pub settings: Option<PathBuf>,
+    /// Hooks, permissions and MCP servers in Claude Code's settings form (repeatable,
+    /// layered in order, as for `burrow run`); the MCP servers are started once, for every run.
+    #[arg(long = "settings", value_name = "FILE")]
+    pub settings: Vec<PathBuf>,
     /// Most model requests in a run segment.
     #[arg(long, value_name = "N", default_value_t = 100,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub max_turns: u32,
+    /// Exit 2 before serving when an MCP server of the settings' mcpServers cannot be
+    /// started or initialised (by default: a warning, and the runs go on without it).
+    #[arg(long)]
+    pub strict_mcp: bool,
+    /// How long one call of an MCP server's tool waits for its answer.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60,
+          value_parser = clap::value_parser!(u64).range(1..=86400))]
+    pub mcp_timeout: u64,
     /// How long one model request waits for the provider to start answering.
     #[arg(long, value_name = "SECONDS", default_value_t = 600,
           value_parser = clap::value_parser!(u64).range(1..=86400))]
@@ -677,9 +687,10 @@ pub enum ThreadCommand {
         /// thread's last run was started with.
         #[arg(long, value_name = "MODEL")]
         model: Option<String>,
-        /// Hooks (PreCompact) in Claude Code's settings form; by default the last run's own.
-        #[arg(long, value_name = "FILE")]
-        settings: Option<PathBuf>,
+        /// Hooks (PreCompact) in Claude Code's settings form (repeatable, layered in order,
+        /// as for `burrow run`); by default the last run's own.
+        #[arg(long = "settings", value_name = "FILE")]
+        settings: Vec<PathBuf>,
         /// How many of the last messages stay verbatim.
         #[arg(long, value_name = "N", default_value_t = 6,
               value_parser = clap::value_parser!(u32).range(1..=1000))]

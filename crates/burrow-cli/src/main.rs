@@ -39,6 +39,8 @@ mod log;
 #[cfg(feature = "mcp")]
 mod mcp;
 #[cfg(feature = "mcp")]
+mod mcp_hooks;
+#[cfg(feature = "mcp")]
 mod mcp_permissions;
 #[cfg(feature = "run")]
 mod mcp_signals;
@@ -56,7 +58,7 @@ mod run_artifacts;
 mod serve;
 #[cfg(feature = "run")]
 mod session;
-#[cfg(feature = "run")]
+#[cfg(any(feature = "run", feature = "mcp"))]
 mod settings_files;
 mod spec;
 #[cfg(feature = "state")]
@@ -212,39 +214,18 @@ async fn run(cli: Cli) -> io::Result<Exit> {
         Err(exit) => return Ok(exit),
     };
     // The settings' MCP servers are started before any backend is opened:
-    // with --strict-mcp, one that fails runs nothing.
+    // with --strict-mcp, one that fails runs nothing. A resumed run gets them
+    // too (ADR 0316), under the run's recorded --mcp-timeout and --strict-mcp
+    // (ADR 0320); `burrow serve` starts them once, for every run it serves (ADR 0366).
     #[cfg(feature = "run")]
-    let run_config = match (run_config, &cli.command) {
-        (
-            Some((config, setup)),
-            cli::Command::Run {
-                strict_mcp,
-                mcp_timeout,
-                ..
-            },
-        ) => match config
-            .with_mcp(
-                &setup.settings,
-                *strict_mcp,
-                std::time::Duration::from_secs(*mcp_timeout),
-            )
-            .await
-        {
-            Ok(config) => Some((config, setup)),
-            Err(message) => {
-                writeln!(io::stderr(), "burrow: {message}")?;
-                return Ok(Exit::Failed);
-            }
-        },
-        // A resumed run gets the MCP servers of its settings too (ADR 0316),
-        // under the run's recorded --mcp-timeout and --strict-mcp (ADR 0320).
-        (Some((config, setup)), cli::Command::Thread(cli::ThreadCommand::Answer { .. })) => {
+    let run_config = match run_config {
+        Some((config, setup)) => {
             let timeout = setup.mcp_timeout.map_or(
                 burrow_runtime::mcp::client::DEFAULT_CALL_TIMEOUT,
                 std::time::Duration::from_secs,
             );
             match config
-                .with_mcp(&setup.settings, setup.strict_mcp, timeout)
+                .with_mcp(&setup.settings, setup.strict_mcp, timeout, mcp_guard(&cli))
                 .await
             {
                 Ok(config) => Some((config, setup)),
@@ -254,7 +235,7 @@ async fn run(cli: Cli) -> io::Result<Exit> {
                 }
             }
         }
-        (run_config, _) => run_config,
+        None => None,
     };
     // The permission rules of `run`'s (or a resumed run's) and `mcp`'s settings, read
     // before any backend is opened: a bad rule runs nothing.
@@ -479,6 +460,17 @@ async fn discover_skills(
     ))))
 }
 
+/// The signals that kill the MCP servers and end burrow at once: `burrow
+/// serve` keeps SIGTERM as its graceful shutdown, which stops them (ADR 0366).
+#[cfg(feature = "run")]
+fn mcp_guard(cli: &Cli) -> mcp_signals::Guard {
+    match &cli.command {
+        #[cfg(feature = "serve")]
+        cli::Command::Serve { .. } => mcp_signals::Guard::Hangup,
+        _ => mcp_signals::Guard::TermAndHangup,
+    }
+}
+
 /// The `--permission-mode` of `burrow run` (a resumed run decides in its settings' mode).
 #[cfg(feature = "run")]
 fn permission_mode(cli: &Cli) -> Option<&str> {
@@ -595,12 +587,10 @@ async fn run_setup(cli: &Cli) -> io::Result<Result<Option<session::Setup>, Exit>
                 )?;
                 return Ok(Err(Exit::Failed));
             };
-            Ok(Ok(Some(session::Setup::given(
-                model,
-                args.settings.as_slice(),
-                args.max_turns,
-                args.todos,
-            ))))
+            Ok(Ok(Some(
+                session::Setup::given(model, args.settings.as_slice(), args.max_turns, args.todos)
+                    .with_mcp(args.mcp_timeout, args.strict_mcp),
+            )))
         }
         _ => Ok(Ok(None)),
     }
@@ -844,7 +834,7 @@ async fn thread_command(cli: &Cli) -> io::Result<Option<Exit>> {
         } => {
             let given = session::Setup {
                 model: model.clone(),
-                settings: settings.iter().cloned().collect(),
+                settings: settings.clone(),
                 ..session::Setup::default()
             };
             session::compact(

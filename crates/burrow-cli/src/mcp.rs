@@ -42,14 +42,23 @@ impl AfterChange for SaveOnChange {
 }
 
 /// Serves the tools over `opened` as `ctx` until the client disconnects,
-/// each call decided by the permissions of `settings` (docs/adr/0319).
+/// each call decided by the permissions of `settings` (docs/adr/0319), its
+/// tool hooks around it (docs/adr/0367).
 pub async fn run(opened: Opened, ctx: FileContext, settings: &[PathBuf]) -> io::Result<Exit> {
     let (requests, mut pending) = mpsc::channel::<SaveRequest>(16);
     let tools = Toolset::new(opened.backend.clone(), ctx)
         .with_after_change(Arc::new(SaveOnChange { requests }))
         .into_registry();
-    let tools = match crate::mcp_permissions::decide_tools(tools, settings) {
-        Ok(tools) => tools,
+    // The hooks run outside the rules: a hook's rewrite is decided too (ADR 0367).
+    let decided = crate::mcp_permissions::decide_tools(tools, settings)
+        .and_then(|tools| crate::mcp_hooks::hooked(tools, settings));
+    let (tools, hooks) = match decided {
+        Ok((tools, hooks, notes)) => {
+            for note in notes {
+                writeln!(io::stderr(), "burrow: note: {note}")?;
+            }
+            (tools, hooks)
+        }
         Err(message) => {
             writeln!(io::stderr(), "burrow: {message}")?;
             return Ok(Exit::Failed);
@@ -66,6 +75,10 @@ pub async fn run(opened: Opened, ctx: FileContext, settings: &[PathBuf]) -> io::
             }
         }
     };
+    // Background hooks run to their end before burrow exits.
+    if let Some(hooks) = &hooks {
+        hooks.settle().await;
+    }
     match served {
         Ok(()) => Ok(Exit::Success),
         Err(e) => {

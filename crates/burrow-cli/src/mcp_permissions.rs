@@ -10,9 +10,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use burrow::LockKey;
 use burrow::permissions::{Decision, PermissionSettings, Permissions};
-use burrow_runtime::tool::{CallContext, Tool, ToolAnnotations, ToolOutput, ToolRegistry};
+use burrow_runtime::tool::{CallContext, Tool, ToolOutput, ToolRegistry};
 use serde_json::Value;
 
 /// `tools` decided by the permissions of `files` merged in order; the same
@@ -40,6 +39,46 @@ pub fn decide_tools(tools: ToolRegistry, files: &[PathBuf]) -> Result<ToolRegist
     }))
 }
 
+/// The `Tool` methods of a wrapper that are its `inner` tool's (all but
+/// `call`): a wrapper around a served tool changes what a call does, never
+/// what the client is told of the tool.
+macro_rules! forward_to_inner {
+    () => {
+        fn name(&self) -> &str {
+            self.inner.name()
+        }
+
+        fn description(&self) -> &str {
+            self.inner.description()
+        }
+
+        fn input_schema(&self) -> &serde_json::Value {
+            self.inner.input_schema()
+        }
+
+        fn annotations(&self) -> burrow_runtime::tool::ToolAnnotations {
+            self.inner.annotations()
+        }
+
+        fn native_type(&self) -> Option<&str> {
+            self.inner.native_type()
+        }
+
+        fn open_world(&self) -> bool {
+            self.inner.open_world()
+        }
+
+        fn validate(&self, args: &serde_json::Value) -> Result<(), String> {
+            self.inner.validate(args)
+        }
+
+        fn locks(&self, args: &serde_json::Value) -> Vec<burrow::LockKey> {
+            self.inner.locks(args)
+        }
+    };
+}
+pub(crate) use forward_to_inner;
+
 /// A served tool whose calls the permissions decide first.
 struct Decided {
     inner: Arc<dyn Tool>,
@@ -48,37 +87,7 @@ struct Decided {
 
 #[async_trait]
 impl Tool for Decided {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-
-    fn description(&self) -> &str {
-        self.inner.description()
-    }
-
-    fn input_schema(&self) -> &Value {
-        self.inner.input_schema()
-    }
-
-    fn annotations(&self) -> ToolAnnotations {
-        self.inner.annotations()
-    }
-
-    fn native_type(&self) -> Option<&str> {
-        self.inner.native_type()
-    }
-
-    fn open_world(&self) -> bool {
-        self.inner.open_world()
-    }
-
-    fn validate(&self, args: &Value) -> Result<(), String> {
-        self.inner.validate(args)
-    }
-
-    fn locks(&self, args: &Value) -> Vec<LockKey> {
-        self.inner.locks(args)
-    }
+    forward_to_inner!();
 
     /// Runs the call when the permissions allow it; a deny or an ask is a
     /// refusal naming the rule (an MCP client cannot approve a call).

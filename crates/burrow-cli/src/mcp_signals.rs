@@ -11,6 +11,10 @@
 //! With a `docker:` backend its own guard catches the same signals to
 //! remove the container; it kills the servers too, and this guard then
 //! leaves the exit to it, so the container is removed first.
+//!
+//! `burrow serve` keeps SIGTERM and Ctrl-C as its graceful shutdown (the
+//! runs are handed back, then its servers are stopped): there the guard takes
+//! SIGHUP only ([`Guard::Hangup`], docs/adr/0366).
 
 use std::io::Write;
 use std::sync::OnceLock;
@@ -23,10 +27,20 @@ pub fn end_now(code: i32, why: &str) -> ! {
     std::process::exit(code)
 }
 
-/// Starts, once, a thread that waits for SIGTERM or SIGHUP; on one, it
-/// kills every MCP server's process group and ends burrow with 128+signal.
-/// Returns once the handlers are installed.
-pub fn guard() {
+/// Which signals the guard takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Guard {
+    /// SIGTERM and SIGHUP (`burrow run`, `burrow thread answer`).
+    TermAndHangup,
+    /// SIGHUP only: `burrow serve` keeps SIGTERM as its graceful shutdown,
+    /// which stops the servers once the runs are handed back (docs/adr/0366).
+    Hangup,
+}
+
+/// Starts, once, a thread that waits for SIGTERM (unless `signals` is
+/// [`Guard::Hangup`]) or SIGHUP; on one, it kills every MCP server's process
+/// group and ends burrow with 128+signal. Returns once the handlers are installed.
+pub fn guard(signals: Guard) {
     static INSTALLED: OnceLock<()> = OnceLock::new();
     INSTALLED.get_or_init(|| {
         let (ready, installed) = std::sync::mpsc::channel::<()>();
@@ -42,17 +56,30 @@ pub fn guard() {
                 };
                 runtime.block_on(async move {
                     use tokio::signal::unix::{SignalKind, signal};
-                    let streams = (
-                        signal(SignalKind::terminate()),
-                        signal(SignalKind::hangup()),
-                    );
+                    let term = match signals {
+                        Guard::TermAndHangup => match signal(SignalKind::terminate()) {
+                            Ok(term) => Some(term),
+                            Err(_) => {
+                                let _ = ready.send(());
+                                return;
+                            }
+                        },
+                        Guard::Hangup => None,
+                    };
+                    let hup = signal(SignalKind::hangup());
                     let _ = ready.send(());
-                    let (Ok(mut term), Ok(mut hup)) = streams else {
+                    let Ok(mut hup) = hup else {
                         return;
                     };
-                    let number = tokio::select! {
-                        _ = term.recv() => 15,
-                        _ = hup.recv() => 1,
+                    let number = match term {
+                        Some(mut term) => tokio::select! {
+                            _ = term.recv() => 15,
+                            _ = hup.recv() => 1,
+                        },
+                        None => {
+                            hup.recv().await;
+                            1
+                        }
                     };
                     burrow_runtime::mcp::client::kill_all();
                     #[cfg(feature = "docker")]

@@ -70,14 +70,46 @@ pub fn guard(opened: &mut Opened, rules: PathRules) {
 /// (`task`: its children are offered what the parent is, ADR 0321).
 const READ_ONLY_TOOLS: &[&str] = &["skill", "write_todos", "ask_user", "task"];
 
+/// The names of a run's tools annotated read-only (an MCP tool's
+/// `readOnlyHint`), known once the tools are: the permission hook reads them
+/// so that plan mode runs what it offers (docs/adr/0365). Clones share the names.
+#[derive(Debug, Clone, Default)]
+pub struct ReadOnlyTools(Arc<std::sync::RwLock<std::collections::HashSet<String>>>);
+
+impl ReadOnlyTools {
+    /// Notes the tools of `tools` whose annotations say read-only.
+    pub fn note(&self, tools: &burrow_runtime::tool::ToolRegistry) {
+        let mut names = match self.0.write() {
+            Ok(names) => names,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        for tool in tools.tools() {
+            if tool.annotations().read_only {
+                names.insert(tool.name().to_owned());
+            }
+        }
+    }
+
+    /// True when `name` is a burrow tool that changes nothing or a tool annotated read-only.
+    pub fn contains(&self, name: &str) -> bool {
+        READ_ONLY_TOOLS.contains(&name)
+            || match self.0.read() {
+                Ok(names) => names.contains(name),
+                Err(poisoned) => poisoned.into_inner().contains(name),
+            }
+    }
+}
+
 /// A `PreToolUse` handler hook that decides each call by the permissions of
 /// `files`, merged in order (ask pauses the call as an `ask` hook does, deny
 /// refuses it with the rule's sentence) in `mode` (else the last
-/// `defaultMode`), and those permissions; `None` when there are no rules and no mode.
+/// `defaultMode`), a tool of `read_only` changing nothing, and those
+/// permissions; `None` when there are no rules and no mode.
 #[cfg(feature = "run")]
 pub fn hook(
     files: &[PathBuf],
     mode: Option<&str>,
+    read_only: ReadOnlyTools,
 ) -> Result<
     Option<(
         burrow_runtime::hooks::Hook,
@@ -107,8 +139,7 @@ pub fn hook(
     let decide = move |input: HookInput| {
         let name = input.tool_name.unwrap_or_default();
         let args = input.tool_input.unwrap_or_default();
-        let read_only = READ_ONLY_TOOLS.contains(&name.as_str());
-        let verdict = verdict(&decided, &name, &args, read_only);
+        let verdict = verdict(&decided, &name, &args, read_only.contains(&name));
         let output = match verdict.decision {
             // Neutral: the other hooks (and the default) decide an allowed call.
             Decision::Allow => HookOutput::default(),

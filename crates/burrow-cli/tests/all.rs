@@ -82,6 +82,8 @@ mod all {
     mod serve;
     #[cfg(all(feature = "serve", feature = "sqlite"))]
     mod serve_checkpoints;
+    #[cfg(all(feature = "serve", feature = "sqlite"))]
+    mod serve_settings;
     #[cfg(feature = "run")]
     mod session;
     mod spec_support;

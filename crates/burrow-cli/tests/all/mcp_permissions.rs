@@ -1,4 +1,4 @@
-//! `burrow mcp --settings FILE` end to end: the official Python MCP SDK (fixture `mcp_permissions_client.py`) cannot read, list, glob or grep a denied folder, nor edit a locked file, with the rules in two layered files.
+//! `burrow mcp --settings FILE` end to end: the official Python MCP SDK (fixture `mcp_permissions_client.py`) cannot read, list, glob or grep a denied folder, nor edit a locked file, with the rules in two layered files; the tool rules and modes, and the PreToolUse/PostToolUse hooks of the settings around each client call.
 //!
 //! Needs Python with the `mcp` package (`burrow_testkit::Part::McpClient`); the
 //! test lives in a module named `mcp_client` so `cargo xtask test` reports it as
@@ -94,17 +94,35 @@ mod tool_rules {
     use super::*;
 
     /// Through the Python MCP SDK (fixture `mcp_rules_client.py`; `burrow_testkit::Part::McpClient`).
-    mod mcp_client {
+    pub(super) mod mcp_client {
         use super::*;
 
         /// Runs the fixture over a workspace holding /app/main.rs with `permissions`,
         /// making `calls`; the report: the listed tools and each call's result.
         fn serve(permissions: Value, calls: Value) -> (Value, Workspace) {
-            let python = burrow_testkit::require(burrow_testkit::Part::McpClient);
             let ws = Workspace::new();
+            let (report, _stderr) =
+                serve_settings(&ws, json!({ "permissions": permissions }), &[], calls);
+            (report, ws)
+        }
+
+        /// Runs the fixture over `ws` (given /app/main.rs) with the settings
+        /// `settings`, the files `files` (name, text) written beside it, making
+        /// `calls`; the report and burrow's stderr.
+        pub(crate) fn serve_settings(
+            ws: &Workspace,
+            settings: Value,
+            files: &[(&str, Value)],
+            calls: Value,
+        ) -> (Value, String) {
+            let python = burrow_testkit::require(burrow_testkit::Part::McpClient);
             ws.put("/app/main.rs", "needle main\n");
-            let settings = ws.dir().join("settings.json");
-            std::fs::write(&settings, json!({ "permissions": permissions }).to_string()).unwrap();
+            for (name, value) in files {
+                std::fs::write(ws.dir().join(name), value.to_string()).unwrap();
+            }
+            let settings_file = ws.dir().join("settings.json");
+            std::fs::write(&settings_file, settings.to_string()).unwrap();
+            let settings = settings_file;
             let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
                 .join("tests/fixtures/mcp_rules_client.py");
             let mut child = Command::new(python)
@@ -132,7 +150,10 @@ mod tool_rules {
                 String::from_utf8_lossy(&out.stdout),
                 String::from_utf8_lossy(&out.stderr)
             );
-            (serde_json::from_slice(&out.stdout).unwrap(), ws)
+            (
+                serde_json::from_slice(&out.stdout).unwrap(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
         }
 
         fn listed(report: &Value, name: &str) -> bool {
@@ -217,6 +238,123 @@ mod tool_rules {
             );
             assert_eq!(report["results"]["write"]["is_error"], false, "{report}");
             assert_eq!(ws.run(&["cat", "/new.txt"]).out(), "x\n");
+        }
+    }
+}
+
+/// The tool hooks of `burrow mcp --settings` (ADR 0367), through the Python MCP SDK.
+mod hooks {
+    use super::*;
+
+    /// Through the Python MCP SDK (`burrow_testkit::Part::McpClient`).
+    mod mcp_client {
+        use super::super::tool_rules::mcp_client::serve_settings;
+        use super::*;
+
+        fn decision(decision: &str, reason: &str) -> Value {
+            json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                "permissionDecision": decision, "permissionDecisionReason": reason}})
+        }
+
+        #[test]
+        fn pre_and_post_tool_use_hooks_decide_rewrite_and_follow_each_client_call() {
+            let ws = Workspace::new();
+            ws.put("/app/other.rs", "needle other\n");
+            let command =
+                |file: &str| json!([{"type": "command", "command": format!("cat {file}")}]);
+            let settings = json!({
+                "hooks": {
+                    "PreToolUse": [
+                        {"matcher": "write_file", "hooks": command("deny.json")},
+                        {"matcher": "grep", "hooks": command("ask.json")},
+                        {"matcher": "read_file", "hooks": command("rewrite.json")}],
+                    "PostToolUse": [{"matcher": "ls", "hooks": [{"type": "command",
+                        "command": "cat > post-input.json; cat context.json"}]}],
+                    "Stop": [{"hooks": [{"type": "command", "command": "touch stop-ran"}]}]},
+                "permissions": {"deny": ["edit_file"]}});
+            let files = [
+                ("deny.json", decision("deny", "no writes today")),
+                ("ask.json", decision("ask", "a person reads grep output")),
+                (
+                    "rewrite.json",
+                    json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                        "permissionDecision": "allow", "updatedInput": {"file_path": "/app/other.rs"}}}),
+                ),
+                (
+                    "context.json",
+                    json!({"hookSpecificOutput": {"hookEventName": "PostToolUse",
+                        "additionalContext": "a hook saw this listing"}}),
+                ),
+            ];
+            let (report, stderr) = serve_settings(
+                &ws,
+                settings,
+                &files,
+                json!({
+                    "write": ["write_file", {"file_path": "/new.txt", "content": "x"}],
+                    "grep": ["grep", {"pattern": "needle"}],
+                    "read": ["read_file", {"file_path": "/app/main.rs"}],
+                    "ls": ["ls", {"path": "/app"}],
+                }),
+            );
+            let results = &report["results"];
+            // A PreToolUse deny refuses the call with its reason; nothing is written.
+            assert_eq!(results["write"]["is_error"], true, "{report}");
+            assert!(
+                results["write"]["text"]
+                    .as_str()
+                    .unwrap()
+                    .contains("denied by a hook: no writes today"),
+                "{report}"
+            );
+            ws.run(&["cat", "/new.txt"]).assert_code(1);
+            // An ask is refused: the client cannot approve its own call.
+            assert_eq!(results["grep"]["is_error"], true, "{report}");
+            let text = results["grep"]["text"].as_str().unwrap();
+            assert!(
+                text.contains("a person reads grep output") && text.contains("cannot ask"),
+                "{text}"
+            );
+            // An allowed call runs with the hook's updatedInput.
+            assert_eq!(results["read"]["is_error"], false, "{report}");
+            let text = results["read"]["text"].as_str().unwrap();
+            assert!(
+                text.contains("needle other") && !text.contains("needle main"),
+                "{text}"
+            );
+            // PostToolUse: its context follows the result; it read the call and the response.
+            assert_eq!(results["ls"]["is_error"], false, "{report}");
+            let text = results["ls"]["text"].as_str().unwrap();
+            assert!(
+                text.contains("main.rs") && text.ends_with("a hook saw this listing"),
+                "{text}"
+            );
+            let input: Value = serde_json::from_str(
+                &std::fs::read_to_string(ws.dir().join("post-input.json")).unwrap(),
+            )
+            .unwrap();
+            assert_eq!(input["hook_event_name"], "PostToolUse", "{input}");
+            assert_eq!(input["tool_name"], "ls", "{input}");
+            assert!(
+                input["tool_response"]["content"]
+                    .as_str()
+                    .unwrap()
+                    .contains("main.rs"),
+                "{input}"
+            );
+            // The rules still hold beside the hooks; a Stop hook has no run to follow here.
+            assert!(
+                !report["tools"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|t| t == "edit_file")
+            );
+            assert!(!ws.dir().join("stop-ran").exists());
+            assert!(
+                stderr.contains("the settings name Stop hooks, which burrow mcp does not run"),
+                "{stderr}"
+            );
         }
     }
 }

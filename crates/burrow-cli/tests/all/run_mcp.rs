@@ -1,4 +1,4 @@
-//! `burrow run --settings` with `mcpServers`: the official Python SDK's server (burrow-runtime's fixture, over stdio and over streamable HTTP) offered as `mcp__SERVER__TOOL` tools, under the permission rules, to resumed runs and to subagents, stopped after the run and on Ctrl-C, a second Ctrl-C, SIGTERM and SIGHUP; a server that fails is a warning, or with `--strict-mcp` exit 2 before anything runs.
+//! `burrow run --settings` with `mcpServers`: the official Python SDK's server (burrow-runtime's fixture, over stdio and over streamable HTTP) offered as `mcp__SERVER__TOOL` tools, under the permission rules (plan mode runs those annotated read-only), to resumed runs and to subagents, stopped after the run and on Ctrl-C, a second Ctrl-C, SIGTERM and SIGHUP; a server that fails is a warning, or with `--strict-mcp` exit 2 before anything runs.
 //!
 //! Needs Python with the `mcp` package (`burrow_testkit::Part::McpClient`);
 //! the tests are in `mcp_client` so a missing SDK is reported as skipped.
@@ -800,6 +800,36 @@ mod mcp_client {
     }
 
     #[test]
+    fn plan_mode_runs_an_mcp_tool_annotated_read_only_and_withholds_the_others() {
+        let s = Setup::new();
+        let answers = [
+            json!({"tool_calls": [
+                {"id": "e", "name": "mcp__fx__echo", "arguments": {"text": "hi"}},
+                {"id": "d", "name": "mcp__fx__spawn_child", "arguments": {}}]}),
+            json!({"text": "done"}),
+        ];
+        let settings = json!({"mcpServers": {"fx": s.fixture_server()}});
+        let run = s.run(&answers, settings, &["--permission-mode", "plan"]);
+        run.assert_code(0);
+        let events = events(&run);
+        // readOnlyHint: offered, and the plan-mode check lets it run (ADR 0365).
+        let echo = result_of(&events, "e");
+        assert_eq!(echo["is_error"], false, "{echo}");
+        assert_eq!(echo["content"], "echo: hi");
+        // No annotation: it may change something, so it is not offered.
+        let spawn = result_of(&events, "d");
+        assert_eq!(spawn["is_error"], true, "{spawn}");
+        assert!(
+            spawn["content"].as_str().unwrap().starts_with(
+                "There is no tool named \"mcp__fx__spawn_child\" (plan mode offers no tool that changes anything)"
+            ),
+            "{spawn}"
+        );
+        let pids = s.pids();
+        assert_eq!(pids.len(), 1, "no child was spawned: {pids:?}");
+    }
+
+    #[test]
     fn subagents_in_plan_mode_are_not_offered_changing_tools() {
         let s = Setup::new();
         let agents = s.dir().join("agents");
@@ -891,4 +921,78 @@ mod mcp_client {
             run.stderr
         );
     }
+}
+
+/// `burrow mcp --backend fs:OTHER` itself as the stdio MCP server of a run: its
+/// tools are offered as `mcp__other__read_file` and friends and work on the other
+/// workspace, not the run's.
+#[test]
+fn burrow_mcp_itself_serves_another_workspace_as_mcp_other_tools() {
+    use serde_json::json;
+    let dir = tempfile::tempdir().unwrap();
+    let other = dir.path().join("other");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::create_dir(&ws).unwrap();
+    std::fs::write(other.join("note.txt"), "from the other workspace\n").unwrap();
+    let settings = dir.path().join("settings.json");
+    std::fs::write(
+        &settings,
+        json!({"mcpServers": {"other": {"command": env!("CARGO_BIN_EXE_burrow"),
+            "args": ["--backend", format!("fs:{}", other.display()), "mcp"]}}})
+        .to_string(),
+    )
+    .unwrap();
+    let model = crate::all::support::script(
+        dir.path(),
+        "m.jsonl",
+        &[
+            json!({"tool_calls": [
+                {"id": "r", "name": "mcp__other__read_file", "arguments": {"file_path": "/note.txt"}},
+                {"id": "l", "name": "mcp__other__ls", "arguments": {"path": "/"}},
+                {"id": "w", "name": "mcp__other__write_file",
+                 "arguments": {"file_path": "/made.txt", "content": "made\n"}}]}),
+            json!({"text": "done"}),
+        ],
+    );
+    let backend = format!("fs:{}", ws.display());
+    let run = crate::all::support::burrow_in(
+        dir.path(),
+        &[
+            "--backend",
+            &backend,
+            "--json",
+            "run",
+            "go",
+            "--model",
+            &model,
+            "--settings",
+            settings.to_str().unwrap(),
+        ],
+        b"",
+    );
+    run.assert_code(0);
+    let events = crate::all::support::json_lines(&run);
+    let result = |id: &str| crate::all::support::tool_result(&events, id);
+    let read = result("r");
+    assert_eq!(read["is_error"], false, "{read}");
+    assert!(
+        read["content"]
+            .as_str()
+            .unwrap()
+            .contains("from the other workspace"),
+        "{read}"
+    );
+    let listed = result("l");
+    assert_eq!(listed["is_error"], false, "{listed}");
+    assert!(listed["content"].as_str().unwrap().contains("note.txt"));
+    assert_eq!(result("w")["is_error"], false);
+    assert_eq!(
+        std::fs::read_to_string(other.join("made.txt")).unwrap(),
+        "made\n"
+    );
+    assert!(
+        !ws.join("made.txt").exists(),
+        "the run's own workspace is untouched"
+    );
 }

@@ -987,3 +987,145 @@ fn a_resumed_run_keeps_all_its_settings_files() {
         Some("x\n")
     );
 }
+
+/// The memory tool reads through the same workspace, so a Read deny rule holds
+/// for its `view` as for `read_file`: the denied folder is refused naming the
+/// rule and absent from the listing of /memories.
+#[test]
+fn a_read_deny_rule_holds_for_the_memory_tool_s_view() {
+    let dir = tempfile::tempdir().unwrap();
+    let specs = vec![format!("state:{}", dir.path().join("ws.json").display())];
+    put(
+        dir.path(),
+        &specs,
+        "/memories/private/key.md",
+        "needle private\n",
+    );
+    put(dir.path(), &specs, "/memories/notes.md", "needle notes\n");
+    let settings = dir.path().join("settings.json");
+    std::fs::write(
+        &settings,
+        json!({"permissions": {"deny": ["Read(/memories/private)"]}}).to_string(),
+    )
+    .unwrap();
+    let model = script(
+        dir.path(),
+        "m.jsonl",
+        &[
+            json!({"tool_calls": [
+                call("v", "memory", json!({"command": "view", "path": "/memories/private/key.md"})),
+                call("d", "memory", json!({"command": "view", "path": "/memories"})),
+                call("n", "memory", json!({"command": "view", "path": "/memories/notes.md"}))]}),
+            json!({"text": "done"}),
+        ],
+    );
+    let mut args = backend_args(&specs);
+    args.extend([
+        "--json",
+        "run",
+        "go",
+        "--memory",
+        "--model",
+        &model,
+        "--settings",
+        settings.to_str().unwrap(),
+    ]);
+    let run = burrow_in(dir.path(), &args, b"");
+    run.assert_code(0);
+    let events = json_lines(&run);
+    let result = |id: &str| super::support::tool_result(&events, id);
+    let denied = result("v");
+    assert_eq!(denied["is_error"], true, "{denied}");
+    let text = denied["content"].as_str().unwrap();
+    assert!(
+        text.contains("permission rule Read(/memories/private)") && !text.contains("needle"),
+        "{text}"
+    );
+    let listed = result("d");
+    assert_eq!(listed["is_error"], false, "{listed}");
+    let text = listed["content"].as_str().unwrap();
+    assert!(
+        text.contains("notes.md") && !text.contains("private"),
+        "{text}"
+    );
+    let notes = result("n");
+    assert_eq!(notes["is_error"], false, "{notes}");
+    assert!(notes["content"].as_str().unwrap().contains("needle notes"));
+}
+
+/// `--artifacts` in plan mode: the artifact tools are offered and decided as
+/// the file tools are (ADR 0365): the reading ones, annotated read-only, run;
+/// the changing ones are not offered.
+#[cfg(all(feature = "artifacts", feature = "sqlite"))]
+#[test]
+fn plan_mode_runs_the_reading_artifact_tools_and_withholds_the_changing_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let kinds = dir.path().join("kinds");
+    std::fs::create_dir(&kinds).unwrap();
+    let schema = json!({"type": "object", "required": ["title"],
+        "properties": {"title": {"type": "string"}}, "additionalProperties": false});
+    std::fs::write(kinds.join("plan.schema.json"), schema.to_string()).unwrap();
+    std::fs::write(kinds.join("plan.md"), "# {{title}}\n").unwrap();
+    let model = script(
+        dir.path(),
+        "m.jsonl",
+        &[
+            json!({"tool_calls": [
+                call("l", "list_artifacts", json!({})),
+                call("c", "create_artifact", json!({"kind": "plan", "snapshot": {"title": "x"}}))]}),
+            json!({"text": "done"}),
+        ],
+    );
+    let session = super::support::session_spec(dir.path());
+    let state = format!("state:{}", dir.path().join("ws.json").display());
+    let run = burrow_in(
+        dir.path(),
+        &[
+            "--backend",
+            &state,
+            "--json",
+            "run",
+            "go",
+            "--model",
+            &model,
+            "--artifacts",
+            "kinds",
+            "--session",
+            &session,
+            "--thread",
+            "t1",
+            "--permission-mode",
+            "plan",
+        ],
+        b"",
+    );
+    run.assert_code(0);
+    let events = json_lines(&run);
+    let result = |id: &str| super::support::tool_result(&events, id);
+    let listed = result("l");
+    assert_eq!(listed["is_error"], false, "{listed}");
+    assert_eq!(listed["content"], "There are no artifacts.");
+    let created = result("c");
+    assert_eq!(created["is_error"], true, "{created}");
+    assert!(
+        created["content"].as_str().unwrap().starts_with(
+            "There is no tool named \"create_artifact\" (plan mode offers no tool that changes anything)"
+        ),
+        "{created}"
+    );
+    let shown = burrow_in(
+        dir.path(),
+        &[
+            "--json",
+            "artifact",
+            "list",
+            "--session",
+            &session,
+            "--artifacts",
+            "kinds",
+        ],
+        b"",
+    );
+    shown.assert_code(0);
+    assert_eq!(shown.json()["artifacts"], json!([]), "nothing was created");
+}

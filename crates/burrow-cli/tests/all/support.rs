@@ -217,3 +217,12 @@ pub fn json_lines(run: &Run) -> Vec<Value> {
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect()
 }
+
+/// The `tool_result` event of the call `id` among a `--json` run's `events`.
+pub fn tool_result(events: &[Value], id: &str) -> Value {
+    events
+        .iter()
+        .find(|e| e["type"] == "tool_result" && e["id"] == id)
+        .unwrap_or_else(|| panic!("no result of {id}: {events:?}"))
+        .clone()
+}

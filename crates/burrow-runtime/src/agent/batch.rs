@@ -32,7 +32,7 @@ use tracing::Instrument;
 use super::cancel::CancelToken;
 use super::capability::{CallInfo, CallWork, Capability};
 use super::telemetry::{self, CallOutcome};
-use crate::hooks::{Decision, HookContext, Hooks};
+use crate::hooks::{Decision, HookContext, Hooks, with_context};
 use crate::message::{ToolCall, ToolResult};
 use crate::tool::{CallContext, Tool, ToolOutput, ToolRegistry, WORKSPACE_LOCK};
 
@@ -170,18 +170,6 @@ fn preview(raw: &str) -> String {
     } else {
         cut
     }
-}
-
-/// Appends hook context to a result, so the model reads it with the result
-/// (every provider requires tool results right after their calls).
-fn with_context(mut text: String, context: &[String]) -> String {
-    for c in context {
-        if !text.is_empty() {
-            text.push_str("\n\n");
-        }
-        text.push_str(c);
-    }
-    text
 }
 
 /// Runs one call that passed every check, inside the capabilities: each

@@ -455,6 +455,19 @@ enum HookRun {
     Failed(String),
 }
 
+/// `text` with the hooks' `context` appended, a blank line before each, so
+/// the model reads it with the result (every provider requires tool results
+/// right after their calls); `burrow mcp` puts it after its results the same way.
+pub fn with_context(mut text: String, context: &[String]) -> String {
+    for c in context {
+        if !text.is_empty() {
+            text.push_str("\n\n");
+        }
+        text.push_str(c);
+    }
+    text
+}
+
 /// What the `PreToolUse` hooks decided about one call.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PreToolUse {
