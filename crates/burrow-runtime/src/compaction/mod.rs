@@ -711,8 +711,7 @@ mod tests {
         ) {
             let mut history = vec![Message::user("start")];
             let mut kept = View::new();
-            let mut n = 0;
-            for s in steps {
+            for (n, s) in steps.into_iter().enumerate() {
                 match s {
                     Grow::System => history.push(Message::system(format!("s{n}"))),
                     Grow::Back(k) => history.truncate(k.max(1)),
@@ -730,7 +729,6 @@ mod tests {
                         }
                     }
                 }
-                n += 1;
                 let whole = view(&history);
                 prop_assert_eq!(kept.of(&history), &*whole);
                 let chars: usize = whole.iter().map(message_chars).sum();
