@@ -1,8 +1,7 @@
 //! The agent loop's one step of compaction: before each model request, estimate the request and, past the threshold, ask the `PreCompact` hooks and the model for a summary and append the compaction to the history (ADR 0293).
 
 use crate::compaction::{
-    self, AUTO, CompactionConfig, MAX_FAILURES, Request, estimate_tokens, message_chars,
-    reported_tokens,
+    self, AUTO, CompactionConfig, MAX_FAILURES, Request, View, message_chars, reported_tokens,
 };
 use crate::hooks::{HookContext, HookEvent};
 use crate::message::{Message, Usage};
@@ -26,7 +25,14 @@ impl Tracker {
     /// request's reported tokens (its answer included) plus the characters
     /// added since over four; without a reported count, every character of
     /// the request over four.
-    fn estimate(&self, total: &Usage, history: &[Message], system: &str, agent: &Agent) -> u64 {
+    fn estimate(
+        &self,
+        total: &Usage,
+        view: &mut View,
+        history: &[Message],
+        system: &str,
+        agent: &Agent,
+    ) -> u64 {
         let previous = Usage {
             input_tokens: since(total.input_tokens, self.seen.input_tokens),
             output_tokens: since(total.output_tokens, self.seen.output_tokens),
@@ -39,11 +45,7 @@ impl Tracker {
                 let added: usize = history[at + 1..].iter().map(message_chars).sum();
                 tokens + (added as u64).div_ceil(compaction::CHARS_PER_TOKEN)
             }
-            _ => estimate_tokens(
-                system,
-                agent.tools.definitions(),
-                &compaction::view(history),
-            ),
+            _ => compaction::estimate_chars(system, agent.tools.definitions(), view.chars(history)),
         }
     }
 }
@@ -111,9 +113,10 @@ impl Agent {
         let threshold = config
             .threshold
             .unwrap_or_else(|| compaction::default_threshold(self.model.name()));
-        let tokens = state
-            .compaction
-            .estimate(&state.usage, history, system, self);
+        let tokens =
+            state
+                .compaction
+                .estimate(&state.usage, &mut state.view, history, system, self);
         if tokens <= threshold {
             return None;
         }

@@ -3,7 +3,9 @@
 //! The caller owns the history (`Vec<Message>`); a run appends to it and
 //! never copies it: each request borrows it, until the history holds a
 //! compaction: then the request reads [`crate::compaction::view`], the
-//! compaction's text and the messages after its cut. Whatever way a run ends, the
+//! compaction's text and the messages after its cut, kept up to date as the
+//! history grows ([`crate::compaction::View`]: a request reads only the
+//! messages added since the one before). Whatever way a run ends, the
 //! history it leaves is valid for the next run: every tool call has exactly
 //! one result, in call order, right after the answer that made it.
 //!
@@ -546,6 +548,7 @@ impl Agent {
             ids: options.call_ids.clone().unwrap_or_default(),
             approvals: Vec::new(),
             compaction: compact::Tracker::default(),
+            view: crate::compaction::View::new(),
         };
         let run = RunInfo {
             run_id: run_id.clone(),
@@ -739,10 +742,10 @@ impl Agent {
         {
             return Some(outcome);
         }
-        let view = crate::compaction::view(history);
+        let view = state.view.of(history);
         let request = ModelRequest {
             system: &system,
-            messages: &view,
+            messages: view,
             tools: self.tools.definitions(),
             settings: &self.settings,
         };
@@ -783,7 +786,6 @@ impl Agent {
             }
         };
         drop(system);
-        drop(view);
         state.usage.add(&response.usage);
         on_event(AgentEvent::Usage {
             usage: response.usage,
@@ -1141,6 +1143,9 @@ struct RunState {
     approvals: Vec<PendingApproval>,
     /// What the compaction estimate anchors on.
     compaction: compact::Tracker,
+    /// What the model reads of the history, kept up to date as it grows
+    /// (each request reads only the messages added since the one before).
+    view: crate::compaction::View,
 }
 
 fn hook_failed(message: String) -> Outcome {

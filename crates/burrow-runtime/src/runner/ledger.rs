@@ -8,9 +8,12 @@ use async_trait::async_trait;
 use super::durable::CallLog;
 use super::retry::{self, Window};
 use crate::message::ToolResult;
-use crate::session::{Commit, Committed, Fence, SessionStore, StoreError, ThreadKey, Write};
+use crate::session::{
+    CommandKey, Commit, Committed, Fence, HistoryItem, SessionStore, StoreError, ThreadKey, Write,
+};
 
 use super::engine::TAKEN;
+use super::observer::RunBook;
 use crate::tool::ToolOutput;
 
 /// What a segment's commits share (ADR 0185): the calls its answer's commit
@@ -46,6 +49,23 @@ impl Ledger {
     }
 }
 
+/// An answer whose save waits to ride in the commit that records its first
+/// call started (ADR 0350): the history items from the saved position
+/// through the answer, and the posted messages among them.
+pub(super) struct Deferred {
+    /// The items to append (the answer and what came before it unsaved).
+    pub(super) items: Vec<HistoryItem>,
+    /// How many posted messages the items refer to.
+    pub(super) refs: usize,
+    /// The history's length with the answer.
+    pub(super) through: usize,
+    /// Set while the commit carrying it is in flight: that commit's key and
+    /// the held writes it carries. Still set afterwards only when the call
+    /// was dropped (cancelled) in the middle of it: whether it landed is
+    /// then asked of the store ([`SegmentCommits::settle`]).
+    pub(super) flight: Option<(CommandKey, Vec<Write>)>,
+}
+
 /// A segment's commits to its thread, fenced by its claim.
 #[derive(Clone)]
 pub(super) struct SegmentCommits {
@@ -55,6 +75,10 @@ pub(super) struct SegmentCommits {
     /// How long a commit that failed for a moment is tried again (ADR 0250).
     pub(super) window: Window,
     pub(super) ledger: Arc<Mutex<Ledger>>,
+    /// The answer waiting for its first call's start, if any; held across
+    /// that commit, so a call of the same batch that starts meanwhile waits
+    /// and no call is recorded started before its answer is saved.
+    pub(super) deferred: Arc<tokio::sync::Mutex<Option<Deferred>>>,
     /// Where the segment crashes, in crash-recovery tests.
     #[cfg(feature = "failpoints")]
     pub(super) failpoint: Option<Arc<dyn crate::failpoint::Failpoint>>,
@@ -81,6 +105,7 @@ impl SegmentCommits {
                 #[cfg(feature = "failpoints")]
                 commits: 0,
             })),
+            deferred: Arc::new(tokio::sync::Mutex::new(None)),
             #[cfg(feature = "failpoints")]
             failpoint: None,
         }
@@ -104,14 +129,26 @@ impl SegmentCommits {
         writes: Vec<Write>,
         delivered: u64,
     ) -> Result<Committed, StoreError> {
-        let mut commit = Commit::new().fenced(self.fence.clone());
+        self.commit_as(writes, delivered, retry::commit_key(&self.thread))
+            .await
+    }
+
+    /// [`Self::commit`] under the command key `key`.
+    async fn commit_as(
+        &self,
+        writes: Vec<Write>,
+        delivered: u64,
+        key: CommandKey,
+    ) -> Result<Committed, StoreError> {
+        let mut commit = Commit::new()
+            .fenced(self.fence.clone())
+            .command(key, serde_json::Value::Null);
         for write in writes {
             commit = commit.write(write);
         }
         if delivered > 0 {
             commit = commit.cursor(TAKEN, delivered);
         }
-        let commit = retry::keyed(&self.thread, commit);
         #[cfg(feature = "failpoints")]
         let nth = self.next_commit();
         crate::crash_point!(
@@ -125,6 +162,35 @@ impl SegmentCommits {
         );
         self.ledger().saw(&done);
         Ok(done)
+    }
+
+    /// Drops the deferred answer, once no commit carrying it is in flight:
+    /// the caller saves from the saved position on, which includes it.
+    pub(super) async fn settle(&self, book: &Mutex<RunBook>) {
+        let mut deferred = self.deferred.lock().await;
+        self.resolve(&mut deferred, book).await;
+        *deferred = None;
+    }
+
+    /// Resolves a deferred answer whose commit was dropped midway (its call
+    /// cancelled), looked up by that commit's key: landed, the history
+    /// through it is marked saved in `book` and nothing is deferred any
+    /// more; not landed, its held writes are held again and it stays
+    /// deferred.
+    async fn resolve(&self, deferred: &mut Option<Deferred>, book: &Mutex<RunBook>) {
+        let Some((key, held)) = deferred.as_mut().and_then(|a| a.flight.take()) else {
+            return;
+        };
+        let landed = retry::call(&self.window, || self.store.command_result(&key)).await;
+        match (landed, deferred.take()) {
+            (Ok(Some(_)), Some(answer)) => lock(book).saved(answer.through, answer.refs),
+            // Unknown only once the claim is lost: every later commit of the
+            // segment is refused then, so nothing is saved twice.
+            (_, answer) => {
+                self.restore_held(held);
+                *deferred = answer;
+            }
+        }
     }
 
     /// The held finish, if any, to lead the next commit.
@@ -145,6 +211,51 @@ pub(super) struct StoreLog {
     pub(super) commits: SegmentCommits,
     /// The results recorded, so the history refers to them instead of copying them.
     pub(super) recorded: Arc<Mutex<HashMap<String, ToolResult>>>,
+    /// What the segment has saved (a deferred answer saved with a start moves it).
+    pub(super) book: Arc<Mutex<RunBook>>,
+}
+
+impl StoreLog {
+    /// Commits `started`, with the deferred answer when one waits (and the
+    /// held checkpoint that leads it): the answer is saved no later than its
+    /// first call's start (ADR 0350). A failed commit leaves the answer
+    /// deferred and the checkpoint held.
+    async fn commit_started(&self, run_id: &str, started: Write) -> Result<(), StoreError> {
+        let mut deferred = self.commits.deferred.lock().await;
+        self.commits.resolve(&mut deferred, &self.book).await;
+        let Some(answer) = deferred.as_mut() else {
+            drop(deferred);
+            return self.commits.commit(vec![started], 0).await.map(|_| ());
+        };
+        let held = self.commits.take_held();
+        let mut writes = held.clone();
+        writes.push(Write::AppendHistory {
+            run_id: Some(run_id.to_owned()),
+            items: answer.items.clone(),
+        });
+        writes.push(started);
+        let delivered = lock(&self.book).delivered;
+        let key = retry::commit_key(&self.commits.thread);
+        answer.flight = Some((key.clone(), held));
+        let done = self.commits.commit_as(writes, delivered, key).await;
+        match done {
+            Ok(_) => {
+                lock(&self.book).saved(answer.through, answer.refs);
+                *deferred = None;
+                Ok(())
+            }
+            Err(e) => {
+                if let Some((_, held)) = answer.flight.take() {
+                    self.commits.restore_held(held);
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[async_trait]
@@ -166,8 +277,7 @@ impl CallLog for StoreLog {
             name: tool.to_owned(),
             effect_key: Some(effect_key.to_owned()),
         };
-        self.commits
-            .commit(vec![write], 0)
+        self.commit_started(run_id, write)
             .await
             .map_err(|e| e.to_string())?;
         crate::crash_point!(

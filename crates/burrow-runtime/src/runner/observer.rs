@@ -11,9 +11,10 @@ use crate::agent::{RunFailure, RunObserver};
 use crate::message::{Message, ToolResult};
 use crate::session::{HistoryItem, MAX_PAGE, MessageKind, StoreError, StoreErrorKind, Write};
 
-use super::ledger::SegmentCommits;
+use super::ledger::{Deferred, SegmentCommits};
 
 /// What a segment has saved and consumed so far.
+#[derive(Default)]
 pub(super) struct RunBook {
     /// How many history messages are in the store.
     pub(super) persisted: usize,
@@ -27,6 +28,17 @@ pub(super) struct RunBook {
     pub(super) delivered: u64,
 }
 
+impl RunBook {
+    /// Marks the history through `len` saved, with the first `refs` posted
+    /// messages it referred to: called once the commit carrying them succeeded.
+    pub(super) fn saved(&mut self, len: usize, refs: usize) {
+        self.persisted = len;
+        for _ in 0..refs {
+            self.posted.pop_front();
+        }
+    }
+}
+
 /// The runner's observer inside one segment: steering, saving the history
 /// as it grows, and pausing on questions.
 pub(super) struct DurableRun {
@@ -35,7 +47,12 @@ pub(super) struct DurableRun {
     /// The tools whose calls are recorded (the wrapped ones).
     pub(super) recorded_tools: HashSet<String>,
     pub(super) requested_by: Option<String>,
-    pub(super) state: Mutex<RunBook>,
+    /// Shared with the call log, which saves a deferred answer (ADR 0350).
+    pub(super) state: Arc<Mutex<RunBook>>,
+    /// Whether an answer's save may wait for its first call's start: no
+    /// `PreToolUse` hook decides its calls, so nothing outside the process
+    /// is awaited between the answer and that start (ADR 0350).
+    pub(super) defer_answers: bool,
     pub(super) recorded: Arc<Mutex<HashMap<String, ToolResult>>>,
     pub(super) asked: Arc<Asked>,
     /// The one-result-per-call invariant, checked before every request (ADR 0251).
@@ -86,16 +103,6 @@ impl DurableRun {
         (items, refs)
     }
 
-    /// Marks the history through `len` saved, with the first `refs` posted
-    /// messages it referred to: called once the commit carrying them succeeded.
-    pub(super) fn saved(&self, len: usize, refs: usize) {
-        let mut book = self.book();
-        book.persisted = len;
-        for _ in 0..refs {
-            book.posted.pop_front();
-        }
-    }
-
     /// Saves what the history gained (after a held call finish, before
     /// `started`), with the taken cursor, under the claim.
     pub(super) async fn save(
@@ -103,6 +110,8 @@ impl DurableRun {
         history: &[Message],
         started: Vec<Write>,
     ) -> Result<(), RunFailure> {
+        // A deferred answer is among the items from the saved position on.
+        self.commits.settle(&self.state).await;
         let (items, refs) = self.items(history);
         let held = self.commits.take_held();
         if items.is_empty() && held.is_empty() && started.is_empty() {
@@ -119,7 +128,7 @@ impl DurableRun {
         let delivered = self.book().delivered;
         match self.commits.commit(writes, delivered).await {
             Ok(_) => {
-                self.saved(history.len(), refs);
+                self.book().saved(history.len(), refs);
                 Ok(())
             }
             Err(e) => {
@@ -219,7 +228,19 @@ impl RunObserver for DurableRun {
             let write = super::checkpoints::checkpoint_before(taker, history).await?;
             self.commits.restore_held(write.into_iter().collect());
         }
-        self.save(history, Vec::new()).await?;
+        if self.defer_answers && !calls.is_empty() {
+            // Saved with the first call's start, or with the results when
+            // none starts (ADR 0350).
+            let (items, refs) = self.items(history);
+            *self.commits.deferred.lock().await = Some(Deferred {
+                items,
+                refs,
+                through: history.len(),
+                flight: None,
+            });
+        } else {
+            self.save(history, Vec::new()).await?;
+        }
         let mut ledger = self.commits.ledger();
         ledger.announced.clear();
         ledger.unfinished = calls.into_iter().collect();

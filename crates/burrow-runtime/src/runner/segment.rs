@@ -250,9 +250,17 @@ impl Inner {
         {
             commits.failpoint = self.config.failpoint.clone();
         }
+        let book = Arc::new(Mutex::new(RunBook {
+            persisted: history.len(),
+            posted: VecDeque::new(),
+            queued: VecDeque::new(),
+            // Set once the segment's taken cursor is known, below.
+            delivered: 0,
+        }));
         let log: Arc<dyn CallLog> = Arc::new(StoreLog {
             commits: commits.clone(),
             recorded: recorded.clone(),
+            book: book.clone(),
         });
         let asked = Arc::new(Asked::default());
         let (requested_by, taken) = match &segment {
@@ -265,6 +273,9 @@ impl Inner {
                 self.store.cursor(thread, TAKEN).await.unwrap_or(0),
             ),
         };
+        book.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .delivered = taken;
         let mut recorded_tools: HashSet<String> = self
             .agent
             .tools()
@@ -281,12 +292,11 @@ impl Inner {
             run_id: run_id.to_owned(),
             recorded_tools,
             requested_by,
-            state: Mutex::new(RunBook {
-                persisted: history.len(),
-                posted: VecDeque::new(),
-                queued: VecDeque::new(),
-                delivered: taken,
-            }),
+            state: book,
+            defer_answers: !self
+                .agent
+                .hooks()
+                .has_event(crate::hooks::HookEvent::PreToolUse),
             recorded,
             asked: asked.clone(),
             pairing: Mutex::new(pairing::Pairing::default()),
@@ -368,6 +378,9 @@ impl Inner {
                 history.push(Message::ToolResult(r));
             }
         }
+        // An answer whose save waited for a call that never started is
+        // among the items from the saved position on (ADR 0350).
+        durable.commits.settle(&durable.state).await;
         let (items, _) = durable.items(&history);
         let delivered = durable.book().delivered;
         let held = durable.commits.take_held();

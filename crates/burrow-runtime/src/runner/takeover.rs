@@ -371,6 +371,8 @@ impl Inner {
                     Window::claim(lost.clone()),
                 ),
                 recorded: recorded.clone(),
+                // No answer is deferred in a repair: nothing is saved through it.
+                book: Arc::default(),
             });
             let agent = self
                 .agent

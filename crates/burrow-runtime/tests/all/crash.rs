@@ -71,6 +71,8 @@ on_every_store!(
     a_batch_the_tool_call_limit_refused_before_a_crash_is_refused_again_on_repair,
     an_unanswered_question_of_a_crashed_run_says_it_went_unanswered,
     a_denied_call_costs_its_batch_no_extra_commit,
+    a_run_without_hooks_crashed_at_any_step_is_recovered_with_every_invariant,
+    without_hooks_an_answer_is_saved_with_its_first_call_s_start,
 );
 
 /// What the hooks decided and the tools did, across both runners.
@@ -94,8 +96,10 @@ struct Tag {
 /// An answer of three calls: `c1` a charge the hook denies, `c2` a charge it
 /// allows (not idempotent), `c3` a put it allows (idempotent: its effect is
 /// keyed by the run and call, so a replay takes effect once); then "done".
-/// Any other prompt is answered "ok".
-fn agent(book: &Shared) -> Agent {
+/// Any other prompt is answered "ok". Without `hooked`, the agent has no
+/// PreToolUse hook (its answers are saved with their first call's start,
+/// ADR 0350) and the answer is `c2` and `c3` only.
+fn agent(book: &Shared, hooked: bool) -> Agent {
     let mut tools = ToolRegistry::new();
     let b = book.clone();
     tools.add(FnTool::new("charge", "Charges.", move |a: Tag, cx| {
@@ -138,26 +142,35 @@ fn agent(book: &Shared) -> Agent {
         })
         .unwrap(),
     );
-    let model = ScriptedModel::new(|request| {
+    let model = ScriptedModel::new(move |request| {
         let last_user = request.messages.iter().rev().find_map(|m| match m {
             Message::User { text } => Some(text.clone()),
             _ => None,
         });
         let answered = matches!(request.messages.last(), Some(Message::ToolResult(_)));
         if last_user.as_deref() == Some("go") && !answered {
-            Ok(ScriptedResponse::calls()
-                .call("c1", "charge", json!({"tag": "deny"}))
-                .call("c2", "charge", json!({"tag": "a"}))
-                .call("c3", "put", json!({"tag": "b"})))
+            let calls = if hooked {
+                ScriptedResponse::calls().call("c1", "charge", json!({"tag": "deny"}))
+            } else {
+                ScriptedResponse::calls()
+            };
+            Ok(calls.call("c2", "charge", json!({"tag": "a"})).call(
+                "c3",
+                "put",
+                json!({"tag": "b"}),
+            ))
         } else if answered {
             Ok(ScriptedResponse::text("done"))
         } else {
             Ok(ScriptedResponse::text("ok"))
         }
     });
-    Agent::new(Arc::new(model))
-        .with_tools(tools)
-        .with_hooks(hooks)
+    let agent = Agent::new(Arc::new(model)).with_tools(tools);
+    if hooked {
+        agent.with_hooks(hooks)
+    } else {
+        agent
+    }
 }
 
 /// Records every point a run reaches; crashes at `at`, once, if set.
@@ -183,12 +196,12 @@ impl Failpoint for Points {
 const DEAD_TTL: Duration = Duration::from_secs(300);
 
 /// Every crash point of the scenario's run on `store`, from a run that never crashes.
-async fn every_point(store: Store) -> Vec<CrashPoint> {
+async fn every_point(store: Store, hooked: bool) -> Vec<CrashPoint> {
     let fx = store.fresh().await;
     let book = Shared::default();
     let points = Arc::new(Points::default());
     let runner = Runner::with_config(
-        agent(&book),
+        agent(&book, hooked),
         fx.store.clone(),
         RunnerConfig::default().with_failpoint(points.clone()),
     );
@@ -201,7 +214,7 @@ async fn every_point(store: Store) -> Vec<CrashPoint> {
 }
 
 /// Crashes the run at `at`, lets another runner take the thread over, and checks the invariants.
-async fn crash_and_recover(fx: Fixture, at: CrashPoint) {
+async fn crash_and_recover(fx: Fixture, at: CrashPoint, hooked: bool) {
     let t = Scope::new("acme", "ws").thread("t1");
     let book = Shared::default();
     let points = Arc::new(Points {
@@ -209,7 +222,7 @@ async fn crash_and_recover(fx: Fixture, at: CrashPoint) {
         ..Points::default()
     });
     let dying = Runner::with_config(
-        agent(&book),
+        agent(&book, hooked),
         fx.store.clone(),
         RunnerConfig::default()
             .with_claim_ttl(DEAD_TTL)
@@ -222,7 +235,7 @@ async fn crash_and_recover(fx: Fixture, at: CrashPoint) {
         .unwrap_or_else(|_| panic!("the run never reached {at:?}"));
     // The dead runner's claim lapses; another runner takes the thread over.
     fx.clock.advance(DEAD_TTL + Duration::from_secs(1));
-    let next = Runner::new(agent(&book), fx.store.clone());
+    let next = Runner::new(agent(&book, hooked), fx.store.clone());
     let sent = next.send(&t, "alice", "next?", None).await.unwrap();
     let run = sent.run.expect("the thread is taken over");
     assert_eq!(run.wait().await.outcome, Outcome::Completed, "at {at:?}");
@@ -233,7 +246,7 @@ async fn crash_and_recover(fx: Fixture, at: CrashPoint) {
         let executed = |call: &str| book.executed.get(call).copied().unwrap_or(0);
         let allowed = |call: &str| book.allowed.get(call).copied().unwrap_or(0);
         assert_eq!(executed("c1"), 0, "at {at:?}: the denied call never ran");
-        for call in ["c2", "c3"] {
+        for call in ["c2", "c3"].into_iter().filter(|_| hooked) {
             assert!(
                 executed(call) <= allowed(call),
                 "at {at:?}: {call} ran {} times on {} allow decisions",
@@ -272,13 +285,27 @@ async fn crash_and_recover(fx: Fixture, at: CrashPoint) {
 }
 
 async fn a_run_crashed_at_any_step_of_a_call_is_recovered_with_every_invariant(store: Store) {
-    let points = every_point(store).await;
+    let points = every_point(store, true).await;
     assert!(
         points.len() >= 20,
         "every step of the three calls and of each commit is a point: {points:?}"
     );
     for at in points {
-        crash_and_recover(store.fresh().await, at).await;
+        crash_and_recover(store.fresh().await, at, true).await;
+    }
+}
+
+/// The same without a PreToolUse hook, where the answer rides in the
+/// commit that records its first call started (ADR 0350): a crash before
+/// that commit loses the answer, and the next run asks the model again.
+async fn a_run_without_hooks_crashed_at_any_step_is_recovered_with_every_invariant(store: Store) {
+    let points = every_point(store, false).await;
+    assert!(
+        points.len() >= 12,
+        "every step of the two calls and of each commit is a point: {points:?}"
+    );
+    for at in points {
+        crash_and_recover(store.fresh().await, at, false).await;
     }
 }
 
@@ -445,6 +472,11 @@ async fn an_unanswered_question_of_a_crashed_run_says_it_went_unanswered(store: 
 /// How many commits a run of "go" on `store` makes when its answer is `calls`
 /// (`charge` calls by tag; the hook denies tag `deny`), counted by the commit points.
 async fn commits_of(store: Store, calls: &[(&str, &str)]) -> usize {
+    commits_with(store, calls, true).await
+}
+
+/// [`commits_of`], with or without the PreToolUse hook.
+async fn commits_with(store: Store, calls: &[(&str, &str)], hooked: bool) -> usize {
     let mut tools = ToolRegistry::new();
     tools.add(FnTool::new("charge", "Charges.", |a: Tag, _| async move {
         Ok(ToolOutput::ok(format!("charged {}", a.tag)))
@@ -473,13 +505,22 @@ async fn commits_of(store: Store, calls: &[(&str, &str)]) -> usize {
         }
         let mut r = ScriptedResponse::calls();
         for (id, tag) in &answer {
-            r = r.call(id, "charge", json!({ "tag": tag }));
+            // `bad`: arguments the tool's schema refuses, so the call never starts.
+            let args = if tag == "bad" {
+                json!({ "tag": 5 })
+            } else {
+                json!({ "tag": tag })
+            };
+            r = r.call(id, "charge", args);
         }
         Ok(r)
     });
-    let agent = Agent::new(Arc::new(model))
-        .with_tools(tools)
-        .with_hooks(hooks);
+    let agent = Agent::new(Arc::new(model)).with_tools(tools);
+    let agent = if hooked {
+        agent.with_hooks(hooks)
+    } else {
+        agent
+    };
     let fx = store.fresh().await;
     let points = Arc::new(Points::default());
     let runner = Runner::with_config(
@@ -511,5 +552,24 @@ async fn a_denied_call_costs_its_batch_no_extra_commit(store: Store) {
     assert_eq!(
         commits_of(store, &[("c2", "a"), ("c1", "deny"), ("c3", "b")]).await,
         allowed
+    );
+}
+
+async fn without_hooks_an_answer_is_saved_with_its_first_call_s_start(store: Store) {
+    // With the hook: the run's start, the answer, the call's start, the
+    // results (with the finish), the end.
+    let hooked = commits_with(store, &[("c2", "a")], true).await;
+    assert_eq!(hooked, 5);
+    // Without: the answer rides in the start's commit (ADR 0350).
+    assert_eq!(commits_with(store, &[("c2", "a")], false).await, hooked - 1);
+    // Two calls: one commit less than with the hook, the second start its own.
+    assert_eq!(
+        commits_with(store, &[("c2", "a"), ("c3", "b")], false).await,
+        commits_with(store, &[("c2", "a"), ("c3", "b")], true).await - 1
+    );
+    // A call that never starts (arguments refused): the answer rides with the results.
+    assert_eq!(
+        commits_with(store, &[("c2", "bad")], false).await,
+        hooked - 2
     );
 }

@@ -19,10 +19,13 @@
 //! 20,000 tokens at [`CHARS_PER_TOKEN`]) is the one setting, and they go to
 //! a file as they always have.
 
-use std::borrow::Cow;
-
 use crate::message::{AssistantPart, Compaction, Message, ToolCall, ToolResult, Usage};
 use crate::model::{Model, ModelRequest, ModelSettings, ToolChoice, ToolDefinition};
+
+mod view;
+
+use view::layout;
+pub use view::{View, view};
 
 /// Characters counted as one token by the estimates.
 pub const CHARS_PER_TOKEN: u64 = 4;
@@ -166,45 +169,6 @@ impl CompactionError {
     }
 }
 
-/// Where the history's last compaction is and where the messages the model
-/// still reads verbatim start: `(start, Some(index))`, or `(0, None)` when
-/// the history holds no compaction.
-fn layout(history: &[Message]) -> (usize, Option<&Compaction>) {
-    let last = history.iter().enumerate().rev().find_map(|(i, m)| match m {
-        Message::Compaction(c) => Some((i, c)),
-        _ => None,
-    });
-    match last {
-        Some((i, c)) => (i.saturating_sub(c.kept), Some(c)),
-        None => (0, None),
-    }
-}
-
-/// What the model reads of `history`: the history itself when it holds no
-/// compaction; else the system messages before the last compaction's cut,
-/// that compaction's text as a user message, then every message from the
-/// cut on except compaction entries.
-pub fn view(history: &[Message]) -> Cow<'_, [Message]> {
-    let (start, Some(last)) = layout(history) else {
-        return Cow::Borrowed(history);
-    };
-    let mut out = Vec::with_capacity(history.len() - start + 1);
-    out.extend(
-        history[..start]
-            .iter()
-            .filter(|m| matches!(m, Message::System { .. }))
-            .cloned(),
-    );
-    out.push(Message::user(last.text.clone()));
-    out.extend(
-        history[start..]
-            .iter()
-            .filter(|m| !matches!(m, Message::Compaction(_)))
-            .cloned(),
-    );
-    Cow::Owned(out)
-}
-
 /// Where a compaction of `history` would cut, keeping about `keep` messages.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
@@ -336,11 +300,17 @@ pub fn tools_named_in(history: &[Message]) -> Vec<ToolDefinition> {
 /// The estimated tokens of a request of `system`, `tools` and `messages`:
 /// their characters over [`CHARS_PER_TOKEN`].
 pub fn estimate_tokens(system: &str, tools: &[ToolDefinition], messages: &[Message]) -> u64 {
+    estimate_chars(system, tools, messages.iter().map(message_chars).sum())
+}
+
+/// [`estimate_tokens`] of a request whose messages count `chars` characters
+/// (as [`View::chars`] keeps them).
+pub(crate) fn estimate_chars(system: &str, tools: &[ToolDefinition], chars: usize) -> u64 {
     let tools: usize = tools
         .iter()
         .map(|t| t.name.len() + t.description.len() + t.input_schema.to_string().len())
         .sum();
-    let chars = system.len() + tools + messages.iter().map(message_chars).sum::<usize>();
+    let chars = system.len() + tools + chars;
     (chars as u64).div_ceil(CHARS_PER_TOKEN)
 }
 
@@ -686,7 +656,86 @@ mod tests {
         ]
     }
 
+    /// A step of a history a [`View`] follows: a turn, or the history cut
+    /// back to an earlier length (as a rewind's view is shorter).
+    #[derive(Debug, Clone)]
+    enum Grow {
+        Step(Step),
+        System,
+        Back(usize),
+    }
+
+    fn grow() -> impl Strategy<Value = Grow> {
+        prop_oneof![
+            6 => step().prop_map(Grow::Step),
+            1 => Just(Grow::System),
+            1 => (0usize..30).prop_map(Grow::Back),
+        ]
+    }
+
+    #[test]
+    fn the_kept_view_follows_several_compactions_and_a_history_cut_back() {
+        let mut kept = View::new();
+        let mut history = vec![Message::system("rules"), Message::user("one")];
+        assert_eq!(kept.of(&history), &*view(&history));
+        for round in 0..3 {
+            let ids = vec![format!("c{round}")];
+            history.push(answer(&ids));
+            history.push(result(&ids[0]));
+            history.push(Message::user(format!("more {round}")));
+            assert_eq!(kept.of(&history), &*view(&history));
+            let p = plan(&history, 2).expect("something to summarise");
+            let e = entry(&history, &p);
+            history.push(e);
+            history.push(Message::system(format!("rule {round}")));
+            assert_eq!(kept.of(&history), &*view(&history));
+        }
+        let compacted = view(&history).into_owned();
+        assert_eq!(compacted.first(), Some(&Message::system("rules")));
+        // Cut back past the last compaction (as a rewind to before it).
+        history.truncate(history.len() - 3);
+        assert_eq!(kept.of(&history), &*view(&history));
+        history.truncate(2);
+        assert_eq!(kept.of(&history), history.as_slice());
+        history.push(Message::assistant_text("again"));
+        assert_eq!(kept.of(&history), history.as_slice());
+    }
+
     proptest! {
+        /// A [`View`] kept as the history grows (and is sometimes cut back)
+        /// is [`view`] of the history at every step, and counts its
+        /// characters as [`estimate_tokens`] does.
+        #[test]
+        fn the_kept_view_is_the_view_at_every_step(
+            steps in proptest::collection::vec(grow(), 1..60),
+        ) {
+            let mut history = vec![Message::user("start")];
+            let mut kept = View::new();
+            for (n, s) in steps.into_iter().enumerate() {
+                match s {
+                    Grow::System => history.push(Message::system(format!("s{n}"))),
+                    Grow::Back(k) => history.truncate(k.max(1)),
+                    Grow::Step(Step::User) => history.push(Message::user("more")),
+                    Grow::Step(Step::Text) => history.push(Message::assistant_text("t")),
+                    Grow::Step(Step::Calls(k)) => {
+                        let ids: Vec<String> = (0..k).map(|i| format!("c{n}_{i}")).collect();
+                        history.push(answer(&ids));
+                        history.extend(ids.iter().map(|id| result(id)));
+                    }
+                    Grow::Step(Step::Compact(k)) => {
+                        if let Some(p) = plan(&history, k) {
+                            let e = entry(&history, &p);
+                            history.push(e);
+                        }
+                    }
+                }
+                let whole = view(&history);
+                prop_assert_eq!(kept.of(&history), &*whole);
+                let chars: usize = whole.iter().map(message_chars).sum();
+                prop_assert_eq!(kept.chars(&history), chars);
+            }
+        }
+
         /// However the history and the kept count fall, and however many
         /// compactions came before, the view after a compaction has no tool
         /// result without its call and no call without its results, and
