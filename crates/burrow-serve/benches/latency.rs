@@ -1,28 +1,210 @@
-//! `burrow serve` latency: send-to-first-SSE-frame p50 and p99 on SQLite (and PostgreSQL when BURROW_POSTGRES_URL is set), with 20 threads running at once; and 100 watchers on one run, counting the frames dropped for watchers that keep up.
+//! `burrow serve` latency and memory: send-to-first-SSE-frame p50 and p99 on SQLite (and PostgreSQL when BURROW_POSTGRES_URL is set), with 20 threads running at once; 100 watchers on one run, counting the frames dropped for watchers that keep up; and the process's memory after 1,000 and 10,000 runs.
 //!
-//! `cargo bench -p burrow-serve --bench latency` (plain `main`: divan reports no
-//! percentiles). Each sample posts a message to a fresh thread over HTTP, opens
-//! the run's event stream and stops the clock at its first event; 20 such
-//! clients run at once. The model is scripted and answers at once.
+//! `cargo bench -p burrow-serve --bench latency [-- latency|watchers|memory|sqlite|postgres]`
+//! (plain `main`: divan reports no percentiles; words after `--` pick the parts
+//! and stores, all by default). Each latency sample posts a message to a fresh
+//! thread over HTTP, opens the run's event stream and stops the clock at its
+//! first event; `BURROW_BENCH_CLIENTS` (20) such clients run at once. The
+//! model is scripted and answers at once. Every store call is counted and
+//! timed (`Timed`), so the figures come with the calls a sample made and the
+//! time each kind took (its wait for the store included). The memory part
+//! runs `BURROW_BENCH_RUNS` (10,000) runs, each a message to a fresh thread
+//! read to its end by a watcher, and reads the process's resident set
+//! (`VmRSS`, server and client in one process) and thread count after 1,000
+//! and at the end.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use burrow_runtime::agent::Agent;
 use burrow_runtime::model::{ModelError, ScriptedModel, ScriptedResponse};
 use burrow_runtime::runner::{FanoutChannel, Runner, RunnerConfig};
 use burrow_runtime::session::{
-    PostgresOptions, PostgresStore, SessionStore, SqliteStore, SystemClock,
+    Checkpoint, Claim, ClaimAttempt, CommandKey, Commit, Committed, Event, HistoryEntry,
+    PostedMessage, PostgresOptions, PostgresStore, Pruned, RunRecord, Scope, SessionStore,
+    SqliteStore, StoreResult, SystemClock, ThreadInfo, ThreadKey, ToolCallRecord,
 };
 use burrow_serve::{Limits, Server, Tokens, add_token};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-const CLIENTS: usize = 20;
 const PER_CLIENT: usize = 25;
 const WATCHERS: usize = 100;
+
+/// `BURROW_BENCH_CLIENTS`: the clients (threads) at once, 20 by default.
+fn clients() -> usize {
+    std::env::var("BURROW_BENCH_CLIENTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(20)
+}
+
+/// A session store that counts and times every call of the store it wraps.
+#[derive(Debug)]
+struct Timed {
+    inner: Arc<dyn SessionStore>,
+    calls: Mutex<BTreeMap<&'static str, (u64, Duration)>>,
+}
+
+impl Timed {
+    fn new(inner: Arc<dyn SessionStore>) -> Arc<Self> {
+        Arc::new(Self {
+            inner,
+            calls: Mutex::new(BTreeMap::new()),
+        })
+    }
+
+    async fn time<T>(&self, name: &'static str, call: impl Future<Output = T>) -> T {
+        let t0 = Instant::now();
+        let out = call.await;
+        let mut calls = self.calls.lock().unwrap();
+        let entry = calls.entry(name).or_default();
+        entry.0 += 1;
+        entry.1 += t0.elapsed();
+        out
+    }
+
+    /// The calls since the last report, per sample: `name count×mean`.
+    fn report(&self, samples: usize) -> String {
+        let calls = std::mem::take(&mut *self.calls.lock().unwrap());
+        let total: u64 = calls.values().map(|(n, _)| n).sum();
+        let each: Vec<String> = calls
+            .iter()
+            .map(|(name, (n, t))| {
+                format!(
+                    "{name} {:.2}×{:.0} µs",
+                    *n as f64 / samples as f64,
+                    t.as_secs_f64() * 1e6 / *n as f64
+                )
+            })
+            .collect();
+        format!(
+            "{:.1} store calls per sample: {}",
+            total as f64 / samples as f64,
+            each.join(", ")
+        )
+    }
+}
+
+#[async_trait::async_trait]
+impl SessionStore for Timed {
+    async fn commit(&self, thread: &ThreadKey, commit: Commit) -> StoreResult<Committed> {
+        self.time("commit", self.inner.commit(thread, commit)).await
+    }
+    async fn acquire_claim(
+        &self,
+        thread: &ThreadKey,
+        holder: &str,
+        ttl: Duration,
+    ) -> StoreResult<ClaimAttempt> {
+        self.time(
+            "acquire_claim",
+            self.inner.acquire_claim(thread, holder, ttl),
+        )
+        .await
+    }
+    async fn renew_claim(
+        &self,
+        thread: &ThreadKey,
+        claim: &Claim,
+        ttl: Duration,
+    ) -> StoreResult<Claim> {
+        self.time("renew_claim", self.inner.renew_claim(thread, claim, ttl))
+            .await
+    }
+    async fn release_claim(&self, thread: &ThreadKey, claim: &Claim) -> StoreResult<bool> {
+        self.time("release_claim", self.inner.release_claim(thread, claim))
+            .await
+    }
+    async fn claim(&self, thread: &ThreadKey) -> StoreResult<Option<Claim>> {
+        self.time("claim", self.inner.claim(thread)).await
+    }
+    async fn thread(&self, thread: &ThreadKey) -> StoreResult<Option<ThreadInfo>> {
+        self.time("thread", self.inner.thread(thread)).await
+    }
+    async fn threads(
+        &self,
+        scope: &Scope,
+        after: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<Vec<ThreadInfo>> {
+        self.time("threads", self.inner.threads(scope, after, limit))
+            .await
+    }
+    async fn events(
+        &self,
+        thread: &ThreadKey,
+        after_seq: u64,
+        limit: usize,
+    ) -> StoreResult<Vec<Event>> {
+        self.time("events", self.inner.events(thread, after_seq, limit))
+            .await
+    }
+    async fn messages(
+        &self,
+        thread: &ThreadKey,
+        after_seq: u64,
+        limit: usize,
+    ) -> StoreResult<Vec<PostedMessage>> {
+        self.time("messages", self.inner.messages(thread, after_seq, limit))
+            .await
+    }
+    async fn message(&self, scope: &Scope, id: &str) -> StoreResult<Option<PostedMessage>> {
+        self.time("message", self.inner.message(scope, id)).await
+    }
+    async fn history(&self, thread: &ThreadKey, from_pos: u64) -> StoreResult<Vec<HistoryEntry>> {
+        self.time("history", self.inner.history(thread, from_pos))
+            .await
+    }
+    async fn run(&self, scope: &Scope, run_id: &str) -> StoreResult<Option<RunRecord>> {
+        self.time("run", self.inner.run(scope, run_id)).await
+    }
+    async fn runs(&self, thread: &ThreadKey) -> StoreResult<Vec<RunRecord>> {
+        self.time("runs", self.inner.runs(thread)).await
+    }
+    async fn tool_calls(&self, scope: &Scope, run_id: &str) -> StoreResult<Vec<ToolCallRecord>> {
+        self.time("tool_calls", self.inner.tool_calls(scope, run_id))
+            .await
+    }
+    async fn cursor(&self, thread: &ThreadKey, name: &str) -> StoreResult<u64> {
+        self.time("cursor", self.inner.cursor(thread, name)).await
+    }
+    async fn checkpoints(&self, thread: &ThreadKey) -> StoreResult<Vec<Checkpoint>> {
+        self.time("checkpoints", self.inner.checkpoints(thread))
+            .await
+    }
+    async fn command_result(&self, key: &CommandKey) -> StoreResult<Option<Value>> {
+        self.time("command_result", self.inner.command_result(key))
+            .await
+    }
+    async fn record_command(&self, key: &CommandKey, result: Value) -> StoreResult<Option<Value>> {
+        self.time("record_command", self.inner.record_command(key, result))
+            .await
+    }
+    async fn lagging_threads(
+        &self,
+        ahead: &str,
+        behind: &str,
+        limit: usize,
+    ) -> StoreResult<Vec<ThreadKey>> {
+        self.time(
+            "lagging_threads",
+            self.inner.lagging_threads(ahead, behind, limit),
+        )
+        .await
+    }
+    async fn prune(&self, scope: &Scope, before_ms: i64) -> StoreResult<Pruned> {
+        self.time("prune", self.inner.prune(scope, before_ms)).await
+    }
+    fn now_ms(&self) -> i64 {
+        self.inner.now_ms()
+    }
+}
 
 struct Bench {
     base: String,
@@ -85,55 +267,84 @@ async fn events(response: reqwest::Response, first_only: bool) -> Vec<(String, V
     out
 }
 
+/// Posts "go" to `thread`; returns the run it started.
+async fn post(client: &reqwest::Client, b: &Bench, thread: &str) -> String {
+    let posted: Value = client
+        .post(format!("{}/v1/threads/{thread}/messages", b.base))
+        .bearer_auth(&b.token)
+        .json(&json!({"content": "go"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    posted["run_id"].as_str().unwrap().to_owned()
+}
+
+/// The run's event stream.
+async fn watch(client: &reqwest::Client, b: &Bench, run: &str) -> reqwest::Response {
+    client
+        .get(format!("{}/v1/runs/{run}/events", b.base))
+        .bearer_auth(&b.token)
+        .send()
+        .await
+        .unwrap()
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn percentile(sorted: &[Duration], q: f64) -> Duration {
+    sorted[((sorted.len() as f64 - 1.0) * q).round() as usize]
+}
+
 async fn latency(label: &str, store: Arc<dyn SessionStore>) {
     let tenant = format!("bench-{}", uuid::Uuid::now_v7().simple());
     let model = ScriptedModel::new(|_| Ok(ScriptedResponse::text("answer")));
-    let b = Arc::new(start(store, model, &tenant).await);
+    let timed = Timed::new(store);
+    let b = Arc::new(start(timed.clone(), model, &tenant).await);
     let client = reqwest::Client::new();
+    let clients = clients();
     let mut tasks = Vec::new();
-    for c in 0..CLIENTS {
+    for c in 0..clients {
         let (b, client) = (b.clone(), client.clone());
         tasks.push(tokio::spawn(async move {
             let mut samples = Vec::new();
             for i in 0..PER_CLIENT {
                 let thread = format!("c{c}-t{i}");
                 let t0 = Instant::now();
-                let posted: Value = client
-                    .post(format!("{}/v1/threads/{thread}/messages", b.base))
-                    .bearer_auth(&b.token)
-                    .json(&json!({"content": "go"}))
-                    .send()
-                    .await
-                    .unwrap()
-                    .json()
-                    .await
-                    .unwrap();
-                let run = posted["run_id"].as_str().unwrap().to_owned();
-                let r = client
-                    .get(format!("{}/v1/runs/{run}/events", b.base))
-                    .bearer_auth(&b.token)
-                    .send()
-                    .await
-                    .unwrap();
-                let first = events(r, true).await;
+                let run = post(&client, &b, &thread).await;
+                let posted = t0.elapsed();
+                let first = events(watch(&client, &b, &run).await, true).await;
                 assert!(!first.is_empty());
-                samples.push(t0.elapsed());
+                samples.push((t0.elapsed(), posted));
             }
             samples
         }));
     }
     let mut all: Vec<Duration> = Vec::new();
+    let mut posts: Vec<Duration> = Vec::new();
     for t in tasks {
-        all.extend(t.await.unwrap());
+        for (sample, posted) in t.await.unwrap() {
+            all.push(sample);
+            posts.push(posted);
+        }
     }
     all.sort();
-    let p = |q: f64| all[((all.len() as f64 - 1.0) * q).round() as usize];
+    posts.sort();
     println!(
-        "{label}: send-to-first-SSE-frame over {} samples, {CLIENTS} threads at once: p50 {:.2} ms, p99 {:.2} ms",
+        "{label}: send-to-first-SSE-frame over {} samples, {clients} threads at once: p50 {:.2} ms, p99 {:.2} ms (the POST's answer: p50 {:.2} ms, p99 {:.2} ms)",
         all.len(),
-        p(0.50).as_secs_f64() * 1e3,
-        p(0.99).as_secs_f64() * 1e3
+        ms(percentile(&all, 0.50)),
+        ms(percentile(&all, 0.99)),
+        ms(percentile(&posts, 0.50)),
+        ms(percentile(&posts, 0.99)),
     );
+    // Let the last runs end, so their calls are counted with the samples.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    println!("{label}: {}", timed.report(all.len()));
 }
 
 async fn watchers(label: &str, store: Arc<dyn SessionStore>) {
@@ -163,25 +374,10 @@ async fn watchers(label: &str, store: Arc<dyn SessionStore>) {
     };
     let b = Arc::new(start(store, model, &tenant).await);
     let client = reqwest::Client::new();
-    let posted: Value = client
-        .post(format!("{}/v1/threads/w/messages", b.base))
-        .bearer_auth(&b.token)
-        .json(&json!({"content": "go"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let run = posted["run_id"].as_str().unwrap().to_owned();
+    let run = post(&client, &b, "w").await;
     let mut readers = Vec::new();
     for _ in 0..WATCHERS {
-        let r = client
-            .get(format!("{}/v1/runs/{run}/events", b.base))
-            .bearer_auth(&b.token)
-            .send()
-            .await
-            .unwrap();
+        let r = watch(&client, &b, &run).await;
         readers.push(tokio::spawn(events(r, false)));
     }
     gate.add_permits(1);
@@ -201,7 +397,74 @@ async fn watchers(label: &str, store: Arc<dyn SessionStore>) {
     );
 }
 
+/// A number of /proc/self/status (`VmRSS` in KiB, `Threads`), or 0 where there is none.
+fn status(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// `BURROW_BENCH_RUNS` (10,000) runs, each a message to a fresh thread whose
+/// run a watcher reads to its end, from the clients at once; the resident set
+/// after 1,000 runs and after all of them.
+async fn memory(label: &str, store: Arc<dyn SessionStore>) {
+    let runs: usize = std::env::var("BURROW_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
+    let tenant = format!("bench-{}", uuid::Uuid::now_v7().simple());
+    let model = ScriptedModel::new(|_| Ok(ScriptedResponse::text("answer")));
+    let b = Arc::new(start(store, model, &tenant).await);
+    let client = reqwest::Client::new();
+    let clients = clients();
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let at_1000 = Arc::new(Mutex::new(None));
+    let t0 = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..clients {
+        let (b, client, next, at_1000) = (b.clone(), client.clone(), next.clone(), at_1000.clone());
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let n = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                if n >= runs {
+                    return;
+                }
+                let run = post(&client, &b, &format!("m{n}")).await;
+                let seen = events(watch(&client, &b, &run).await, false).await;
+                assert_eq!(seen.last().map(|e| e.0.as_str()), Some("end"));
+                if n + 1 == 1000.min(runs) {
+                    *at_1000.lock().unwrap() = Some((status("VmRSS"), status("Threads")));
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let (first, first_threads) = at_1000.lock().unwrap().unwrap_or((0, 0));
+    let (last, last_threads) = (status("VmRSS"), status("Threads"));
+    println!(
+        "{label}: memory over {runs} runs ({:.1} s, {clients} clients at once, each run watched to its end): resident set {:.1} MiB after 1,000 runs, {:.1} MiB after {runs} ({:+.1} MiB); threads {first_threads}, then {last_threads}",
+        t0.elapsed().as_secs_f64(),
+        first as f64 / 1024.0,
+        last as f64 / 1024.0,
+        (last as f64 - first as f64) / 1024.0,
+    );
+}
+
 fn main() {
+    // Words after `--` pick the parts and the stores; none: all of them.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let picked = |words: &[&str], word: &str| {
+        !args.iter().any(|a| words.contains(&a.as_str())) || args.iter().any(|a| a == word)
+    };
+    let parts = ["latency", "watchers", "memory"];
+    let stores = ["sqlite", "postgres"];
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -209,11 +472,14 @@ fn main() {
         .unwrap();
     rt.block_on(async {
         let dir = tempfile::tempdir().unwrap();
-        let sqlite: Arc<dyn SessionStore> =
-            Arc::new(SqliteStore::open(dir.path().join("bench.db")).unwrap());
-        latency("SQLite", sqlite.clone()).await;
-        watchers("SQLite", sqlite).await;
-        if let Ok(url) = std::env::var("BURROW_POSTGRES_URL") {
+        let mut chosen: Vec<(&str, Arc<dyn SessionStore>)> = Vec::new();
+        if picked(&stores, "sqlite") {
+            let sqlite = SqliteStore::open(dir.path().join("bench.db")).unwrap();
+            chosen.push(("SQLite", Arc::new(sqlite)));
+        }
+        if picked(&stores, "postgres")
+            && let Ok(url) = std::env::var("BURROW_POSTGRES_URL")
+        {
             // Idle connections kept: one per client at once, so no sample waits for a new
             // connection (a backend process, its login and prepared statements);
             // BURROW_BENCH_PG_POOL=4 measures the store's default.
@@ -221,14 +487,22 @@ fn main() {
             options.pool = std::env::var("BURROW_BENCH_PG_POOL")
                 .ok()
                 .and_then(|v| v.parse().ok())
-                .unwrap_or(CLIENTS + 4);
-            let pg: Arc<dyn SessionStore> = Arc::new(
-                PostgresStore::connect_with(&url, Arc::new(SystemClock), options)
-                    .await
-                    .unwrap(),
-            );
-            latency("PostgreSQL", pg.clone()).await;
-            watchers("PostgreSQL", pg).await;
+                .unwrap_or(clients() + 4);
+            let pg = PostgresStore::connect_with(&url, Arc::new(SystemClock), options)
+                .await
+                .unwrap();
+            chosen.push(("PostgreSQL", Arc::new(pg)));
+        }
+        for (label, store) in chosen {
+            if picked(&parts, "latency") {
+                latency(label, store.clone()).await;
+            }
+            if picked(&parts, "watchers") {
+                watchers(label, store.clone()).await;
+            }
+            if picked(&parts, "memory") {
+                memory(label, store).await;
+            }
         }
     });
 }

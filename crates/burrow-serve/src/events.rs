@@ -138,17 +138,24 @@ pub(crate) async fn run_events(
         }
     };
     let scope = scope(&state, &principal);
-    let Some(run) = state.runner.store().run(&scope, &run_id).await? else {
-        return Err(ServeError::new(
-            ServeErrorKind::NotFound,
-            format!("there is no run {}", quoted(&run_id)),
-        ));
+    // A run held here (in the token's workspace) is watched live with no store
+    // read; any other is read first, and followed through the log (ADR 0344).
+    let here = after
+        .is_none()
+        .then(|| state.runner.running_in(&scope, &run_id))
+        .flatten();
+    let followed = match here {
+        Some(_) => None,
+        None => match state.runner.store().run(&scope, &run_id).await? {
+            Some(run) => Some((scope.thread(run.thread.clone()), run)),
+            None => {
+                return Err(ServeError::new(
+                    ServeErrorKind::NotFound,
+                    format!("there is no run {}", quoted(&run_id)),
+                ));
+            }
+        },
     };
-    let thread = scope.thread(run.thread.clone());
-    let here = state
-        .runner
-        .running(&thread)
-        .is_some_and(|h| h.run_id() == run_id);
     let permit = state.watchers.clone().try_acquire_owned().map_err(|_| {
         ServeError::new(
             ServeErrorKind::Unavailable,
@@ -162,18 +169,16 @@ pub(crate) async fn run_events(
             "this server is shutting down",
         ));
     }
-    // A run held here is watched live; any other is followed through the log (ADR 0344).
-    let frames: BoxStream<'static, (Option<String>, LiveFrame)> = if here && after.is_none() {
-        state
+    let frames: BoxStream<'static, (Option<String>, LiveFrame)> = match followed {
+        None => state
             .runner
             .watch(&scope, &run_id)
             .map(|f| (None, f))
-            .boxed()
-    } else {
-        follow(state.runner.clone(), thread, run, after, &state.wake)
+            .boxed(),
+        Some((thread, run)) => follow(state.runner.clone(), thread, run, after, &state.wake)
             .await
             .map(|f| (Some(f.id.unwrap_or_default()), f.frame))
-            .boxed()
+            .boxed(),
     };
     let mut position = Position { next: 0, resume };
     let end_run = run_id.clone();

@@ -356,8 +356,11 @@ impl Runner {
         }
     }
 
-    /// The thread of this process's run `run_id` of the workspace `scope`, if it runs here.
-    pub(super) fn running_in(&self, scope: &Scope, run_id: &str) -> Option<ThreadKey> {
+    /// The thread of this process's run `run_id` of the workspace `scope`, if
+    /// it runs here (a run of another workspace is never named, whatever its
+    /// id). Reads no store: a surface answers a watch of a run held here with
+    /// [`Self::watch`] at once.
+    pub fn running_in(&self, scope: &Scope, run_id: &str) -> Option<ThreadKey> {
         self.inner
             .lock()
             .runs
@@ -464,7 +467,11 @@ impl Runner {
             sender: sender.to_owned(),
             command_id: command_id.to_owned(),
         };
-        if let Some(result) = self.remembered(&key).await? {
+        // A message or notice records its command in the commit that posts
+        // it, which refuses a repeat before anything else: so no read first;
+        // a refused post looks for the remembered result below (ADR 0371).
+        let posts = matches!(command, Command::Send { .. } | Command::Notice { .. });
+        if !posts && let Some(result) = self.remembered(&key).await? {
             self.follow_up(scope, &result).await?;
             return Ok(result);
         }
@@ -480,20 +487,14 @@ impl Runner {
                     thread: thread.thread.clone(),
                     message_id: id.clone(),
                 };
+                let command = (key.clone(), result.to_stored());
                 match self
                     .inner
-                    .post(
-                        &thread,
-                        sender,
-                        &text,
-                        Some(&id),
-                        MessageKind::Message,
-                        Some((key.clone(), result.to_stored())),
-                    )
+                    .post_and_take(&thread, sender, &text, &id, command)
                     .await
                 {
-                    Ok(_) => {
-                        self.inner.take(&thread, None).await?;
+                    Ok(taken) => {
+                        taken?;
                         Ok(result)
                     }
                     Err(e) => Err(e),
@@ -583,13 +584,20 @@ impl Runner {
         };
         match outcome {
             Ok(result) => Ok(result),
-            Err(e) if e.is_duplicate_command() => {
+            // A repeat; or a post refused for another reason, which a repeat's
+            // remembered result answers all the same, whatever came with it.
+            Err(e) if e.is_duplicate_command() || (posts && e.kind() != RunnerErrorKind::Store) => {
                 let remembered = self.remembered(&key).await?;
                 if let Some(result) = &remembered {
                     self.follow_up(scope, result).await?;
                 }
                 Ok(remembered.unwrap_or_else(|| {
-                    CommandResult::rejected(RunnerErrorKind::InvalidState, e.message())
+                    let kind = if e.is_duplicate_command() {
+                        RunnerErrorKind::InvalidState
+                    } else {
+                        e.kind()
+                    };
+                    CommandResult::rejected(kind, e.message())
                 }))
             }
             Err(e) if e.kind() == RunnerErrorKind::Store => Err(e),

@@ -16,8 +16,8 @@ use crate::agent::{CancelToken, FailureReason};
 use crate::message::Message;
 use crate::session::{
     Answer, Claim, ClaimAttempt, CommandKey, Commit, HistoryItem, MAX_PAGE, MessageKind,
-    PostedMessage, RequestKind, RequestSpec, RunEnd, StoreError, StoreErrorKind, ThreadKey,
-    ThreadStatus, ToolCallStatus, Trigger, Write,
+    PostedMessage, RequestKind, RequestSpec, RunEnd, StoreError, StoreErrorKind, ThreadInfo,
+    ThreadKey, ThreadStatus, ToolCallStatus, Trigger, Write,
 };
 
 use super::command::CommandResult;
@@ -26,6 +26,26 @@ use super::engine::{
 };
 use super::ledger::{SegmentCommits, StoreLog};
 use crate::tool::ToolOutput;
+
+/// A claim this process holds for a take, counted busy while it lives.
+pub(super) struct Held {
+    claim: Claim,
+    began: Instant,
+    _busy: BusyGuard,
+}
+
+/// What asking for a thread's claim got.
+pub(super) enum Claimed {
+    Granted(Held),
+    /// Another holder (its id) has it.
+    Busy(String),
+}
+
+/// The thread and its `taken` cursor as read once the claim was held.
+pub(super) struct Read {
+    info: Result<Option<ThreadInfo>, StoreError>,
+    taken: Result<u64, StoreError>,
+}
 
 impl Inner {
     /// Posts a message (or notice) and moves `asked` to it in one commit.
@@ -48,16 +68,14 @@ impl Inner {
         if let Some((key, result)) = command {
             commit = commit.command(key, result);
         }
+        if kind == MessageKind::Message {
+            // The message is the commit's one event, so the head after it is
+            // the message's seq: `asked` moves to it in the same commit,
+            // whatever was posted before (ADR 0371).
+            commit = commit.cursor_to_head(ASKED);
+        }
         // A sender rides out a short outage as a run does (ADR 0250).
         let window = Window::within(self.config.claim_ttl);
-        let head = retry::call(&window, || self.store.thread(thread))
-            .await?
-            .map_or(0, |info| info.head_seq);
-        if kind == MessageKind::Message {
-            // The message's seq is the head's next unless another post comes
-            // first; then `asked` is moved on to it right after.
-            commit = commit.cursor(ASKED, head + 1);
-        }
         let commit = retry::keyed(thread, commit);
         let done = retry::commit(self.store.as_ref(), thread, commit, &window).await?;
         let seq = match done.seqs.first() {
@@ -67,12 +85,6 @@ impl Inner {
                 .await?
                 .map_or(done.head_seq, |m| m.seq),
         };
-        if kind == MessageKind::Message && seq != head + 1 {
-            retry::call(&window, || {
-                self.store.commit(thread, Commit::new().cursor(ASKED, seq))
-            })
-            .await?;
-        }
         Ok((id, seq))
     }
 
@@ -105,12 +117,84 @@ impl Inner {
             // Our run in this thread steers or hands over.
             return Ok(None);
         }
-        let _busy = BusyGuard::new(self);
+        let command = explicit.as_ref().and_then(|e| e.command.clone());
+        match self.try_claim(thread, command.as_ref()).await? {
+            Claimed::Granted(held) => self.carry_out(thread, held, explicit, carry).await,
+            Claimed::Busy(theirs) => {
+                if explicit.is_some() {
+                    return Err(RunnerError::new(
+                        RunnerErrorKind::InvalidState,
+                        "the thread is busy: another runner holds it; answer again once it is paused",
+                    ));
+                }
+                if !self.holds(&theirs) {
+                    self.schedule_retake(thread);
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    /// Posts a message and takes the thread, the claim asked for while the
+    /// message is committed (two stores' round trips at once, ADR 0371). A
+    /// claim granted before the message is in is used only after it is (the
+    /// plan reads the messages then); a busy answer is not trusted, since the
+    /// holder may have looked for messages before this one was in: the
+    /// thread is then taken as [`Self::take`] does, after the post. The
+    /// outer result is the post's, the inner the take's.
+    pub(super) async fn post_and_take(
+        self: &Arc<Self>,
+        thread: &ThreadKey,
+        author: &str,
+        text: &str,
+        message_id: &str,
+        command: (CommandKey, Value),
+    ) -> RunnerResult<RunnerResult<Option<RunHandle>>> {
+        let early = async {
+            if self.closed() {
+                return Ok(None);
+            }
+            self.try_claim(thread, None).await.map(Some)
+        };
+        let (posted, claimed) = futures::join!(
+            self.post(
+                thread,
+                author,
+                text,
+                Some(message_id),
+                MessageKind::Message,
+                Some(command),
+            ),
+            early
+        );
+        match (posted, claimed) {
+            (Ok(_), Ok(Some(Claimed::Granted(held)))) => {
+                Ok(self.carry_out(thread, held, None, None).await)
+            }
+            (Ok(_), _) => Ok(self.take(thread, None).await),
+            (Err(e), claimed) => {
+                if let Ok(Some(Claimed::Granted(held))) = claimed {
+                    self.give_up(thread, &held).await;
+                    self.hand_over_if_asked(thread.clone()).await;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Asks for `thread`'s claim, riding out a short outage; while another
+    /// delivery of `command` holds the thread, waits for its record and
+    /// answers `DuplicateCommand` once it is in.
+    async fn try_claim(
+        self: &Arc<Self>,
+        thread: &ThreadKey,
+        command: Option<&CommandKey>,
+    ) -> RunnerResult<Claimed> {
+        let busy = BusyGuard::new(self);
         let holder = new_id("claim");
         self.lock().holders.insert(holder.clone());
         let began = Instant::now();
         let window = Window::within(self.config.claim_ttl);
-        let command = explicit.as_ref().and_then(|e| e.command.clone());
         let attempt = loop {
             let attempt = retry::call(&window, || {
                 self.store
@@ -119,11 +203,13 @@ impl Inner {
             .await;
             // A command delivered twice at once: the other delivery holds the
             // thread; its record (once in) is this one's result.
-            if let (Ok(ClaimAttempt::Busy(_)), Some(key)) = (&attempt, &command)
+            if let (Ok(ClaimAttempt::Busy(_)), Some(key)) = (&attempt, command)
                 && Instant::now() < began + DUPLICATE_WAIT.min(self.config.claim_ttl)
             {
-                if self.store.command_result(key).await?.is_some() {
+                let found = self.store.command_result(key).await;
+                if !matches!(found, Ok(None)) {
                     self.lock().holders.remove(&holder);
+                    found?;
                     return Err(StoreError::new(
                         StoreErrorKind::DuplicateCommand,
                         "the command was carried out by another delivery",
@@ -135,38 +221,59 @@ impl Inner {
             }
             break attempt;
         };
-        let claim = match attempt {
-            Ok(ClaimAttempt::Granted(claim)) => claim,
+        match attempt {
+            Ok(ClaimAttempt::Granted(claim)) => Ok(Claimed::Granted(Held {
+                claim,
+                began,
+                _busy: busy,
+            })),
             Ok(ClaimAttempt::Busy(theirs)) => {
                 self.lock().holders.remove(&holder);
-                if explicit.is_some() {
-                    return Err(RunnerError::new(
-                        RunnerErrorKind::InvalidState,
-                        "the thread is busy: another runner holds it; answer again once it is paused",
-                    ));
-                }
-                if !self.holds(&theirs.holder) {
-                    self.schedule_retake(thread);
-                }
-                return Ok(None);
+                Ok(Claimed::Busy(theirs.holder))
             }
             Err(e) => {
                 self.lock().holders.remove(&holder);
-                return Err(e.into());
+                Err(e.into())
             }
-        };
-        let asked_at_read = self.store.cursor(thread, ASKED).await.unwrap_or(0);
-        let planned = self.plan(thread, &claim, began, explicit, carry).await;
+        }
+    }
+
+    /// Releases a claim this process will not use (its holder forgotten).
+    async fn give_up(&self, thread: &ThreadKey, held: &Held) {
+        if let Err(e) = self.store.release_claim(thread, &held.claim).await {
+            tracing::warn!(error = %e, "releasing a thread claim failed; it lapses after its TTL");
+        }
+        self.lock().holders.remove(&held.claim.holder);
+    }
+
+    /// Under the claim `held`: plans and starts the next segment, or releases
+    /// the claim (and hands the thread over when a message came meanwhile).
+    async fn carry_out(
+        self: &Arc<Self>,
+        thread: &ThreadKey,
+        held: Held,
+        explicit: Option<Explicit>,
+        carry: Option<&str>,
+    ) -> RunnerResult<Option<RunHandle>> {
+        // What the plan starts from, read at once (one round trip where the
+        // store has connections to spare, ADR 0371).
+        let (asked_at_read, info, taken) = futures::join!(
+            self.store.cursor(thread, ASKED),
+            self.store.thread(thread),
+            self.store.cursor(thread, TAKEN),
+        );
+        let asked_at_read = asked_at_read.unwrap_or(0);
+        let read = Read { info, taken };
+        let planned = self
+            .plan(thread, &held.claim, held.began, explicit, carry, read)
+            .await;
         match planned {
             Ok(Some(segment)) => {
-                let handle = self.start_segment(thread.clone(), claim, began, segment);
+                let handle = self.start_segment(thread.clone(), held.claim, held.began, segment);
                 Ok(Some(handle))
             }
             other => {
-                if let Err(e) = self.store.release_claim(thread, &claim).await {
-                    tracing::warn!(error = %e, "releasing a thread claim failed; it lapses after its TTL");
-                }
-                self.lock().holders.remove(&holder);
+                self.give_up(thread, &held).await;
                 let asked_now = self.store.cursor(thread, ASKED).await.unwrap_or(0);
                 if asked_now > asked_at_read {
                     self.hand_over(thread.clone());
@@ -185,11 +292,13 @@ impl Inner {
         began: Instant,
         explicit: Option<Explicit>,
         carry: Option<&str>,
+        read: Read,
     ) -> RunnerResult<Option<Segment>> {
         let fence = claim.fence();
-        let Some(mut info) = self.store.thread(thread).await? else {
+        let Some(mut info) = read.info? else {
             return Ok(None);
         };
+        let mut taken = read.taken?;
         if info.status == ThreadStatus::Running
             && let Some(left) = info.active_run.clone()
         {
@@ -198,6 +307,7 @@ impl Inner {
                 Some(info) => info,
                 None => return Ok(None),
             };
+            taken = self.store.cursor(thread, TAKEN).await?;
         }
         if let Some(explicit) = explicit {
             let mut commit = Commit::new().fenced(fence.clone());
@@ -224,7 +334,6 @@ impl Inner {
             });
             self.store.commit(thread, commit).await?;
         }
-        let taken = self.store.cursor(thread, TAKEN).await?;
         let untaken: Vec<PostedMessage> = self
             .store
             .messages(thread, taken, MAX_PAGE)

@@ -140,6 +140,7 @@ on_every_store!(
     a_retried_command_whose_run_was_abandoned_takes_the_thread_over_and_does_the_work,
     watching_follows_a_run_and_an_ended_run_ends_at_once_with_its_outcome,
     a_message_sent_while_the_run_releases_its_claim_is_carried_out_by_the_hand_over,
+    a_message_whose_early_claim_found_the_ending_run_busy_is_taken_after_its_post,
     a_message_whose_runner_died_before_claiming_is_taken_up_by_recover,
     a_closed_runner_starts_nothing_and_another_runner_recovers_the_message,
     an_approval_a_hook_asks_for_pauses_and_an_approval_from_another_runner_runs_the_call,
@@ -297,6 +298,12 @@ impl Gate {
             release: Some(release_rx),
         });
         Held { arrived, release }
+    }
+
+    /// How many calls of `method` have come so far.
+    fn calls(&self, method: &'static str) -> usize {
+        let state = self.state.lock().unwrap();
+        state.calls.get(method).copied().unwrap_or(0)
     }
 
     async fn pass(&self, method: &'static str) -> StoreResult<()> {
@@ -869,11 +876,12 @@ async fn stop_cancels_the_run_and_leaves_every_call_with_a_result(fx: Fixture) {
 async fn a_command_is_carried_out_once_when_two_deliveries_race_and_on_every_retry(fx: Fixture) {
     let s = scope();
     let t = s.thread("t1");
-    // Both deliveries, in tasks of their own, find no record before either
-    // carries the command out: the store's atomic check decides.
+    // Both deliveries, in tasks of their own, have their posts in flight at
+    // once (a message reads no record first, ADR 0371): the store's atomic
+    // check in the commit decides.
     let gate = Gate::new(fx.store.clone());
-    let mut first = gate.hold("command_result", 1);
-    let mut second = gate.hold("command_result", 2);
+    let mut first = gate.hold("commit", 1);
+    let mut second = gate.hold("commit", 2);
     let a = Runner::new(text_model("ok"), gate.clone());
     let b = Runner::new(text_model("ok"), gate.clone());
     let send = |text: &str| Command::Send {
@@ -1200,6 +1208,59 @@ async fn a_message_sent_while_the_run_releases_its_claim_is_carried_out_by_the_h
         posted_in_history(fx.store.as_ref(), &t).await,
         vec!["m1", "m2"]
     );
+}
+
+async fn a_message_whose_early_claim_found_the_ending_run_busy_is_taken_after_its_post(
+    fx: Fixture,
+) {
+    let s = scope();
+    let t = s.thread("t1");
+    let gate = Gate::new(fx.store.clone());
+    let mut releasing = gate.hold("release_claim", 1);
+    let runner = Runner::new(text_model("ok"), gate.clone());
+    let first = runner.send(&t, "alice", "one", Some("m1")).await.unwrap();
+    let first = first.run.unwrap();
+    releasing.arrived().await;
+    // The run has ended and still holds its claim. The next message's claim is
+    // asked for while its post is held, and is answered busy.
+    let claims = gate.calls("acquire_claim");
+    let mut posting = gate.hold("commit", 1);
+    let sending = {
+        let runner = runner.clone();
+        let s = s.clone();
+        let command = Command::Send {
+            thread: "t1".into(),
+            text: "two".into(),
+            message_id: Some("m2".into()),
+        };
+        tokio::spawn(async move { runner.execute(&s, "alice", command, "c2").await })
+    };
+    posting.arrived().await;
+    while gate.calls("acquire_claim") == claims {
+        tokio::task::yield_now().await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The run releases its claim and looks for messages before the post is in:
+    // none. The busy answer must not be trusted (ADR 0371).
+    releasing.release(false);
+    first.wait().await;
+    runner.drain().await;
+    posting.release(false);
+    let posted = sending.await.unwrap().unwrap();
+    assert!(
+        matches!(&posted, CommandResult::Posted { message_id, .. } if message_id == "m2"),
+        "{posted:?}"
+    );
+    assert_eq!(
+        gate.calls("acquire_claim"),
+        claims + 2,
+        "the early claim, answered busy, then the claim after the post"
+    );
+    runner.drain().await;
+    let runs = fx.store.runs(&t).await.unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[1].message_ids, vec!["m2".to_owned()]);
+    assert_eq!(runs[1].status, RunStatus::Completed);
 }
 
 async fn a_message_whose_runner_died_before_claiming_is_taken_up_by_recover(fx: Fixture) {
