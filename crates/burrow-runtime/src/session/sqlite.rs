@@ -191,6 +191,7 @@ impl SqliteStore {
         }
         let mut conn = Connection::open(&path).map_err(sql)?;
         conn.busy_timeout(options.busy_timeout).map_err(sql)?;
+        conn.pragma_update(None, "page_size", 1024).map_err(sql)?;
         switch_to_wal(&conn, options.busy_timeout)?;
         let sync = if options.durable_fsync {
             "FULL"
