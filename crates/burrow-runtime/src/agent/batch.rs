@@ -209,7 +209,7 @@ async fn run_call(
             Ok(Err(e)) => Err(e.to_string()),
             Err(panic) => Err(format!(
                 "the tool panicked: {}",
-                panic_message(panic.as_ref())
+                panic_message(pass_on_loop_panics(panic).as_ref())
             )),
         }
     });
@@ -220,7 +220,7 @@ async fn run_call(
         Ok(ended) => ended,
         Err(panic) => Err(format!(
             "a capability panicked: {}",
-            panic_message(panic.as_ref())
+            panic_message(pass_on_loop_panics(panic).as_ref())
         )),
     };
     match ended {
@@ -237,6 +237,21 @@ async fn run_call(
             Ended::Failed(message)
         }
     }
+}
+
+/// The payload of a panic of the loop's own machinery met inside a call (the
+/// session store recording the call started or finished, ADR 0352): it is not
+/// the tool's, so the call's guards pass it on and the run ends
+/// `failed/panicked` instead of blaming the tool.
+#[derive(Debug)]
+pub(crate) struct LoopPanic(pub(crate) String);
+
+/// Passes a [`LoopPanic`] on (unwinding further); any other panic is returned.
+fn pass_on_loop_panics(panic: Box<dyn std::any::Any + Send>) -> Box<dyn std::any::Any + Send> {
+    if panic.is::<LoopPanic>() {
+        std::panic::resume_unwind(panic);
+    }
+    panic
 }
 
 /// The decision of a call no `PreToolUse` hook is configured for.
@@ -580,7 +595,9 @@ fn call_outcome(ended: &Ended) -> CallOutcome {
 }
 
 pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = panic.downcast_ref::<&str>() {
+    if let Some(LoopPanic(s)) = panic.downcast_ref::<LoopPanic>() {
+        s.clone()
+    } else if let Some(s) = panic.downcast_ref::<&str>() {
         (*s).to_owned()
     } else if let Some(s) = panic.downcast_ref::<String>() {
         s.clone()

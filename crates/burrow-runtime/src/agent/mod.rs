@@ -14,7 +14,7 @@
 //! [`Outcome::Paused`] (a call waits for approval) or [`Outcome::Stopped`]
 //! (cancelled, or a hook said `continue: false`).
 
-mod batch;
+pub(crate) mod batch;
 mod cancel;
 mod capability;
 mod compact;

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use burrow_backend::{Error, LockKey};
 use serde_json::Value;
 
+use crate::agent::batch::LoopPanic;
 use crate::message::{Message, ToolCall, ToolResult};
 use crate::tool::ToolOutput;
 use crate::tool::{CallContext, Tool, ToolAnnotations, ToolRegistry, effect_key};
@@ -118,8 +119,7 @@ impl Tool for Durable {
     async fn call(&self, cx: &CallContext, args: Value) -> Result<ToolOutput, Error> {
         let name = self.inner.name();
         let key = call_key(&cx.run_id, &cx.call_id, name);
-        self.log
-            .started(&cx.run_id, &cx.call_id, name, &key)
+        store_step(self.log.started(&cx.run_id, &cx.call_id, name, &key))
             .await
             .map_err(|why| Error::failure_msg(format!("recording the call failed: {why}")))?;
         let result = self.inner.call(cx, args).await;
@@ -127,13 +127,25 @@ impl Tool for Durable {
             Ok(output) => output.clone(),
             Err(e) => ToolOutput::refused(format!("The tool {name} failed: {e}.")),
         };
-        self.log
-            .finished(&cx.run_id, &cx.call_id, name, &recorded)
+        store_step(self.log.finished(&cx.run_id, &cx.call_id, name, &recorded))
             .await
             .map_err(|why| {
                 Error::failure_msg(format!("recording the call's result failed: {why}"))
             })?;
         result
+    }
+}
+
+/// Runs one of the call log's steps; a panic in it (the session store's) is the
+/// loop's, not the tool's, so it unwinds on as a [`LoopPanic`] and ends the run
+/// `failed/panicked` (ADR 0352).
+async fn store_step<T>(step: impl std::future::Future<Output = T>) -> T {
+    use futures::FutureExt;
+    match std::panic::AssertUnwindSafe(step).catch_unwind().await {
+        Ok(done) => done,
+        Err(panic) => std::panic::resume_unwind(Box::new(LoopPanic(
+            crate::agent::batch::panic_message(panic.as_ref()),
+        ))),
     }
 }
 

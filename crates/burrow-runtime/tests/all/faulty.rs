@@ -37,6 +37,8 @@ pub(super) struct Faulty {
     commits: AtomicUsize,
     failures: AtomicUsize,
     down_until: Mutex<Option<Instant>>,
+    /// Panics (once) in the first commit that records a call started.
+    panics_at_a_start: std::sync::atomic::AtomicBool,
 }
 
 impl Faulty {
@@ -47,7 +49,16 @@ impl Faulty {
             commits: AtomicUsize::new(0),
             failures: AtomicUsize::new(0),
             down_until: Mutex::new(None),
+            panics_at_a_start: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// A wrapper that fails nothing but panics, once, in the first commit that
+    /// records a tool call started (before it reaches `inner`).
+    pub(super) fn panicking_at_a_call_start(inner: Arc<dyn SessionStore>) -> Arc<Self> {
+        let faulty = Self::new(inner, 0);
+        faulty.panics_at_a_start.store(true, Ordering::SeqCst);
+        faulty
     }
 
     /// Every call fails for `for_` from now.
@@ -80,6 +91,13 @@ impl Faulty {
 impl SessionStore for Faulty {
     async fn commit(&self, thread: &ThreadKey, commit: Commit) -> StoreResult<Committed> {
         self.check("commit")?;
+        let starts_a_call = commit
+            .writes
+            .iter()
+            .any(|w| matches!(w, burrow_runtime::session::Write::ToolStarted { .. }));
+        if starts_a_call && self.panics_at_a_start.swap(false, Ordering::SeqCst) {
+            panic!("the store broke while recording a call started");
+        }
         let n = self.commits.fetch_add(1, Ordering::SeqCst) + 1;
         if self.every > 0 && n.is_multiple_of(self.every) {
             let failure = self.failures.fetch_add(1, Ordering::SeqCst);

@@ -1,4 +1,4 @@
-//! The call pipeline and panics: a panicking PreToolUse handler denies its call, a panic anywhere else in the loop ends the run `failed/panicked` with a valid history and a released thread, and refusals go to PostToolUseFailure.
+//! The call pipeline and panics: a panicking PreToolUse handler denies its call, a panic anywhere else in the loop (a capability, a model adapter, an observer, a store) ends the run `failed/panicked` with a valid history and a released thread, and refusals go to PostToolUseFailure.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -294,6 +294,78 @@ async fn a_panicking_model_adapter_ends_the_run_panicked_releases_the_claim_ends
     );
 }
 
+/// An observer (a driver following the run from inside the loop) that panics
+/// once the answer is in the history, before its calls run.
+struct PanicsWhenAnswered;
+
+#[async_trait]
+impl burrow_runtime::agent::RunObserver for PanicsWhenAnswered {
+    async fn answered(
+        &self,
+        _history: &[Message],
+    ) -> Result<(), burrow_runtime::agent::RunFailure> {
+        panic!("the observer broke");
+    }
+}
+
+/// A panicking observer ends the run `failed/panicked` before any call of the
+/// answer runs, and the history it leaves has one result per call.
+#[tokio::test]
+async fn a_panicking_observer_ends_the_run_panicked_and_no_call_runs() {
+    let charges = Arc::new(AtomicUsize::new(0));
+    let agent = Agent::new(calls_once("charge")).with_tools(counted_tools(charges.clone()));
+    let mut history = Vec::new();
+    let options = burrow_runtime::agent::RunOptions {
+        observer: Some(burrow_runtime::agent::Observer(Arc::new(
+            PanicsWhenAnswered,
+        ))),
+        ..Default::default()
+    };
+    let result = agent
+        .run_with(&mut history, Some("charge it".into()), options, &mut |_| {})
+        .await;
+    assert_eq!(result.outcome.reason(), Some("panicked"), "{result:?}");
+    assert_eq!(charges.load(Ordering::SeqCst), 0, "no call ran");
+    assert_valid_history(&history);
+}
+
+/// A store that panics while it records a call started: the run ends
+/// `failed/panicked`, the call never runs, the claim is released, and the
+/// thread completes its next message with a valid history.
+async fn a_panicking_store_ends_the_run_panicked_and_the_thread_goes_on(fx: Fixture) {
+    let t = Scope::new("acme", "ws").thread("t1");
+    let charges = Arc::new(AtomicUsize::new(0));
+    let store = super::faulty::Faulty::panicking_at_a_call_start(fx.store.clone());
+    let model = Arc::new(ScriptedModel::from_responses(vec![
+        ScriptedResponse::calls().call("c1", "charge", json!({})),
+        ScriptedResponse::text("done"),
+    ]));
+    let agent = Agent::new(model).with_tools(counted_tools(charges.clone()));
+    let runner = Runner::new(agent, store);
+    let first = start_run(&runner, &t, "alice", "charge it").await;
+    let ended = first.wait().await;
+    assert_eq!(ended.outcome.reason(), Some("panicked"), "{ended:?}");
+    runner.drain().await;
+    assert_eq!(charges.load(Ordering::SeqCst), 0, "the call never ran");
+    let run = fx
+        .store
+        .run(&t.scope, first.run_id())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(run.status, RunStatus::Failed);
+    assert_eq!(run.reason.as_deref(), Some("panicked"));
+    assert_eq!(
+        fx.store.claim(&t).await.unwrap(),
+        None,
+        "the claim is released"
+    );
+    let second = start_run(&runner, &t, "alice", "and now?").await;
+    assert_eq!(second.wait().await.outcome, Outcome::Completed);
+    runner.drain().await;
+    assert_valid_history(&load_history(fx.store.as_ref(), &t).await.unwrap());
+}
+
 mod on_every_store {
     use super::super::runner::on_every_store;
     #[cfg(feature = "postgres")]
@@ -305,6 +377,7 @@ mod on_every_store {
         a_panicking_capability_ends_the_run_panicked_and_the_thread_takes_the_next_message,
         a_panicking_model_adapter_ends_the_run_panicked_releases_the_claim_ends_its_watchers_and_the_thread_goes_on,
         a_call_whose_hook_was_deciding_at_the_crash_never_runs_without_it,
+        a_panicking_store_ends_the_run_panicked_and_the_thread_goes_on,
     );
 }
 
