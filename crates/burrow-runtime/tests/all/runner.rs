@@ -132,6 +132,7 @@ on_every_store!(
     a_message_in_an_idle_thread_starts_a_run_whose_history_refers_to_the_message,
     a_same_author_message_steers_the_run_and_another_authors_waits_for_the_next_turn,
     ask_user_pauses_durably_and_an_answer_from_another_runner_resumes_the_same_run,
+    resume_acts_only_on_a_paused_answered_run_of_its_thread_and_says_what_it_did,
     twelve_concurrent_sends_from_two_runners_are_each_consumed_exactly_once,
     a_run_left_behind_is_abandoned_and_its_calls_replayed_rerun_or_reported_unknown,
     stop_cancels_the_run_and_leaves_every_call_with_a_result,
@@ -638,6 +639,75 @@ async fn ask_user_pauses_durably_and_an_answer_from_another_runner_resumes_the_s
     let history = load_history(fx.store.as_ref(), &t).await.unwrap();
     assert_valid_history(&history);
     assert_eq!(last_text(&history), "You said: blue");
+}
+
+/// `Runner::resume` acts only within its thread and scope, resumes only a
+/// paused run whose requests are all answered, says what it did otherwise,
+/// and never starts another run.
+async fn resume_acts_only_on_a_paused_answered_run_of_its_thread_and_says_what_it_did(fx: Fixture) {
+    use burrow_runtime::runner::Resumed;
+    let t = scope().thread("t1");
+    let agent = Agent::new(Arc::new(ScriptedModel::new(|request| {
+        if user_texts(request.messages).len() == 1 {
+            Ok(ScriptedResponse::calls().call("q1", "ask_user", json!({"question": "Which?"})))
+        } else {
+            Ok(ScriptedResponse::text("done"))
+        }
+    })));
+    let runner = Runner::with_config(
+        agent,
+        fx.store.clone(),
+        RunnerConfig::default().with_ask_user(true),
+    );
+    let run = start_run(&runner, &t, "alice", "choose").await;
+    assert!(matches!(run.wait().await.outcome, Outcome::Paused { .. }));
+    runner.drain().await;
+    let id = run.run_id().to_owned();
+    let resumed = |thread: ThreadKey, id: String| {
+        let runner = runner.clone();
+        async move { runner.resume(&thread, &id).await.unwrap() }
+    };
+    assert!(matches!(
+        resumed(t.clone(), "run_none".into()).await,
+        Resumed::NotFound
+    ));
+    assert!(
+        matches!(
+            resumed(scope().thread("t2"), id.clone()).await,
+            Resumed::NotFound
+        ),
+        "a run of another thread is not found"
+    );
+    assert!(
+        matches!(
+            resumed(Scope::new("acme", "other").thread("t1"), id.clone()).await,
+            Resumed::NotFound
+        ),
+        "a run of another workspace is not found"
+    );
+    assert!(matches!(
+        resumed(t.clone(), id.clone()).await,
+        Resumed::Unanswered { open: 1 }
+    ));
+    assert_eq!(fx.store.runs(&t).await.unwrap().len(), 1, "nothing started");
+    let answered = runner.send(&t, "alice", "blue", None).await.unwrap();
+    assert_eq!(
+        answered.run.unwrap().wait().await.outcome,
+        Outcome::Completed
+    );
+    runner.drain().await;
+    assert!(matches!(
+        resumed(t.clone(), id.clone()).await,
+        Resumed::NotPaused {
+            status: RunStatus::Completed
+        }
+    ));
+    assert_eq!(
+        fx.store.runs(&t).await.unwrap().len(),
+        1,
+        "no run was started"
+    );
+    assert!(runner.running(&t).is_none());
 }
 
 async fn twelve_concurrent_sends_from_two_runners_are_each_consumed_exactly_once(fx: Fixture) {
