@@ -55,7 +55,7 @@ impl StateBackend {
     }
 
     /// Writes the text of [`StateBackend::files_json`] to `out` through a
-    /// buffer of about [`DRAIN_AT`] bytes, never holding the whole document;
+    /// buffer of about 256 KiB, never holding the whole document;
     /// returns how many bytes it wrote. The workspace is read-locked while
     /// it writes.
     ///
