@@ -1479,6 +1479,14 @@ pub async fn continued_setup(
     thread: &str,
     command_id: Option<&str>,
 ) -> Result<Option<Setup>, Refused> {
+    // A SQLite file that does not exist yet holds no run to continue; it is not
+    // made here, so a refusal after this look (a bad team file) leaves nothing.
+    if let Some(path) = args.spec.strip_prefix("sqlite:")
+        && !path.is_empty()
+        && !std::path::Path::new(path).exists()
+    {
+        return Ok(None);
+    }
     let store = open_store(&args.spec).await?;
     let key = scope(&args.tenant).thread(thread);
     let Some(info) = store.thread(&key).await? else {
