@@ -204,19 +204,34 @@ async fn a_panicking_capability_ends_the_run_panicked_and_the_thread_takes_the_n
     let ended = first.wait().await;
     assert_eq!(ended.outcome.reason(), Some("panicked"));
     runner.drain().await;
-    let run = fx
-        .store
-        .run(&t.scope, first.run_id())
-        .await
-        .unwrap()
-        .unwrap();
+    the_run_is_recorded_panicked_and_the_thread_goes_on(&fx, &runner, &t, first.run_id(), "two")
+        .await;
+}
+
+/// After a run that ended `failed/panicked`: its record says so, its claim is
+/// released, and the thread's next message (`next`) starts a run that
+/// completes with a valid history, which is returned.
+async fn the_run_is_recorded_panicked_and_the_thread_goes_on(
+    fx: &Fixture,
+    runner: &Runner,
+    t: &burrow_runtime::session::ThreadKey,
+    run_id: &str,
+    next: &str,
+) -> Vec<Message> {
+    let run = fx.store.run(&t.scope, run_id).await.unwrap().unwrap();
     assert_eq!(run.status, RunStatus::Failed);
     assert_eq!(run.reason.as_deref(), Some("panicked"));
-    // The claim is released: the next message starts a run at once.
-    let second = start_run(&runner, &t, "alice", "two").await;
+    assert_eq!(
+        fx.store.claim(t).await.unwrap(),
+        None,
+        "the claim is released, not left to be renewed forever"
+    );
+    let second = start_run(runner, t, "alice", next).await;
     assert_eq!(second.wait().await.outcome, Outcome::Completed);
     runner.drain().await;
-    assert_valid_history(&load_history(fx.store.as_ref(), &t).await.unwrap());
+    let history = load_history(fx.store.as_ref(), t).await.unwrap();
+    assert_valid_history(&history);
+    history
 }
 
 /// A model adapter whose first request panics once `go` fires (after a
@@ -268,25 +283,14 @@ async fn a_panicking_model_adapter_ends_the_run_panicked_releases_the_claim_ends
     let ended = first.wait().await;
     assert_eq!(ended.outcome.reason(), Some("panicked"), "{ended:?}");
     runner.drain().await;
-    let run = fx
-        .store
-        .run(&t.scope, first.run_id())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(run.status, RunStatus::Failed);
-    assert_eq!(run.reason.as_deref(), Some("panicked"));
-    assert_eq!(
-        fx.store.claim(&t).await.unwrap(),
-        None,
-        "the claim is released, not left to be renewed forever"
-    );
-    // The next message starts a run at once and completes.
-    let second = start_run(&runner, &t, "alice", "two").await;
-    assert_eq!(second.wait().await.outcome, Outcome::Completed);
-    runner.drain().await;
-    let history = load_history(fx.store.as_ref(), &t).await.unwrap();
-    assert_valid_history(&history);
+    let history = the_run_is_recorded_panicked_and_the_thread_goes_on(
+        &fx,
+        &runner,
+        &t,
+        first.run_id(),
+        "two",
+    )
+    .await;
     assert_eq!(
         history.last(),
         Some(&Message::assistant_text("ok")),
@@ -347,23 +351,14 @@ async fn a_panicking_store_ends_the_run_panicked_and_the_thread_goes_on(fx: Fixt
     assert_eq!(ended.outcome.reason(), Some("panicked"), "{ended:?}");
     runner.drain().await;
     assert_eq!(charges.load(Ordering::SeqCst), 0, "the call never ran");
-    let run = fx
-        .store
-        .run(&t.scope, first.run_id())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(run.status, RunStatus::Failed);
-    assert_eq!(run.reason.as_deref(), Some("panicked"));
-    assert_eq!(
-        fx.store.claim(&t).await.unwrap(),
-        None,
-        "the claim is released"
-    );
-    let second = start_run(&runner, &t, "alice", "and now?").await;
-    assert_eq!(second.wait().await.outcome, Outcome::Completed);
-    runner.drain().await;
-    assert_valid_history(&load_history(fx.store.as_ref(), &t).await.unwrap());
+    the_run_is_recorded_panicked_and_the_thread_goes_on(
+        &fx,
+        &runner,
+        &t,
+        first.run_id(),
+        "and now?",
+    )
+    .await;
 }
 
 mod on_every_store {
