@@ -61,6 +61,9 @@ pub enum ArtifactErrorKind {
     InvalidState,
     /// An argument is malformed (a bad JSON Pointer, a schema that is not one).
     InvalidArgument,
+    /// A permission rule denies the artifact (ADR 0395): a `Read` rule
+    /// hides it, an `Edit` or `Write` rule takes no change of it.
+    PermissionDenied,
     /// The backend under the binary artifacts ([`crate::binary`]) refused:
     /// its kind (`unsupported`, `quota_exceeded`, `permission_denied`, ...).
     Backend(burrow_backend::ErrorKind),
@@ -81,6 +84,7 @@ impl ArtifactErrorKind {
             ArtifactErrorKind::Patch => "patch",
             ArtifactErrorKind::InvalidState => "invalid_state",
             ArtifactErrorKind::InvalidArgument => "invalid_argument",
+            ArtifactErrorKind::PermissionDenied => "permission_denied",
             ArtifactErrorKind::Backend(_) => "backend",
             ArtifactErrorKind::Store => "store",
         }

@@ -36,6 +36,10 @@
 //! last look before each model request ([`notices`]). A schema kind renders
 //! through a `KIND.md` [`template::Template`] when it has one.
 //!
+//! Permission rules reach the artifacts as paths, `/artifacts/KIND/ID`:
+//! [`permissions::PermissionArtifactStore`] enforces the `Read(...)` and
+//! `Edit(...)` deny rules over any store, below the tools (ADR 0395).
+//!
 //! Files that are not JSON documents (images, PDFs) are binary artifacts
 //! ([`binary::BinaryArtifacts`], Google ADK's shape): versions 0, 1, 2...
 //! of a name over any `burrow_backend::Backend`, each claimed create-only.
@@ -46,6 +50,7 @@ pub mod conformance;
 mod error;
 mod kind;
 pub mod notices;
+pub mod permissions;
 pub mod store;
 pub mod template;
 pub mod tools;
@@ -54,6 +59,7 @@ pub use binary::{BinaryArtifact, BinaryArtifacts, BinaryVersion};
 pub use change::Change;
 pub use error::{ArtifactError, ArtifactErrorKind, ChangeSince, Result};
 pub use kind::{Artifact, DEFAULT_MAX_SNAPSHOT_BYTES, Kind, Kinds};
+pub use permissions::PermissionArtifactStore;
 pub use store::{
     Actor, ArtifactStore, Committed, Event, EventKind, MemoryArtifactStore, Proposal,
     ProposalStatus, Revision, SqliteArtifactStore, Versioned,

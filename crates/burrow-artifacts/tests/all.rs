@@ -6,6 +6,7 @@ mod all {
     mod drafts;
     mod kinds;
     mod notices;
+    mod permissions;
     mod replay;
     mod stores;
     mod support;

@@ -1,10 +1,10 @@
-//! `burrow run --artifacts DIR`: the agent's artifact workspace, in the session's store (in memory without `--session`), with the tools, the followed artifacts in every request and change notes (ADR 0332).
+//! `burrow run --artifacts DIR`: the agent's artifact workspace, in the session's store (in memory without `--session`), with the tools, the followed artifacts in every request and change notes (ADR 0332), behind the settings' `Read`/`Edit` deny rules (ADR 0395).
 
 use std::path::Path;
 use std::sync::Arc;
 
 use burrow_artifacts::tools::ArtifactWorkspace;
-use burrow_artifacts::{ArtifactStore, MemoryArtifactStore};
+use burrow_artifacts::{ArtifactStore, MemoryArtifactStore, PermissionArtifactStore};
 
 /// What `--artifacts DIR` and its companions say.
 pub struct RunArtifacts<'a> {
@@ -22,6 +22,9 @@ pub struct RunArtifacts<'a> {
     /// where the thread's earlier runs with the workspace started, else the
     /// log's head now (ADR 0363).
     pub watch_after: Option<u64>,
+    /// The settings' `Read`/`Edit` deny rules, enforced over the store
+    /// (each artifact is `/artifacts/KIND/ID` to them, ADR 0395).
+    pub rules: burrow::permissions::PathRules,
 }
 
 /// The agent's name in the workspace: `thread:ID` in a session thread (every
@@ -39,6 +42,7 @@ pub async fn open(args: &RunArtifacts<'_>) -> Result<Arc<ArtifactWorkspace>, Str
         // `memory:` sessions and runs without one: a store of this process.
         _ => Arc::new(MemoryArtifactStore::new(kinds)),
     };
+    let store = PermissionArtifactStore::guard(store, args.rules.clone());
     let scope = burrow_runtime::session::Scope::new(args.tenant, crate::artifact::WORKSPACE);
     let workspace =
         ArtifactWorkspace::new(store, scope, agent_name(args.thread)).with_notices(args.notices);
@@ -105,6 +109,7 @@ pub async fn for_run(
         tenant: &cli.tenant,
         notices: !setup.no_notices,
         watch_after: setup.watch_after,
+        rules: crate::permissions::path_rules(&setup.settings)?,
     };
     let workspace = open(&args).await?;
     setup.watch_after = Some(workspace.watch_after());

@@ -229,8 +229,9 @@ impl Permissions {
 
     /// The decision for a call of the tool `name` with the JSON `arguments`
     /// the model gave it: its path is `file_path` or `path` (a path that does
-    /// not parse is none), its command `command`; `read_only` when the tool
-    /// changes nothing.
+    /// not parse is none), for an artifact tool the artifact's path
+    /// ([`crate::artifacts::artifact_call_path`]), its command `command`;
+    /// `read_only` when the tool changes nothing.
     ///
     /// # Behavior
     /// As [`Permissions::decide`] for the [`ToolUse`] those arguments make.
@@ -241,9 +242,11 @@ impl Permissions {
         read_only: bool,
     ) -> Verdict {
         let text = |key: &str| arguments.get(key).and_then(serde_json::Value::as_str);
-        let path = text("file_path")
-            .or_else(|| text("path"))
-            .and_then(|p| VPath::parse(p).ok());
+        let path = crate::artifacts::artifact_call_path(name, arguments).or_else(|| {
+            text("file_path")
+                .or_else(|| text("path"))
+                .and_then(|p| VPath::parse(p).ok())
+        });
         let mut call = ToolUse::new(name);
         if read_only {
             call = call.read_only(true);

@@ -19,11 +19,16 @@
 //! allow, first match wins; deny holds in every mode) and the
 //! [`PermissionMode`]s, for the runtime's call pipeline to act on.
 //!
+//! The artifact workspace's artifacts are named to the path rules as
+//! `/artifacts/KIND/ID` ([`artifacts`]), so `Read(...)` and `Edit(...)`
+//! reach the artifact tools too (ADR 0395).
+//!
 //! Rules are read from settings files with [`PermissionSettings`]: several
 //! files merge in order (lists concatenated, later scalars win). A bad rule
 //! is a [`SettingsError`] naming it in one sentence. The rule syntax is
 //! described in [`Rule`]'s module docs.
 
+pub mod artifacts;
 mod backend;
 mod decide;
 mod error;

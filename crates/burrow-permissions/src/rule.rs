@@ -30,10 +30,26 @@ use globset::{GlobBuilder, GlobMatcher};
 
 use crate::error::SettingsError;
 
-/// The tools `Read(...)` covers: every tool that reads or lists files.
-pub const READ_TOOLS: &[&str] = &["read_file", "ls", "glob", "grep"];
-/// The tools `Edit(...)` and `Write(...)` cover: every tool that changes files.
-pub const EDIT_TOOLS: &[&str] = &["write_file", "edit_file", "delete_path"];
+/// The tools `Read(...)` covers: every tool that reads or lists files, and
+/// the artifact tools that read artifacts (named as paths, [`crate::artifacts`]).
+pub const READ_TOOLS: &[&str] = &[
+    "read_file",
+    "ls",
+    "glob",
+    "grep",
+    "list_artifacts",
+    "read_artifact",
+];
+/// The tools `Edit(...)` and `Write(...)` cover: every tool that changes
+/// files, and the artifact tools that change artifacts ([`crate::artifacts`]).
+pub const EDIT_TOOLS: &[&str] = &[
+    "write_file",
+    "edit_file",
+    "delete_path",
+    "create_artifact",
+    "edit_artifact",
+    "archive_artifact",
+];
 /// The tool `Bash(...)` covers.
 pub const EXECUTE_TOOL: &str = "execute";
 

@@ -1,4 +1,4 @@
-//! `burrow run --settings` and `burrow mcp --settings` with permission rules through the binary: a denied folder is unreadable by read_file and absent from ls, glob and grep, over its parent and over "/", each mode, on each backend; several settings files layered; path rules over a Docker sandbox refused.
+//! `burrow run --settings` and `burrow mcp --settings` with permission rules through the binary: a denied folder is unreadable by read_file and absent from ls, glob and grep, over its parent and over "/", each mode, on each backend; several settings files layered; path rules over a Docker sandbox refused; Read and Edit rules over the artifact workspace as `/artifacts/KIND/ID`.
 
 use serde_json::{Value, json};
 
@@ -1128,4 +1128,243 @@ fn plan_mode_runs_the_reading_artifact_tools_and_withholds_the_changing_ones() {
     );
     shown.assert_code(0);
     assert_eq!(shown.json()["artifacts"], json!([]), "nothing was created");
+}
+
+/// `burrow --json run go --artifacts kinds` on thread `thread` of the SQLite
+/// session in `dir`, with the settings `settings` (none when `Null`) and one
+/// model turn of `calls`; the kinds plan and secret.
+#[cfg(all(feature = "artifacts", feature = "sqlite"))]
+fn artifact_run(
+    dir: &std::path::Path,
+    thread: &str,
+    settings: Value,
+    calls: Vec<Value>,
+) -> (super::support::Run, Vec<Value>) {
+    let kinds = dir.join("kinds");
+    if !kinds.exists() {
+        std::fs::create_dir(&kinds).unwrap();
+        let schema = json!({"type": "object", "required": ["title"],
+            "properties": {"title": {"type": "string"}}, "additionalProperties": false});
+        for kind in ["plan", "secret"] {
+            std::fs::write(
+                kinds.join(format!("{kind}.schema.json")),
+                schema.to_string(),
+            )
+            .unwrap();
+        }
+    }
+    let model = script(
+        dir,
+        &format!("{thread}.jsonl"),
+        &[json!({ "tool_calls": calls }), json!({"text": "done"})],
+    );
+    let session = super::support::session_spec(dir);
+    let state = format!("state:{}", dir.join("ws.json").display());
+    let file = dir.join(format!("{thread}.settings.json"));
+    let mut args = vec![
+        "--backend",
+        &state,
+        "--json",
+        "run",
+        "go",
+        "--model",
+        &model,
+        "--artifacts",
+        "kinds",
+        "--session",
+        &session,
+        "--thread",
+        thread,
+    ];
+    if !settings.is_null() {
+        std::fs::write(&file, settings.to_string()).unwrap();
+        args.extend(["--settings", file.to_str().unwrap()]);
+    }
+    let run = burrow_in(dir, &args, b"");
+    let events = json_lines(&run);
+    (run, events)
+}
+
+/// `Read(...)` and `Edit(...)` deny rules reach the artifact workspace, each
+/// artifact named `/artifacts/KIND/ID` (ADR 0395): a hidden artifact is
+/// refused to `read_artifact` naming the rule and absent from
+/// `list_artifacts` (the store behind the rules filters it, below the
+/// tools), a locked one refuses `edit_artifact` and `archive_artifact` and
+/// stays readable, a create of a locked kind is refused; nothing changes.
+#[cfg(all(feature = "artifacts", feature = "sqlite"))]
+#[test]
+fn deny_rules_reach_the_artifact_tools_as_artifacts_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let (run, events) = artifact_run(
+        dir.path(),
+        "made",
+        Value::Null,
+        vec![
+            call(
+                "p",
+                "create_artifact",
+                json!({"kind": "plan", "snapshot": {"title": "open plan"}}),
+            ),
+            call(
+                "s",
+                "create_artifact",
+                json!({"kind": "secret", "snapshot": {"title": "the secret"}}),
+            ),
+        ],
+    );
+    run.assert_code(0);
+    for id in ["p", "s"] {
+        assert_eq!(result_of(&events, id)["is_error"], false, "{events:?}");
+    }
+    let deny = json!({"permissions": {"deny": [
+        "Read(/artifacts/secret/**)", "Edit(/artifacts/plan/plan-1)"]}});
+    let (run, events) = artifact_run(
+        dir.path(),
+        "denied",
+        deny,
+        vec![
+            call("l", "list_artifacts", json!({})),
+            call("rs", "read_artifact", json!({"id": "secret-2"})),
+            call(
+                "es",
+                "edit_artifact",
+                json!({"id": "secret-2", "base_version": 1,
+                "patch": [{"op": "replace", "path": "/title", "value": "x"}]}),
+            ),
+            call("rp", "read_artifact", json!({"id": "plan-1"})),
+            call(
+                "ep",
+                "edit_artifact",
+                json!({"id": "plan-1", "base_version": 1,
+                "patch": [{"op": "replace", "path": "/title", "value": "x"}]}),
+            ),
+            call(
+                "ap",
+                "archive_artifact",
+                json!({"id": "plan-1", "base_version": 1}),
+            ),
+            call(
+                "cs",
+                "create_artifact",
+                json!({"kind": "secret", "snapshot": {"title": "another"}}),
+            ),
+            call(
+                "cp",
+                "create_artifact",
+                json!({"kind": "plan", "snapshot": {"title": "new plan"}}),
+            ),
+        ],
+    );
+    run.assert_code(0);
+    let text = |id: &str| {
+        let r = result_of(&events, id);
+        (
+            r["is_error"].as_bool().unwrap(),
+            r["content"].as_str().unwrap().to_owned(),
+        )
+    };
+    let (err, listed) = text("l");
+    assert!(!err, "{listed}");
+    assert!(
+        listed.contains("plan-1") && !listed.contains("secret"),
+        "{listed}"
+    );
+    for (id, rule) in [
+        ("rs", "Read(/artifacts/secret/**)"),
+        ("es", "Read(/artifacts/secret/**)"),
+        ("ep", "Edit(/artifacts/plan/plan-1)"),
+        ("ap", "Edit(/artifacts/plan/plan-1)"),
+        ("cs", "Read(/artifacts/secret/**)"),
+    ] {
+        let (err, said) = text(id);
+        assert!(err, "{id}: {said}");
+        assert!(
+            said.contains(&format!("denied by the permission rule {rule}")),
+            "{id}: {said}"
+        );
+    }
+    let (err, read) = text("rp");
+    assert!(!err && read.contains("open plan"), "{read}");
+    let (err, created) = text("cp");
+    assert!(
+        !err,
+        "a rule naming one plan leaves new plans alone: {created}"
+    );
+    // Nothing the rules cover changed: the person's listing shows every artifact as it was.
+    let session = super::support::session_spec(dir.path());
+    let shown = burrow_in(
+        dir.path(),
+        &[
+            "--json",
+            "artifact",
+            "list",
+            "--session",
+            &session,
+            "--artifacts",
+            "kinds",
+        ],
+        b"",
+    );
+    shown.assert_code(0);
+    let versions: Vec<(String, u64)> = shown.json()["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["id"].as_str().unwrap().to_owned(),
+                a["version"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        versions,
+        [
+            ("plan-1".to_owned(), 1),
+            ("plan-3".to_owned(), 1),
+            ("secret-2".to_owned(), 1)
+        ],
+        "{}",
+        shown.stdout
+    );
+}
+
+/// An `ask` rule over artifacts pauses a changing artifact tool's call for
+/// approval (exit 3), as it does a file tool's; `acceptEdits` runs it.
+#[cfg(all(feature = "artifacts", feature = "sqlite"))]
+#[test]
+fn an_ask_rule_over_artifacts_pauses_their_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let create = || {
+        vec![call(
+            "c",
+            "create_artifact",
+            json!({"kind": "plan", "snapshot": {"title": "asked"}}),
+        )]
+    };
+    let ask = json!({"permissions": {"ask": ["Edit(/artifacts/**)"]}});
+    let (run, events) = artifact_run(dir.path(), "asked", ask, create());
+    run.assert_code(3);
+    let request = events
+        .iter()
+        .find(|e| e["type"] == "request")
+        .unwrap_or_else(|| panic!("{events:?}"));
+    assert!(
+        request.to_string().contains("Edit(/artifacts/**)"),
+        "{request}"
+    );
+    let accept = json!({"permissions": {"ask": ["Edit(/artifacts/**)"],
+        "defaultMode": "acceptEdits"}});
+    let (run, events) = artifact_run(dir.path(), "accepted", accept, create());
+    run.assert_code(0);
+    let created = result_of(&events, "c");
+    assert_eq!(created["is_error"], false, "{created}");
+    // Reading is not asked.
+    let (run, _) = artifact_run(
+        dir.path(),
+        "read",
+        json!({"permissions": {"ask": ["Edit(/artifacts/**)"]}}),
+        vec![call("l", "list_artifacts", json!({}))],
+    );
+    run.assert_code(0);
 }

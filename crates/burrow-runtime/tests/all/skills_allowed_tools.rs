@@ -29,10 +29,28 @@ fn results(history: &[Message]) -> Vec<ToolResult> {
 
 #[test]
 fn entries_name_burrow_tools_as_claude_code_names_them() {
-    assert_eq!(tools_of("Read"), ["read_file", "ls", "glob", "grep"]);
+    // The artifact tools too: artifacts are paths to the rules (ADR 0395).
+    assert_eq!(
+        tools_of("Read"),
+        [
+            "read_file",
+            "ls",
+            "glob",
+            "grep",
+            "list_artifacts",
+            "read_artifact"
+        ]
+    );
     assert_eq!(
         tools_of("Write"),
-        ["write_file", "edit_file", "delete_path"]
+        [
+            "write_file",
+            "edit_file",
+            "delete_path",
+            "create_artifact",
+            "edit_artifact",
+            "archive_artifact"
+        ]
     );
     assert_eq!(tools_of("Bash(git:*)"), ["execute"]);
     assert_eq!(tools_of("read_file"), ["read_file"]);
