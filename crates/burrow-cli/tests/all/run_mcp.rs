@@ -1,4 +1,4 @@
-//! `burrow run --settings` with `mcpServers`: the official Python SDK's server (burrow-runtime's fixture, over stdio and over streamable HTTP) offered as `mcp__SERVER__TOOL` tools, under the permission rules (plan mode runs those annotated read-only), to resumed runs and to subagents, stopped after the run and on Ctrl-C, a second Ctrl-C, SIGTERM and SIGHUP; a server that fails is a warning, or with `--strict-mcp` exit 2 before anything runs.
+//! `burrow run --settings` with `mcpServers`: the official Python SDK's server (burrow-runtime's fixture, over stdio and over streamable HTTP) offered as `mcp__SERVER__TOOL` tools, under the permission rules (plan mode runs those annotated read-only), to resumed runs and to subagents, stopped after the run and on Ctrl-C, a second Ctrl-C, SIGTERM and SIGHUP; a server that fails is a warning, or with `--strict-mcp` exit 2 before anything runs; image and embedded-resource content reaches the model as the tool result; no server outlives a SIGKILL of the run's parent shell (its terminal hangs up).
 //!
 //! Needs Python with the `mcp` package (`burrow_testkit::Part::McpClient`);
 //! the tests are in `mcp_client` so a missing SDK is reported as skipped.
@@ -152,6 +152,70 @@ mod mcp_client {
         let pids = s.pids();
         assert_eq!(pids.len(), 2, "the server and its child: {pids:?}");
         assert!(all_gone(&pids), "left running after the run: {pids:?}");
+    }
+
+    /// The fixture's `media` tool answers a text block, a PNG image block (70
+    /// bytes) and two embedded resources: what the model's next request holds
+    /// as the tool's result is each of them, in order (ADR 0313: the result is
+    /// text, an image a line naming its MIME type and size, an embedded text
+    /// resource its URI and text, a binary one a line naming it).
+    #[cfg(feature = "openai")]
+    #[test]
+    fn image_and_embedded_resource_content_reaches_the_model_as_the_tool_result() {
+        use burrow_testkit::http::ReplayServer;
+        let s = Setup::new();
+        let chat = crate::all::run_providers::chat;
+        let server = ReplayServer::start([
+            chat(None, Some(("m", "mcp__fx__media", json!({})))),
+            chat(Some("done"), None),
+        ]);
+        let path = s.dir().join("settings.json");
+        let settings = json!({"mcpServers": {"fx": s.fixture_server()}});
+        std::fs::write(&path, settings.to_string()).unwrap();
+        let backend = format!("fs:{}", s.dir().join("ws").display());
+        let url = server.url();
+        let run = crate::all::support::burrow_in_env(
+            s.dir(),
+            &[
+                "--backend",
+                &backend,
+                "--json",
+                "run",
+                "go",
+                "--model",
+                "openai:gpt-test",
+                "--settings",
+                path.to_str().unwrap(),
+            ],
+            b"",
+            &[
+                ("OPENAI_BASE_URL", url.as_str()),
+                ("OPENAI_API_KEY", crate::all::run_providers::KEY),
+            ],
+        );
+        run.assert_code(0);
+        let expected = "media follows\n\
+            [image: image/png, 70 bytes]\n\
+            [resource: file:///notes/readme.txt]\nthe embedded text\n\
+            [resource: file:///data/blob.bin, application/octet-stream, binary]";
+        let result = result_of(&events(&run), "m").clone();
+        assert_eq!(result["is_error"], false, "{result}");
+        assert_eq!(result["content"], expected);
+        let requests = server.requests();
+        assert_eq!(
+            requests.len(),
+            2,
+            "the model was asked again after the call"
+        );
+        let body: Value = serde_json::from_slice(&requests[1].body).unwrap();
+        let told: Vec<&Value> = body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "tool" && m["tool_call_id"] == "m")
+            .collect();
+        assert_eq!(told.len(), 1, "{body}");
+        assert_eq!(told[0]["content"], expected, "{body}");
     }
 
     #[test]
@@ -367,8 +431,14 @@ mod mcp_client {
 
     impl Background {
         fn start(s: &Setup, args: &[String]) -> Background {
-            let mut child = Command::new(env!("CARGO_BIN_EXE_burrow"))
-                .args(args)
+            let mut command = Command::new(env!("CARGO_BIN_EXE_burrow"));
+            command.args(args);
+            Background::of(s, command)
+        }
+
+        /// `command` run in the test's folder, its stdout read line by line.
+        fn of(s: &Setup, mut command: Command) -> Background {
+            let mut child = command
                 .current_dir(s.dir())
                 .env_remove("BURROW_LOG")
                 .stdin(Stdio::null())
@@ -443,6 +513,73 @@ mod mcp_client {
             assert_eq!(run.wait(), code, "{signal}");
             assert!(all_gone(&pids), "left running after {signal}: {pids:?}");
         }
+    }
+
+    /// Runs `shell` with bash as the session leader of a new pseudo-terminal
+    /// (its controlling process, as in a terminal window), the terminal's
+    /// output copied to stdout after a first line `shell PID`.
+    const IN_A_TERMINAL: &str = r#"
+import os, pty, sys
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp("bash", ["bash", "-c", sys.argv[1]])
+print(f"shell {pid}", flush=True)
+while True:
+    try:
+        data = os.read(fd, 65536)
+    except OSError:
+        break
+    if not data:
+        break
+    sys.stdout.buffer.write(data)
+    sys.stdout.flush()
+os.waitpid(pid, 0)
+"#;
+
+    fn shell_quoted(arg: &str) -> String {
+        format!("'{}'", arg.replace('\'', r"'\''"))
+    }
+
+    #[test]
+    fn sigkill_of_the_run_s_parent_shell_leaves_no_burrow_and_no_server_running() {
+        let s = Setup::new();
+        let settings = json!({"mcpServers": {"fx": s.fixture_server()}});
+        let args = s.run_args(&held_call(), settings, &[]);
+        let mut line = vec![shell_quoted(env!("CARGO_BIN_EXE_burrow"))];
+        line.extend(args.iter().map(|a| shell_quoted(a)));
+        // `; true`: bash waits for burrow instead of becoming it.
+        let shell = format!("{}; true", line.join(" "));
+        let mut command = Command::new(&s.python);
+        command.args(["-c", IN_A_TERMINAL, &shell]);
+        let mut terminal = Background::of(&s, command);
+        terminal.wait_for("shell ");
+        let shell_pid = terminal
+            .seen
+            .iter()
+            .find_map(|l| l.trim().strip_prefix("shell "))
+            .unwrap()
+            .to_owned();
+        terminal.wait_for("\"mcp__fx__sleep\"");
+        let children =
+            std::fs::read_to_string(format!("/proc/{shell_pid}/task/{shell_pid}/children"))
+                .unwrap();
+        let burrow: Vec<String> = children.split_whitespace().map(str::to_owned).collect();
+        assert_eq!(burrow.len(), 1, "the shell runs burrow: {children:?}");
+        let pids = s.pids();
+        assert_eq!(pids.len(), 2, "the server and its child: {pids:?}");
+        assert!(pids.iter().chain(&burrow).all(|p| alive(p)), "{pids:?}");
+        let killed = Command::new("kill")
+            .args(["-KILL", &shell_pid])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        // The terminal's controlling process is gone: the kernel hangs it up.
+        assert!(all_gone(&burrow), "burrow outlived its shell: {burrow:?}");
+        assert!(
+            all_gone(&pids),
+            "left running after the shell was killed: {pids:?}"
+        );
+        terminal.wait();
     }
 
     #[test]

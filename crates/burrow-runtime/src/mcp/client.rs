@@ -614,7 +614,7 @@ fn result_text(result: &Value) -> String {
             kind @ ("image" | "audio") => parts.push(format!(
                 "[{kind}: {}, {} bytes]",
                 str_of("mimeType"),
-                str_of("data").len() / 4 * 3
+                base64_len(str_of("data"))
             )),
             "resource" => {
                 let resource = block.get("resource").cloned().unwrap_or(Value::Null);
@@ -647,6 +647,16 @@ fn result_text(result: &Value) -> String {
     text
 }
 
+/// The number of bytes the base64 text `data` decodes to (padding and
+/// line breaks not counted).
+fn base64_len(data: &str) -> usize {
+    let digits = data
+        .bytes()
+        .filter(|b| !b.is_ascii_whitespace() && *b != b'=')
+        .count();
+    digits * 3 / 4
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -658,10 +668,11 @@ mod tests {
             {"type": "image", "mimeType": "image/png", "data": "AAAA"},
             {"type": "resource", "resource": {"uri": "file:///a", "text": "body"}},
             {"type": "resource", "resource": {"uri": "file:///b", "blob": "AAAA", "mimeType": "image/gif"}},
+            {"type": "audio", "mimeType": "audio/wav", "data": "AAAAAA=="},
         ]});
         assert_eq!(
             result_text(&result),
-            "one\n[image: image/png, 3 bytes]\n[resource: file:///a]\nbody\n[resource: file:///b, image/gif, binary]"
+            "one\n[image: image/png, 3 bytes]\n[resource: file:///a]\nbody\n[resource: file:///b, image/gif, binary]\n[audio: audio/wav, 4 bytes]"
         );
     }
 

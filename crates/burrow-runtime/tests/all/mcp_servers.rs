@@ -224,7 +224,7 @@ mod mcp_client {
         let servers =
             McpServers::start(&[("web".to_owned(), config)], Duration::from_millis(500)).await;
         assert!(servers.failures().is_empty(), "{:?}", servers.failures());
-        assert_eq!(servers.tools().len(), 9);
+        assert_eq!(servers.tools().len(), 10);
         let out = tool(&servers, "mcp__web__echo")
             .call(&cx(), json!({"text": "over http"}))
             .await
@@ -380,7 +380,7 @@ mod mcp_client {
             "{}",
             failures[1]
         );
-        assert_eq!(servers.tools().len(), 9);
+        assert_eq!(servers.tools().len(), 10);
         servers.close().await;
     }
 
