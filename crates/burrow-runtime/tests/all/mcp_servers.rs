@@ -73,6 +73,7 @@ mod mcp_client {
                 "mcp__fx__header",
                 "mcp__fx__hold",
                 "mcp__fx__hold_idempotent",
+                "mcp__fx__media",
                 "mcp__fx__sleep",
                 "mcp__fx__spawn_child"
             ]
