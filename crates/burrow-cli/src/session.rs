@@ -1226,8 +1226,7 @@ pub async fn show(args: &SessionArgs, thread: &str, json: bool) -> Result<Exit, 
             p["tool_name"].as_str().unwrap_or_default(),
             p["run_id"].as_str().unwrap_or_default()
         );
-        if let (Some(subagent), Some(question)) = (p["subagent"].as_str(), p["question"].as_str())
-        {
+        if let (Some(subagent), Some(question)) = (p["subagent"].as_str(), p["question"].as_str()) {
             line.push_str(&format!(": the subagent {subagent} asks: {question}"));
         }
         writeln!(out, "  {}", display::sentence(&line))?;

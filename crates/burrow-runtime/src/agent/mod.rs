@@ -714,8 +714,8 @@ impl Agent {
                 };
             }
             if let Some(max) = self.limits.max_run_tokens {
-                let used = state.usage.input_tokens.unwrap_or(0)
-                    + state.usage.output_tokens.unwrap_or(0);
+                let used =
+                    state.usage.input_tokens.unwrap_or(0) + state.usage.output_tokens.unwrap_or(0);
                 if used > max {
                     return Outcome::Failed {
                         reason: FailureReason::MaxRunTokens,
