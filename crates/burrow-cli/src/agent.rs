@@ -64,6 +64,8 @@ pub struct Config {
     task_depth: usize,
     /// Each child's most model requests (`--task-max-turns`).
     task_max_turns: usize,
+    /// Each child's most tokens per run (`--task-max-tokens`; `None`: no bound).
+    task_max_tokens: Option<u64>,
     /// How long a child's runner claims its thread (`--claim-ttl`).
     task_claim_ttl: Duration,
     /// The members of `--team FILE` (the agent leads them), if given.
@@ -116,6 +118,7 @@ impl Config {
             agents: None,
             task_depth: burrow_runtime::subagent::DEFAULT_MAX_DEPTH,
             task_max_turns: burrow_runtime::subagent::DEFAULT_CHILD_MAX_TURNS,
+            task_max_tokens: None,
             task_claim_ttl: burrow_runtime::runner::DEFAULT_CLAIM_TTL,
             team: None,
             subagent_note,
@@ -191,6 +194,13 @@ impl Config {
             self.permissions = Some(permissions);
         }
         Ok(self)
+    }
+
+    /// The same configuration, each subagent's run stopped once its tokens
+    /// pass `n` (`--task-max-tokens`; `None`: no bound).
+    pub fn with_task_max_tokens(mut self, n: Option<u64>) -> Self {
+        self.task_max_tokens = n;
+        self
     }
 
     /// The same configuration with the subagents of `dir` (`--agents`), each
@@ -484,6 +494,10 @@ impl Config {
                 .with_child_max_turns(self.task_max_turns)
                 .with_claim_ttl(self.task_claim_ttl)
                 .with_events(Arc::new(move |event: TaskEvent| task_event(event, json)));
+            let tasks = match self.task_max_tokens {
+                Some(n) => tasks.with_child_max_tokens(n),
+                None => tasks,
+            };
             // Each child gets its own place in the workspace (ADR 0364).
             #[cfg(feature = "artifacts")]
             let tasks = match &self.artifacts {

@@ -213,7 +213,11 @@ is always there): the subagent runs to its end in its own thread PARENT/task-CAL
 (of this process without --session), seeing only the prompt, and its final text with a usage line
 is the call's result; a subagent that does not complete makes the result an error with the
 reason. A subagent has no task tool unless --max-task-depth (1) allows it; --task-max-turns (50)
-bounds each subagent's model requests. Hooks decide subagents' calls too; SubagentStop hooks run
+bounds each subagent's model requests, --task-max-tokens N its tokens (input plus output; a
+subagent past N stops before its next request, reason max_run_tokens). A subagent whose
+definition has can_ask_questions gets ask_parent: in a task its question pauses the whole run as
+ask_user does (exit 3; `burrow thread show` lists it, `burrow thread answer` gives the subagent
+the answer and it goes on to its report). Hooks decide subagents' calls too; SubagentStop hooks run
 as each ends. Human output: a line as each starts and ends; --json: task_started and task_ended
 events and the subagent's own events, each with its run_id and its parent_run_id. A file that
 does not parse is refused before anything runs.
@@ -464,6 +468,11 @@ pub enum Command {
         #[arg(long, value_name = "N", default_value_t = 50,
               value_parser = clap::value_parser!(u32).range(1..))]
         task_max_turns: u32,
+        /// Most tokens of each subagent's run (input plus output, as its model reports them):
+        /// past it the subagent makes no more model requests and its task's result is an error
+        /// with the reason max_run_tokens. No bound unless given.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        task_max_tokens: Option<u64>,
         /// A team: FILE.json lists its members (name, role, description, instructions, model).
         /// The agent leads it: it and each member get the team tools, and each member runs in
         /// its own thread THREAD/member-NAME when there is something for it.

@@ -514,6 +514,7 @@ async fn run_setup(cli: &Cli) -> io::Result<Result<Option<session::Setup>, Exit>
             agents,
             max_task_depth,
             task_max_turns,
+            task_max_tokens,
             team,
             compact_at,
             compact_keep,
@@ -529,6 +530,7 @@ async fn run_setup(cli: &Cli) -> io::Result<Result<Option<session::Setup>, Exit>
                     .with_compaction(*compact_at, Some(*compact_keep))
                     .with_large_result_tokens(Some(*large_result_tokens))
                     .with_tasks(agents.as_deref(), *max_task_depth, *task_max_turns)
+                    .with_task_max_tokens(*task_max_tokens)
                     .with_team(team.as_deref())
                     .with_mcp(*mcp_timeout, *strict_mcp),
             );
@@ -554,6 +556,7 @@ async fn run_setup(cli: &Cli) -> io::Result<Result<Option<session::Setup>, Exit>
                 agents: None,
                 task_depth: None,
                 task_max_turns: None,
+                task_max_tokens: None,
                 team: None,
                 compact_at: None,
                 compact_keep: None,

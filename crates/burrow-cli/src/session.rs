@@ -46,6 +46,7 @@ const AGENTS_LABEL: &str = "burrow.agents";
 const TEAM_LABEL: &str = "burrow.team_file";
 const TASK_DEPTH_LABEL: &str = "burrow.max_task_depth";
 const TASK_TURNS_LABEL: &str = "burrow.task_max_turns";
+const TASK_TOKENS_LABEL: &str = "burrow.task_max_tokens";
 const COMPACT_AT_LABEL: &str = "burrow.compact_at";
 const COMPACT_KEEP_LABEL: &str = "burrow.compact_keep";
 const LARGE_RESULT_LABEL: &str = "burrow.large_result_tokens";
@@ -103,6 +104,8 @@ pub struct Setup {
     pub task_depth: Option<u32>,
     /// Each child's most model requests (`--task-max-turns`).
     pub task_max_turns: Option<u32>,
+    /// Each child's most tokens per run (`--task-max-tokens`).
+    pub task_max_tokens: Option<u64>,
     /// The team file (`--team`): a resumed lead leads the same team.
     pub team: Option<PathBuf>,
     /// The compaction threshold in tokens (`--compact-at`).
@@ -148,6 +151,7 @@ impl Setup {
             agents: None,
             task_depth: None,
             task_max_turns: None,
+            task_max_tokens: None,
             team: None,
             compact_at: None,
             compact_keep: None,
@@ -221,6 +225,12 @@ impl Setup {
         self
     }
 
+    /// The same setup with `--task-max-tokens`.
+    pub fn with_task_max_tokens(mut self, n: Option<u64>) -> Self {
+        self.task_max_tokens = n;
+        self
+    }
+
     /// The same setup leading the team of `file` (`--team`).
     pub fn with_team(mut self, file: Option<&Path>) -> Self {
         self.team = file.map(absolute);
@@ -260,6 +270,7 @@ impl Setup {
                 .unwrap_or(burrow_runtime::subagent::DEFAULT_CHILD_MAX_TURNS as u32),
             request_timeout,
         )?
+        .with_task_max_tokens(self.task_max_tokens)
         .with_team(self.team.as_deref(), model, request_timeout)
     }
 
@@ -288,6 +299,7 @@ impl Setup {
             agents: self.agents.or(recorded.agents),
             task_depth: self.task_depth.or(recorded.task_depth),
             task_max_turns: self.task_max_turns.or(recorded.task_max_turns),
+            task_max_tokens: self.task_max_tokens.or(recorded.task_max_tokens),
             team: self.team.or(recorded.team),
             compact_at: self.compact_at.or(recorded.compact_at),
             compact_keep: self.compact_keep.or(recorded.compact_keep),
@@ -372,6 +384,9 @@ impl Setup {
             if let Some(n) = self.task_max_turns {
                 labels.insert(TASK_TURNS_LABEL.to_owned(), n.to_string());
             }
+            if let Some(n) = self.task_max_tokens {
+                labels.insert(TASK_TOKENS_LABEL.to_owned(), n.to_string());
+            }
         }
         labels
     }
@@ -388,6 +403,7 @@ impl Setup {
             agents: labels.get(AGENTS_LABEL).map(PathBuf::from),
             task_depth: labels.get(TASK_DEPTH_LABEL).and_then(|n| n.parse().ok()),
             task_max_turns: labels.get(TASK_TURNS_LABEL).and_then(|n| n.parse().ok()),
+            task_max_tokens: labels.get(TASK_TOKENS_LABEL).and_then(|n| n.parse().ok()),
             team: labels.get(TEAM_LABEL).map(PathBuf::from),
             compact_at: labels.get(COMPACT_AT_LABEL).and_then(|n| n.parse().ok()),
             compact_keep: labels.get(COMPACT_KEEP_LABEL).and_then(|n| n.parse().ok()),
@@ -961,12 +977,20 @@ async fn print_pending(
     };
     for request in run.requests.iter().filter(|r| r.answer.is_none()) {
         let spec = &request.spec;
+        let mut event = json!({"type": "request", "run_id": run_id, "request_id": spec.id,
+                   "kind": kind_name(spec.kind), "tool_name": spec.tool_name});
+        relayed_question(&mut event, spec);
+        let asks = match (event["subagent"].as_str(), event["question"].as_str()) {
+            (Some(subagent), Some(question)) => {
+                format!(" (the subagent {subagent} asks: {question})")
+            }
+            _ => String::new(),
+        };
         note(
             json,
-            json!({"type": "request", "run_id": run_id, "request_id": spec.id,
-                   "kind": kind_name(spec.kind), "tool_name": spec.tool_name}),
+            event,
             &format!(
-                "run {run_id} waits for an answer to request {} ({} of {}); answer with `burrow thread answer THREAD --request {} TEXT`",
+                "run {run_id} waits for an answer to request {} ({} of {}){asks}; answer with `burrow thread answer THREAD --request {} TEXT`",
                 spec.id,
                 kind_name(spec.kind),
                 spec.tool_name,
@@ -975,6 +999,20 @@ async fn print_pending(
         )?;
     }
     Ok(())
+}
+
+/// A subagent's question relayed by its `task` call (ADR 0385): its
+/// `subagent` and `question` added to the request's JSON `p`.
+fn relayed_question(p: &mut Value, spec: &burrow_runtime::session::RequestSpec) {
+    if spec.kind != RequestKind::Question {
+        return;
+    }
+    let Some(args) = &spec.arguments else { return };
+    for field in ["subagent", "question", "task_id"] {
+        if let Some(v) = args.get(field) {
+            p[field] = v.clone();
+        }
+    }
 }
 
 fn kind_name(kind: RequestKind) -> &'static str {
@@ -1109,8 +1147,10 @@ pub async fn show(args: &SessionArgs, thread: &str, json: bool) -> Result<Exit, 
         .filter(|r| r.status == RunStatus::Paused)
         .flat_map(|r| {
             r.requests.iter().filter(|q| q.answer.is_none()).map(|q| {
-                json!({"run_id": r.run_id, "request_id": q.spec.id,
-                       "kind": kind_name(q.spec.kind), "tool_name": q.spec.tool_name})
+                let mut p = json!({"run_id": r.run_id, "request_id": q.spec.id,
+                       "kind": kind_name(q.spec.kind), "tool_name": q.spec.tool_name});
+                relayed_question(&mut p, &q.spec);
+                p
             })
         })
         .collect();
@@ -1179,13 +1219,16 @@ pub async fn show(args: &SessionArgs, thread: &str, json: bool) -> Result<Exit, 
     }
     writeln!(out, "pending requests:")?;
     for p in &pending {
-        let line = format!(
+        let mut line = format!(
             "{} {} of {} (run {})",
             p["request_id"].as_str().unwrap_or_default(),
             p["kind"].as_str().unwrap_or_default(),
             p["tool_name"].as_str().unwrap_or_default(),
             p["run_id"].as_str().unwrap_or_default()
         );
+        if let (Some(subagent), Some(question)) = (p["subagent"].as_str(), p["question"].as_str()) {
+            line.push_str(&format!(": the subagent {subagent} asks: {question}"));
+        }
         writeln!(out, "  {}", display::sentence(&line))?;
     }
     Ok(Exit::Success)

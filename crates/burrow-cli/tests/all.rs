@@ -68,6 +68,7 @@ mod all {
     #[cfg(all(feature = "run", feature = "fs", feature = "composite"))]
     mod run_skills;
     #[cfg(all(feature = "run", feature = "sqlite"))]
+    mod run_task_questions;
     mod run_tasks;
     #[cfg(all(feature = "run", feature = "sqlite"))]
     mod run_team;

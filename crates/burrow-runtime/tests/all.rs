@@ -36,6 +36,7 @@ mod all {
     mod spans;
     mod spill;
     mod subagent;
+    mod subagent_ask;
     mod subagent_background;
     mod subagent_compaction;
     mod support;

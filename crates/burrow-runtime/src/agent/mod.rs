@@ -62,6 +62,9 @@ pub struct Limits {
     pub max_turns: usize,
     /// Most tool calls in one run (`None`: no limit).
     pub max_tool_calls: Option<usize>,
+    /// Most tokens one run uses, input and output as the model reports them
+    /// summed over its requests (`None`: no limit; ADR 0386).
+    pub max_run_tokens: Option<u64>,
 }
 
 impl Default for Limits {
@@ -69,6 +72,7 @@ impl Default for Limits {
         Self {
             max_turns: 100,
             max_tool_calls: None,
+            max_run_tokens: None,
         }
     }
 }
@@ -89,6 +93,8 @@ pub enum FailureReason {
     MaxTurns,
     /// The run reached `max_tool_calls`.
     MaxToolCalls,
+    /// The run's tokens passed `max_run_tokens`.
+    MaxRunTokens,
     /// The model request failed.
     ModelError,
     /// A tool call failed (an error or a panic).
@@ -128,6 +134,7 @@ impl FailureReason {
         Some(match self {
             FailureReason::MaxTurns => "max_turns",
             FailureReason::MaxToolCalls => "max_tool_calls",
+            FailureReason::MaxRunTokens => "max_run_tokens",
             FailureReason::ModelError => "model_error",
             FailureReason::ToolFailure => "tool_failure",
             FailureReason::HookFailed => "hook_failed",
@@ -446,6 +453,21 @@ impl Agent {
         self
     }
 
+    /// The same agent stopping a run whose tokens pass `n`.
+    ///
+    /// # Behavior
+    /// Before each model request the run's usage so far (input plus output
+    /// tokens as the model reported them, over this run's requests; cache
+    /// reads and writes not counted, an unknown count as 0) is compared with
+    /// `n`: past it, the run ends failed with the reason `max_run_tokens`
+    /// and makes no more requests. A request is never cut short, so a run
+    /// may end a request's worth past `n`; the bound is per run, as
+    /// `max_turns` is (a resumed run counts from 0 again).
+    pub fn with_max_run_tokens(mut self, n: u64) -> Self {
+        self.limits.max_run_tokens = Some(n);
+        self
+    }
+
     /// The same agent with at most `n` tool calls per run.
     pub fn with_max_tool_calls(mut self, n: usize) -> Self {
         self.limits.max_tool_calls = Some(n);
@@ -690,6 +712,18 @@ impl Agent {
                         self.limits.max_turns
                     ),
                 };
+            }
+            if let Some(max) = self.limits.max_run_tokens {
+                let used =
+                    state.usage.input_tokens.unwrap_or(0) + state.usage.output_tokens.unwrap_or(0);
+                if used > max {
+                    return Outcome::Failed {
+                        reason: FailureReason::MaxRunTokens,
+                        message: format!(
+                            "the run used {used} tokens (input and output), past its limit of {max}"
+                        ),
+                    };
+                }
             }
             let span =
                 telemetry::turn_span(&state.run_id, options.thread_id.as_deref(), state.turns + 1);

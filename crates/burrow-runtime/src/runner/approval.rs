@@ -72,6 +72,10 @@ impl Inner {
             let spec = &request.spec;
             let text = answer.text.clone().unwrap_or_default();
             match spec.kind {
+                RequestKind::Question if spec.tool_name != super::ask::ASK_USER => {
+                    // A relayed answer that is not its call's last says nothing.
+                    parts.extend(self.relayed_answer(agent, history, run, spec, text).await);
+                }
                 RequestKind::Question => parts.push(text),
                 RequestKind::Approval if answer.approved == Some(true) => {
                     parts.push(match outputs.remove(&spec.call_id) {
@@ -102,5 +106,51 @@ impl Inner {
             }
         }
         parts.join("\n\n")
+    }
+
+    /// What the model reads of the answer `text` to a question a tool's call
+    /// relayed (ADR 0385): what the tool made of it, or the bare answer when
+    /// the tool takes none.
+    async fn relayed_answer(
+        &self,
+        agent: &Agent,
+        history: &[Message],
+        run: &RunRecord,
+        spec: &RequestSpec,
+        text: String,
+    ) -> Option<String> {
+        let call = history
+            .iter()
+            .rev()
+            .flat_map(|m| m.tool_calls())
+            .find(|c| c.id == spec.call_id && c.name == spec.tool_name);
+        let (Some(call), Some(tool)) = (call, agent.tools().get(&spec.tool_name)) else {
+            return Some(text);
+        };
+        let cx = crate::tool::CallContext {
+            run_id: Arc::from(run.run_id.as_str()),
+            call_id: call.id.clone(),
+        };
+        let taken = tool
+            .answered(&cx, call.arguments.clone(), spec.arguments.as_ref(), &text)
+            .await;
+        let output = match taken {
+            None => return Some(text),
+            Some(Ok(output)) => output,
+            Some(Err(e)) => crate::tool::ToolOutput::refused(format!(
+                "The tool {} failed: {e}.",
+                spec.tool_name
+            )),
+        };
+        if output.text.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "I answered the question of the call {} ({}). What came of it{}:\n{}",
+            spec.call_id,
+            spec.tool_name,
+            if output.is_error { " (an error)" } else { "" },
+            output.text
+        ))
     }
 }

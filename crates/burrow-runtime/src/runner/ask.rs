@@ -47,9 +47,15 @@ pub struct PendingRequest {
     /// The question, or why approval is needed.
     pub text: String,
     /// For an approval: the arguments the call runs with once approved, when
-    /// a hook's `updatedInput` replaced the model's.
+    /// a hook's `updatedInput` replaced the model's. For a question a tool
+    /// relays (a subagent's `ask_parent`): what the tool needs to take the
+    /// answer on, and what the person is shown (ADR 0385).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments: Option<Value>,
+    /// The tool call the request belongs to, when it is not `request_id`
+    /// (a call that asks more than once over its run's segments).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
 }
 
 impl From<crate::agent::PendingApproval> for PendingRequest {
@@ -60,6 +66,7 @@ impl From<crate::agent::PendingApproval> for PendingRequest {
             tool_name: approval.tool_name,
             text: approval.reason,
             arguments: approval.arguments,
+            call_id: None,
         }
     }
 }
@@ -79,10 +86,53 @@ impl Asked {
             .is_empty()
     }
 
+    /// How many questions wait to be taken.
+    pub(crate) fn len(&self) -> usize {
+        self.pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
     /// Takes the questions asked since the last call.
     pub(crate) fn take(&self) -> Vec<PendingRequest> {
         std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner))
     }
+}
+
+tokio::task_local! {
+    /// The questions of the run segment whose calls run in this task.
+    static ASKING: Arc<Asked>;
+}
+
+/// Runs `f` (a segment's model loop, or its answers' follow-up) with
+/// `asked` as the place where [`ask_in_run`] puts questions.
+pub(crate) async fn asking<F: std::future::Future>(asked: Arc<Asked>, f: F) -> F::Output {
+    ASKING.scope(asked, f).await
+}
+
+/// Adds `request` (a question) to the requests the run segment making this
+/// call pauses on once its batch ends, as `ask_user` does: the run pauses
+/// durably and resumes when the request is answered (ADR 0385).
+///
+/// # Behavior
+/// Returns how many questions the batch has asked with this one, or `None`
+/// when the call does not run inside a runner's segment (an agent run by
+/// hand cannot pause for an answer), in which case nothing is recorded.
+pub(crate) fn ask_in_run(request: PendingRequest) -> Option<usize> {
+    ASKING
+        .try_with(|asked| {
+            let mut pending = asked.pending.lock().unwrap_or_else(PoisonError::into_inner);
+            pending.push(request);
+            pending.len()
+        })
+        .ok()
+}
+
+/// How many questions the run segment making this call has asked in its
+/// current batch (`None` outside a runner's segment).
+pub(crate) fn asked_in_batch() -> Option<usize> {
+    ASKING.try_with(|asked| asked.len()).ok()
 }
 
 /// `ask_user` for one run: each call records its question in `asked`.
@@ -153,6 +203,7 @@ impl Tool for AskUser {
                 tool_name: ASK_USER.to_owned(),
                 text: args.question,
                 arguments: None,
+                call_id: None,
             });
         Ok(ToolOutput::ok(ASKED))
     }

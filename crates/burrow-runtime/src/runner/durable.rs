@@ -134,6 +134,16 @@ impl Tool for Durable {
             })?;
         result
     }
+
+    async fn answered(
+        &self,
+        cx: &CallContext,
+        args: Value,
+        request: Option<&Value>,
+        answer: &str,
+    ) -> Option<Result<ToolOutput, Error>> {
+        self.inner.answered(cx, args, request, answer).await
+    }
 }
 
 /// Runs one of the call log's steps; a panic in it (the session store's) is the

@@ -51,6 +51,7 @@ mod takeover;
 mod turn;
 
 pub use ask::{ASK_USER, AskArgs, PendingRequest, RequestKind};
+pub(crate) use ask::{ask_in_run, asked_in_batch};
 pub use carry::Carried;
 pub use claim::DEFAULT_CLAIM_TTL;
 pub use command::{Command, CommandResult};

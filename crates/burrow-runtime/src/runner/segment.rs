@@ -311,6 +311,7 @@ impl Inner {
         // SessionStart and UserPromptSubmit hooks fire as in any run; the
         // others follow as steering (docs/adr/0261).
         let mut first = None;
+        let mut repause = false;
         match segment {
             Segment::New { prompt, .. } => {
                 // An earlier run that ended with unanswered calls: each gets
@@ -325,10 +326,15 @@ impl Inner {
                 book.queued.extend(prompt.map(|m| (m.id, m.text)));
             }
             Segment::Resume { run } => {
-                let text = self
-                    .answers_text(&agent, &history, &run, thread, &cancel)
-                    .await;
+                // A tool taking its answer on may ask again (a subagent's
+                // next question): the run pauses again before any request.
+                let text = super::ask::asking(
+                    asked.clone(),
+                    self.answers_text(&agent, &history, &run, thread, &cancel),
+                )
+                .await;
                 history.push(Message::user(text));
+                repause = !asked.is_empty();
             }
         }
         let options = RunOptions {
@@ -343,18 +349,32 @@ impl Inner {
         let live = self.config.live.clone();
         let frame_run = run_id.to_owned();
         let forward = live.clone();
-        let mut result = with_live(
-            live,
-            run_id,
-            agent.run_with(&mut history, first, options, &mut |event| {
-                if let Some(event) = LiveEvent::from_agent(event) {
-                    forward.send(LiveFrame {
-                        run_id: frame_run.clone(),
-                        event,
-                    });
-                }
-            }),
-        )
+        let mut result = with_live(live, run_id, async {
+            if repause {
+                return RunResult {
+                    run_id: run_id.to_owned(),
+                    outcome: Outcome::Paused {
+                        reason: "waiting for an answer".to_owned(),
+                    },
+                    turns: 0,
+                    tool_calls: 0,
+                    usage: Usage::UNKNOWN,
+                    approvals: Vec::new(),
+                };
+            }
+            super::ask::asking(
+                asked.clone(),
+                agent.run_with(&mut history, first, options, &mut |event| {
+                    if let Some(event) = LiveEvent::from_agent(event) {
+                        forward.send(LiveFrame {
+                            run_id: frame_run.clone(),
+                            event,
+                        });
+                    }
+                }),
+            )
+            .await
+        })
         .await;
         if lost.is_cancelled() && matches!(result.outcome, Outcome::Stopped { .. }) {
             result.outcome = Outcome::Stopped {
@@ -508,8 +528,8 @@ impl Inner {
                 requests: requests
                     .into_iter()
                     .map(|r| RequestSpec {
-                        id: r.request_id.clone(),
-                        call_id: r.request_id,
+                        call_id: r.call_id.unwrap_or_else(|| r.request_id.clone()),
+                        id: r.request_id,
                         tool_name: r.tool_name,
                         kind: match r.kind {
                             AskKind::Question => RequestKind::Question,

@@ -17,6 +17,7 @@
 //! 0275, 0276).
 
 mod background;
+mod relay;
 mod task;
 
 use std::sync::Arc;
@@ -29,6 +30,7 @@ pub use background::{
     ASK_PARENT, AskParentArgs, DEFAULT_MAX_QUESTIONS, TASK_ANSWER, TASK_CANCEL, TASK_STATUS,
     TaskAnswerArgs, TaskIdArgs,
 };
+pub use relay::ASKED_PARENT;
 pub use task::{
     CHILD_MESSAGE_AUTHOR, Child, ChildSetup, DEFAULT_CHILD_MAX_TURNS, DEFAULT_MAX_CONCURRENT,
     DEFAULT_MAX_DEPTH, GENERAL_PURPOSE, PARENT_RUN_LABEL, RESUME_TEXT, SUBAGENT_LABEL, TASK,

@@ -156,6 +156,8 @@ pub(super) struct Inner {
     pub(super) scope: Scope,
     pub(super) max_depth: usize,
     pub(super) max_turns: usize,
+    /// Each child's most tokens per run (`None`: no bound, ADR 0386).
+    pub(super) max_tokens: Option<u64>,
     pub(super) claim_ttl: Duration,
     pub(super) events: Option<TaskEventSink>,
     pub(super) slots: Arc<tokio::sync::Semaphore>,
@@ -181,6 +183,7 @@ impl std::fmt::Debug for Tasks {
             .field("agents", &self.inner.agents)
             .field("max_depth", &self.inner.max_depth)
             .field("max_turns", &self.inner.max_turns)
+            .field("max_tokens", &self.inner.max_tokens)
             .finish_non_exhaustive()
     }
 }
@@ -205,6 +208,7 @@ impl Tasks {
                 scope,
                 max_depth: DEFAULT_MAX_DEPTH,
                 max_turns: DEFAULT_CHILD_MAX_TURNS,
+                max_tokens: None,
                 claim_ttl: DEFAULT_CLAIM_TTL,
                 events: None,
                 slots: Arc::new(tokio::sync::Semaphore::new(DEFAULT_MAX_CONCURRENT)),
@@ -232,6 +236,7 @@ impl Tasks {
             scope: old.scope.clone(),
             max_depth: old.max_depth,
             max_turns: old.max_turns,
+            max_tokens: old.max_tokens,
             claim_ttl: old.claim_ttl,
             events: old.events.clone(),
             slots: old.slots.clone(),
@@ -266,6 +271,14 @@ impl Tasks {
     /// The same, each child making at most `n` model requests (at least 1).
     pub fn with_child_max_turns(self, n: usize) -> Self {
         self.edit(|i| i.max_turns = n.max(1))
+    }
+
+    /// The same, each child's run stopped once its tokens (input plus
+    /// output, as its model reports them) pass `n`
+    /// ([`Agent::with_max_run_tokens`]): its result is then an error whose
+    /// reason is `max_run_tokens`.
+    pub fn with_child_max_tokens(self, n: u64) -> Self {
+        self.edit(|i| i.max_tokens = Some(n))
     }
 
     /// The same, at most `n` children running at once (at least 1); more wait.
@@ -364,20 +377,23 @@ impl Tasks {
         self.tool_at(self.inner.max_depth)
     }
 
-    fn tool_at(&self, depth: usize) -> Arc<dyn Tool> {
+    pub(super) fn tool_at(&self, depth: usize) -> Arc<dyn Tool> {
         let tasks = self.clone();
-        Arc::new(
-            FnTool::new(TASK, self.description(), move |args: TaskArgs, cx| {
-                let tasks = tasks.clone();
-                async move { tasks.call(args, cx, depth).await }
-            })
-            .with_annotations(ToolAnnotations {
-                read_only: false,
-                destructive: false,
-                // A call run again (after a crash) finds its child, not a new one.
-                idempotent: true,
-            }),
-        )
+        let inner = FnTool::new(TASK, self.description(), move |args: TaskArgs, cx| {
+            let tasks = tasks.clone();
+            async move { tasks.call(args, cx, depth).await }
+        })
+        .with_annotations(ToolAnnotations {
+            read_only: false,
+            destructive: false,
+            // A call run again (after a crash) finds its child, not a new one.
+            idempotent: true,
+        });
+        Arc::new(super::relay::TaskTool {
+            inner,
+            tasks: self.clone(),
+            depth,
+        })
     }
 
     /// `agent` with the `task` tool; children compact as `agent` does
@@ -449,10 +465,12 @@ subagents (`subagent_type`):",
                 }
             }
         }
-        if let Some(task_id) = asks
-            && def.config.can_ask_questions == Some(true)
-        {
-            tools.add_arc(self.ask_tool(task_id, def.config.max_questions));
+        if def.config.can_ask_questions == Some(true) {
+            tools.add_arc(match asks {
+                Some(task_id) => self.ask_tool(task_id, def.config.max_questions),
+                // A synchronous task's question pauses the parent's run (ADR 0385).
+                None => self.sync_ask_tool(thread, def.config.max_questions),
+            });
         }
         let nests = depth > 1;
         if nests {
@@ -472,6 +490,9 @@ subagents (`subagent_type`):",
             .with_tools(tools)
             .with_hooks(inner.hooks.clone())
             .with_max_turns(inner.max_turns);
+        if let Some(n) = inner.max_tokens {
+            agent = agent.with_max_run_tokens(n);
+        }
         if !def.config.instructions.is_empty() {
             agent = agent.with_instructions(def.config.instructions.clone());
         }
@@ -549,6 +570,13 @@ subagents (`subagent_type`):",
         runner.aclose().await;
         guard.finish();
         let ended = ended.map_err(|e| store_failure(&e))?;
+        if ended.outcome == RunStatus::Paused.as_str()
+            && let Some(asks) = self.relay_questions(&name, &thread, &cx).await?
+        {
+            // The parent's run pauses on the child's question (ADR 0385).
+            self.emit_ended(&name, &thread, &cx.run_id, &ended);
+            return Ok(ToolOutput::ok(asks));
+        }
         let out = self
             .report(&name, &thread, parent_thread, &cx, &ended, true)
             .await;
@@ -660,21 +688,21 @@ subagents (`subagent_type`):",
 /// in flight end cancelled and it makes no more model requests. The runner
 /// stays among the [`Children`] until it has closed, so [`Tasks::aclose`]
 /// can wait for the child's end.
-struct StopOnDrop {
-    runner: Runner,
-    thread: ThreadKey,
-    children: Children,
-    id: u64,
-    done: bool,
+pub(super) struct StopOnDrop {
+    pub(super) runner: Runner,
+    pub(super) thread: ThreadKey,
+    pub(super) children: Children,
+    pub(super) id: u64,
+    pub(super) done: bool,
 }
 
 impl StopOnDrop {
-    fn register(&self) {
+    pub(super) fn register(&self) {
         lock(&self.children).insert(self.id, self.runner.clone());
     }
 
     /// The child ended and its runner closed: nothing to stop.
-    fn finish(mut self) {
+    pub(super) fn finish(mut self) {
         lock(&self.children).remove(&self.id);
         self.done = true;
     }
@@ -726,7 +754,7 @@ pub(super) struct ChildEnd {
 }
 
 impl ChildEnd {
-    fn of_result(r: &RunResult) -> Self {
+    pub(super) fn of_result(r: &RunResult) -> Self {
         Self {
             run_id: r.run_id.clone(),
             outcome: r.outcome.name().to_owned(),
@@ -798,7 +826,7 @@ pub(super) async fn run_child(
 /// Waits for the child's run: `handle` when this runner runs it, else its
 /// record once it has settled (taking the thread over when its holder's
 /// claim lapses).
-async fn settle(
+pub(super) async fn settle(
     runner: &Runner,
     thread: &ThreadKey,
     handle: Option<RunHandle>,
@@ -831,7 +859,7 @@ async fn settle(
     }
 }
 
-fn runner_failure(e: crate::runner::RunnerError) -> crate::session::StoreError {
+pub(super) fn runner_failure(e: crate::runner::RunnerError) -> crate::session::StoreError {
     crate::session::StoreError::new(
         crate::session::StoreErrorKind::Storage,
         format!("the subagent's runner failed: {}", e.message()),
@@ -906,7 +934,7 @@ fn result(name: &str, thread: &str, ended: &ChildEnd, text: String) -> ToolOutpu
     );
     if ended.outcome == RunStatus::Paused.as_str() {
         text.push_str(
-            " A subagent that waits for an approval or an answer cannot go on inside a task yet.",
+            " A subagent that waits for an approval cannot go on inside a task, nor one that asks a question where its parent's run cannot pause for it (a run outside a runner).",
         );
     }
     text.push_str(&format!("\n\n{usage}"));

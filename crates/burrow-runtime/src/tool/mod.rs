@@ -147,6 +147,29 @@ pub trait Tool: Send + Sync {
 
     /// Runs the call: text, a refusal (`is_error`), or a failure (`Err`).
     async fn call(&self, cx: &CallContext, args: Value) -> Result<ToolOutput, Error>;
+
+    /// Takes on the answer to a question the call `cx` (with `args`) asked
+    /// through its run's runner, which paused the run (a subagent's
+    /// `ask_parent` relayed by `task`, ADR 0385); `request` is the
+    /// arguments the question was recorded with.
+    ///
+    /// # Behavior
+    /// Called by the runner as the paused run resumes, once per answered
+    /// question whose tool is this one, before the run's next model request.
+    /// `None` (the default): the tool takes no answers, and the answer reaches
+    /// the model as the user's next message, as an `ask_user` answer does.
+    /// `Some`: what the model reads of it in that message in place of the
+    /// bare answer (an `Err` is read as the call's failure). It may ask
+    /// again, and the run then pauses again before any model request.
+    async fn answered(
+        &self,
+        _cx: &CallContext,
+        _args: Value,
+        _request: Option<&Value>,
+        _answer: &str,
+    ) -> Option<Result<ToolOutput, Error>> {
+        None
+    }
 }
 
 type CallFn<A> =
