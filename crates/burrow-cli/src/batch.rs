@@ -21,6 +21,10 @@
 //!   lines and makes the exit code 2.
 //! - Exit code: the worst outcome seen: 0 all succeeded, 1 some line was
 //!   refused, 2 some line failed (or a save, or reading stdin, did).
+//! - Three threads (docs/adr/0380): lines are read and parsed on one
+//!   ([`Lines`]), run and saved in order on the caller's, and a saved
+//!   group's results turned into JSON and written on a third ([`Printer`]),
+//!   so parsing and printing overlap running the next lines.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::sync::mpsc;

@@ -82,14 +82,15 @@ impl Output {
         const FIELDS: usize = 64;
         FIELDS
             + match self {
-                Output::Listing { listing, .. } => listing
-                    .entries
-                    .iter()
-                    .map(|e| e.path.len() + FIELDS)
-                    .sum(),
+                Output::Listing { listing, .. } => {
+                    listing.entries.iter().map(|e| e.path.len() + FIELDS).sum()
+                }
                 Output::Window(window) => window.lines.iter().map(|l| l.len() + 3).sum(),
                 Output::Bytes(bytes) => bytes.len().div_ceil(3) * 4,
-                Output::Written { .. } | Output::Edited(_) | Output::Removed(_) | Output::Made(_) => 0,
+                Output::Written { .. }
+                | Output::Edited(_)
+                | Output::Removed(_)
+                | Output::Made(_) => 0,
                 Output::Globbed { result, .. } => {
                     result.files.iter().map(|f| f.path.len() + 3).sum()
                 }

@@ -23,7 +23,10 @@
 //!   already waiting on stdin as one group, a single command is a group of
 //!   one. The group's first change takes the exclusive lock, held to the end
 //!   of the group; its records are appended and synced (one `fsync`) at
-//!   [`Saver::finish`], before any result of the group is printed. Outside a
+//!   [`Saver::finish`], before any result of the group is printed; with no
+//!   journal on disk, a group whose records pass 1 MiB and twice the
+//!   document is saved by writing the document instead (as a compaction
+//!   does, creating no journal: docs/adr/0381). Outside a
 //!   group (`burrow mcp`, `burrow run`) each change is locked and appended
 //!   by itself.
 //! - **Several processes** (docs/adr/0041, docs/adr/0201): under the lock the
