@@ -568,3 +568,55 @@ print(json.dumps({"files": files, "log": state.read_bytes("/log.txt").decode()})
         });
     }
 }
+
+/// A group whose records pass 1 MiB and twice the document (here: a 1.5 MiB
+/// file into no document) is saved by writing the document, with no journal
+/// (docs/adr/0381); a kill at each step of that write leaves the document as
+/// it was or with the whole group, and prints nothing; later small groups
+/// are journaled as before.
+#[test]
+fn a_group_outweighing_the_document_is_folded_into_it_and_a_kill_prints_nothing() {
+    let big: String = (0..60_000)
+        .map(|i| format!("line {i} of a big file\n"))
+        .collect();
+    assert!(big.len() > 1 << 20);
+    let input = write_line("/big.txt", &big);
+    for step in ["after_temp_write", "after_temp_fsync", "after_rename"] {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = dir.path();
+        let (status, printed) = batch_with_env(dir, &input, &[("BURROW_STATE_FAILPOINT", step)]);
+        assert!(status.code().is_none(), "{step}: burrow was not aborted");
+        assert!(printed.is_empty(), "{step}: {printed:?}");
+        assert!(!dir.join("state.json.journal").exists(), "{step}");
+        let cat = burrow_in(dir, &["--backend", SPEC, "--json", "cat", "/big.txt"], b"");
+        if step == "after_rename" {
+            cat.assert_code(0);
+            let doc: Value =
+                serde_json::from_slice(&std::fs::read(dir.join("state.json")).unwrap()).unwrap();
+            assert_eq!(doc["/big.txt"]["content"][0], "line 0 of a big file");
+        } else {
+            cat.assert_json_error(1, "not_found");
+            assert!(!dir.join("state.json").exists(), "{step}");
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let (status, printed) = batch_with_env(dir, &input, &[]);
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(printed.len(), 1, "{printed:?}");
+    assert_eq!(printed[0]["path"], "/big.txt", "{printed:?}");
+    assert!(printed[0]["error"].is_null(), "{printed:?}");
+    assert!(!dir.join("state.json.journal").exists());
+    assert_eq!(ok(dir, &["cat", "/big.txt"], b"").out(), big);
+    // A small change on top is journaled (and compacted when the process ends).
+    let (status, _) = batch_with_env(
+        dir,
+        &write_line("/small.txt", "s\n"),
+        &[("BURROW_STATE_FAILPOINT", "after_append")],
+    );
+    assert!(status.code().is_none());
+    let journal = std::fs::read(dir.join("state.json.journal")).unwrap();
+    assert!(journal.len() > HEADER_LEN);
+    assert_eq!(ok(dir, &["cat", "/small.txt"], b"").out(), "s\n");
+    assert_eq!(ok(dir, &["cat", "/big.txt"], b"").out(), big);
+}
