@@ -550,7 +550,10 @@ struct ThreadParts {
     task_depth: usize,
     task_max_turns: usize,
     task_claim_ttl: Duration,
+    /// What the artifact tools are offered under (ADR 0365).
+    #[cfg_attr(not(feature = "artifacts"), allow(dead_code))]
     permissions: Option<Arc<burrow::permissions::Permissions>>,
+    #[cfg_attr(not(feature = "artifacts"), allow(dead_code))]
     read_only: crate::permissions::ReadOnlyTools,
 }
 
