@@ -22,8 +22,8 @@ use burrow_runtime::mcp::client::McpServers;
 use burrow_runtime::message::{AssistantPart, Message, ToolCall, ToolResult, Usage};
 use burrow_runtime::model::{Model, ScriptedModel};
 use burrow_runtime::runner::{FanoutChannel, LiveChannel, LiveEvent, LiveFrame};
-use burrow_runtime::session::{MemoryStore, Scope, SessionStore};
-use burrow_runtime::subagent::{SubAgent, TaskEvent, Tasks};
+use burrow_runtime::session::{MemoryStore, Scope, SessionStore, ThreadKey};
+use burrow_runtime::subagent::{SubAgent, TaskEvent, TaskEventSink, Tasks};
 use burrow_runtime::team::{MemberDef, Team, TeamEvent, TeamHandle, TeamKey};
 use burrow_runtime::tool::ToolRegistry;
 use futures::StreamExt;
@@ -396,6 +396,79 @@ impl Config {
         session: Option<&str>,
         store: Option<(Arc<dyn SessionStore>, Scope)>,
     ) -> (Agent, Settle) {
+        let (mut agent, parts, rest) = self.shared(opened, ctx, json, session.is_some());
+        #[cfg(feature = "artifacts")]
+        if let Some(workspace) = &rest.artifacts {
+            agent = parts.with_artifacts(agent, workspace);
+        }
+        let (store, scope) = store.unwrap_or_else(|| {
+            (
+                Arc::new(MemoryStore::new()) as Arc<dyn SessionStore>,
+                Scope::new(burrow::DEFAULT_TENANT, "default"),
+            )
+        });
+        let mut team = None;
+        if let Some(members) = rest.team {
+            // The team is the lead's thread's (its run's outside a session).
+            let name = session.map_or_else(|| "team".to_owned(), str::to_owned);
+            let key = TeamKey::new(scope.clone(), name);
+            let mut setup = Team::new(store.clone(), key, parts.model.clone(), members)
+                .with_tools(parts.file_tools.clone())
+                .with_hooks(parts.hooks.clone())
+                .with_member_max_turns(parts.task_max_turns)
+                .with_claim_ttl(parts.task_claim_ttl)
+                .with_events(Arc::new(move |event: TeamEvent| team_event(event, json)));
+            if let Some(config) = agent.compaction() {
+                setup = setup.with_compaction(config.clone());
+            }
+            let (lead, handle) = setup.install(agent);
+            agent = lead;
+            team = Some(handle);
+        }
+        // Each child gets its own place in the workspace (ADR 0364).
+        #[cfg(feature = "artifacts")]
+        let child_setup = rest.artifacts.as_ref().map(|w| w.child_setup());
+        #[cfg(not(feature = "artifacts"))]
+        let child_setup = None;
+        let sink: TaskEventSink = Arc::new(move |event: TaskEvent| task_event(event, json));
+        let children = parts.tasks(store, scope, sink, child_setup);
+        if let Some(tasks) = &children {
+            agent = tasks.install(agent);
+        }
+        (
+            agent,
+            Settle {
+                hooks: parts.hooks,
+                children: children.into_iter().collect(),
+                team,
+                mcp: rest.mcp,
+            },
+        )
+    }
+
+    /// The agent of `burrow serve` and what makes each thread's own from it
+    /// ([`Served::for_thread`]: the artifact workspace and `task`, ADR 0405).
+    pub fn served(self, opened: &Opened, ctx: FileContext, json: bool) -> Served {
+        // Served runs write no hook transcripts, as before (no one thread's).
+        let (agent, parts, rest) = self.shared(opened, ctx, json, false);
+        Served {
+            agent,
+            parts,
+            mcp: rest.mcp,
+            tasks: Arc::default(),
+        }
+    }
+
+    /// What every thread's agent shares (the model, the file, memory and MCP
+    /// tools as the permissions offer them, the hooks, todos, skills and
+    /// uploads), what each thread's own parts are made of, and the rest.
+    fn shared(
+        self,
+        opened: &Opened,
+        ctx: FileContext,
+        json: bool,
+        transcripts: bool,
+    ) -> (Agent, ThreadParts, Rest) {
         let mut tools = ToolRegistry::new();
         let memory_ctx = ctx.clone();
         let mut tool_config = ToolConfig::default();
@@ -432,7 +505,7 @@ impl Config {
         let mut hooks = self
             .hooks
             .with_failure_sink(Arc::new(move |f| report(&f, json)));
-        if let (Some(dir), Some(_)) = (transcript_dir(), session) {
+        if let (Some(dir), true) = (transcript_dir(), transcripts) {
             hooks = hooks.with_transcripts(dir);
         }
         let mut agent = Agent::new(self.model)
@@ -449,73 +522,205 @@ impl Config {
         if let Some(uploads) = self.uploads {
             agent = burrow_runtime::uploads::with_uploads(agent, uploads);
         }
-        #[cfg(feature = "artifacts")]
-        if let Some(workspace) = &self.artifacts {
-            agent = workspace.install(agent);
-            // Its tools are offered and decided as the others are (ADR 0365):
-            // plan mode offers, and runs, the reading ones only.
-            if let Some(permissions) = &self.permissions {
-                self.read_only.note(agent.tools());
-                let tools = crate::permissions::offered(agent.tools().clone(), permissions, |t| t);
-                agent = agent.with_tools(tools);
-            }
-        }
-        let (store, scope) = store.unwrap_or_else(|| {
-            (
-                Arc::new(MemoryStore::new()) as Arc<dyn SessionStore>,
-                Scope::new(burrow::DEFAULT_TENANT, "default"),
-            )
-        });
-        let mut team = None;
-        if let Some(members) = self.team {
-            // The team is the lead's thread's (its run's outside a session).
-            let name = session.map_or_else(|| "team".to_owned(), str::to_owned);
-            let key = TeamKey::new(scope.clone(), name);
-            let mut setup = Team::new(store.clone(), key, model.clone(), members)
-                .with_tools(file_tools.clone())
-                .with_hooks(hooks.clone())
-                .with_member_max_turns(self.task_max_turns)
-                .with_claim_ttl(self.task_claim_ttl)
-                .with_events(Arc::new(move |event: TeamEvent| team_event(event, json)));
-            if let Some(config) = agent.compaction() {
-                setup = setup.with_compaction(config.clone());
-            }
-            let (lead, handle) = setup.install(agent);
-            agent = lead;
-            team = Some(handle);
-        }
-        let mut children = None;
-        if let Some(agents) = self.agents {
-            let tasks = Tasks::new(agents, model, store, scope)
-                .with_tools(file_tools)
-                .with_spill(toolset)
-                .with_hooks(hooks.clone())
-                .with_max_depth(self.task_depth)
-                .with_child_max_turns(self.task_max_turns)
-                .with_claim_ttl(self.task_claim_ttl)
-                .with_events(Arc::new(move |event: TaskEvent| task_event(event, json)));
-            let tasks = match self.task_max_tokens {
-                Some(n) => tasks.with_child_max_tokens(n),
-                None => tasks,
-            };
-            // Each child gets its own place in the workspace (ADR 0364).
+        let parts = ThreadParts {
+            model,
+            agents: self.agents,
+            file_tools,
+            toolset,
+            hooks,
+            task_depth: self.task_depth,
+            task_max_turns: self.task_max_turns,
+            task_claim_ttl: self.task_claim_ttl,
+            task_max_tokens: self.task_max_tokens,
+            permissions: self.permissions,
+            read_only: self.read_only,
+        };
+        let rest = Rest {
+            team: self.team,
+            mcp: self.mcp,
             #[cfg(feature = "artifacts")]
-            let tasks = match &self.artifacts {
-                Some(workspace) => tasks.with_child_setup(workspace.child_setup()),
-                None => tasks,
-            };
-            agent = tasks.install(agent);
-            children = Some(tasks);
+            artifacts: self.artifacts,
+        };
+        (agent, parts, rest)
+    }
+}
+
+/// What a thread's agent gets beyond what every thread's shares: the
+/// artifact tools of its place in the workspace and `task`, whose children
+/// are runs of the thread's store and scope (ADR 0405).
+#[derive(Clone)]
+struct ThreadParts {
+    model: Arc<dyn Model>,
+    /// The subagents of `--agents DIR`, if given.
+    agents: Option<Vec<SubAgent>>,
+    /// The tools children may get (the file and MCP tools, as offered).
+    file_tools: ToolRegistry,
+    /// Where a child's long final text is spilled.
+    toolset: Arc<burrow_runtime::tools::Toolset>,
+    hooks: Hooks,
+    task_depth: usize,
+    task_max_turns: usize,
+    task_claim_ttl: Duration,
+    /// Each child's token bound (`--task-max-tokens`), if any.
+    task_max_tokens: Option<u64>,
+    /// What the artifact tools are offered under (ADR 0365).
+    #[cfg_attr(not(feature = "artifacts"), allow(dead_code))]
+    permissions: Option<Arc<burrow::permissions::Permissions>>,
+    #[cfg_attr(not(feature = "artifacts"), allow(dead_code))]
+    read_only: crate::permissions::ReadOnlyTools,
+}
+
+/// What [`Config::shared`] leaves to `burrow run`'s set-up.
+struct Rest {
+    team: Option<Vec<MemberDef>>,
+    mcp: Option<Arc<McpServers>>,
+    #[cfg(feature = "artifacts")]
+    artifacts: Option<Arc<burrow_artifacts::tools::ArtifactWorkspace>>,
+}
+
+impl ThreadParts {
+    /// `agent` in `workspace`: its tools offered and decided as the others
+    /// are (ADR 0365): plan mode offers, and runs, the reading ones only.
+    #[cfg(feature = "artifacts")]
+    fn with_artifacts(
+        &self,
+        agent: Agent,
+        workspace: &Arc<burrow_artifacts::tools::ArtifactWorkspace>,
+    ) -> Agent {
+        let mut agent = workspace.install(agent);
+        if let Some(permissions) = &self.permissions {
+            self.read_only.note(agent.tools());
+            let tools = crate::permissions::offered(agent.tools().clone(), permissions, |t| t);
+            agent = agent.with_tools(tools);
         }
-        (
-            agent,
-            Settle {
-                hooks,
-                children,
-                team,
-                mcp: self.mcp,
-            },
-        )
+        agent
+    }
+
+    /// With `--agents`, the `task` set-up: children as runs of `store` in
+    /// `scope`, what they do sent to `sink`, each agent completed by
+    /// `child_setup` when given.
+    fn tasks(
+        &self,
+        store: Arc<dyn SessionStore>,
+        scope: Scope,
+        sink: TaskEventSink,
+        child_setup: Option<burrow_runtime::subagent::ChildSetup>,
+    ) -> Option<Tasks> {
+        let agents = self.agents.clone()?;
+        let tasks = Tasks::new(agents, self.model.clone(), store, scope)
+            .with_tools(self.file_tools.clone())
+            .with_spill(self.toolset.clone())
+            .with_hooks(self.hooks.clone())
+            .with_max_depth(self.task_depth)
+            .with_child_max_turns(self.task_max_turns)
+            .with_claim_ttl(self.task_claim_ttl)
+            .with_events(sink);
+        let tasks = match self.task_max_tokens {
+            Some(n) => tasks.with_child_max_tokens(n),
+            None => tasks,
+        };
+        Some(match child_setup {
+            Some(setup) => tasks.with_child_setup(setup),
+            None => tasks,
+        })
+    }
+}
+
+/// `burrow serve`'s agent: what every thread's shares, and what makes each
+/// thread's own (ADR 0405).
+pub struct Served {
+    agent: Agent,
+    parts: ThreadParts,
+    mcp: Option<Arc<McpServers>>,
+    /// The `task` set-up of each thread's latest segment, stopped and
+    /// settled at shutdown.
+    tasks: Arc<std::sync::Mutex<std::collections::HashMap<ThreadKey, Tasks>>>,
+}
+
+impl Served {
+    /// What every thread's agent shares.
+    pub fn agent(&self) -> Agent {
+        self.agent.clone()
+    }
+
+    /// Whether threads' agents have `task` (`--agents`).
+    pub fn has_tasks(&self) -> bool {
+        self.parts.agents.is_some()
+    }
+
+    /// The agent of a segment in `thread`: `agent` in `workspace` (the
+    /// thread's place in the artifact workspace, when served) and with
+    /// `task`, its children runs of the thread's tenant and workspace, what
+    /// they do sent to `sink`, each child in its own place in `workspace`.
+    #[cfg(feature = "artifacts")]
+    pub fn for_thread(
+        &self,
+        agent: &Agent,
+        thread: &ThreadKey,
+        store: Arc<dyn SessionStore>,
+        sink: TaskEventSink,
+        workspace: Option<Arc<burrow_artifacts::tools::ArtifactWorkspace>>,
+    ) -> Agent {
+        let mut agent = agent.clone();
+        if let Some(workspace) = &workspace {
+            agent = self.parts.with_artifacts(agent, workspace);
+        }
+        let child_setup = workspace.as_ref().map(|w| w.child_setup());
+        self.with_tasks(agent, thread, store, sink, child_setup)
+    }
+
+    /// The agent of a segment in `thread`: `agent` with `task`, its
+    /// children runs of the thread's tenant and workspace, what they do
+    /// sent to `sink`.
+    #[cfg(not(feature = "artifacts"))]
+    pub fn for_thread(
+        &self,
+        agent: &Agent,
+        thread: &ThreadKey,
+        store: Arc<dyn SessionStore>,
+        sink: TaskEventSink,
+    ) -> Agent {
+        self.with_tasks(agent.clone(), thread, store, sink, None)
+    }
+
+    fn with_tasks(
+        &self,
+        agent: Agent,
+        thread: &ThreadKey,
+        store: Arc<dyn SessionStore>,
+        sink: TaskEventSink,
+        child_setup: Option<burrow_runtime::subagent::ChildSetup>,
+    ) -> Agent {
+        let Some(tasks) = self
+            .parts
+            .tasks(store, thread.scope.clone(), sink, child_setup)
+        else {
+            return agent;
+        };
+        let agent = tasks.install(agent);
+        // One thread runs one segment at a time here: its latest set-up is
+        // the one with children that may still run.
+        let mut all = match self.tasks.lock() {
+            Ok(all) => all,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        all.insert(thread.clone(), tasks);
+        agent
+    }
+
+    /// What to settle once the server has stopped: the threads' children
+    /// (stopped with their runs), the hooks' background runs, the MCP servers.
+    pub fn settle(&self) -> Settle {
+        let children = match self.tasks.lock() {
+            Ok(all) => all.values().cloned().collect(),
+            Err(poisoned) => poisoned.into_inner().values().cloned().collect(),
+        };
+        Settle {
+            hooks: self.parts.hooks.clone(),
+            children,
+            team: None,
+            mcp: self.mcp.clone(),
+        }
     }
 }
 
@@ -524,7 +729,7 @@ impl Config {
 /// stopped with their parent (so none is left recorded running).
 pub struct Settle {
     hooks: Hooks,
-    children: Option<Tasks>,
+    children: Vec<Tasks>,
     /// The team the agent leads: its members' runs stopped and settled.
     team: Option<TeamHandle>,
     /// The MCP servers, stopped once the run has settled.
@@ -535,7 +740,7 @@ impl Settle {
     /// Waits for stopped children to record their ends, then for the
     /// background hooks (a child's SubagentStop among them).
     pub async fn settle(&self) {
-        if let Some(tasks) = &self.children {
+        for tasks in &self.children {
             tasks.aclose().await;
         }
         if let Some(team) = &self.team {
@@ -570,10 +775,60 @@ fn report(failure: &HookFailure, json: bool) {
 }
 
 /// Prints what a `task` child does, queued at once (the child's run never
-/// waits for the reader): with `--json` its events, each with the child's
-/// `run_id` and the parent's `parent_run_id` (`task_started`, the child's
-/// frames, `task_ended`); else one line on stderr as it starts and as it ends.
+/// waits for the reader): with `--json` its events ([`task_event_json`]);
+/// else one line on stderr as it starts and as it ends.
 fn task_event(event: TaskEvent, json: bool) {
+    if json {
+        if let Some((_, line)) = task_event_json(&event) {
+            pipe::now(format!("{line}\n"), true);
+        }
+        return;
+    }
+    match event {
+        TaskEvent::Started {
+            run_id,
+            thread_id,
+            subagent_type,
+            description,
+            ..
+        } => {
+            let line = format!(
+                "burrow: task {subagent_type} started: {} (run {run_id}, thread {thread_id})",
+                cut(&description, SUMMARY_CHARS)
+            );
+            pipe::now(format!("{}\n", display::sentence(&line)), false);
+        }
+        TaskEvent::Ended {
+            run_id,
+            subagent_type,
+            outcome,
+            reason,
+            turns,
+            tool_calls,
+            usage,
+            ..
+        } => {
+            let how = match reason {
+                Some(reason) => format!("{outcome} ({reason})"),
+                None => outcome,
+            };
+            let line = format!(
+                "burrow: task {subagent_type} {how}: {}, {}, {} (run {run_id})",
+                count(turns, "turn"),
+                count(tool_calls, "tool call"),
+                usage_text(&usage)
+            );
+            pipe::now(format!("{}\n", display::sentence(&line)), false);
+        }
+        _ => {}
+    }
+}
+
+/// The parent's run id and the JSON `burrow run --json` prints for what a
+/// `task` child does: `task_started`, each of the child's frames with the
+/// child's `run_id` and the parent's `parent_run_id`, `task_ended`; also
+/// what `burrow serve` sends in the parent's live frames (ADR 0405).
+pub(crate) fn task_event_json(event: &TaskEvent) -> Option<(String, Value)> {
     match event {
         TaskEvent::Started {
             run_id,
@@ -581,34 +836,27 @@ fn task_event(event: TaskEvent, json: bool) {
             thread_id,
             subagent_type,
             description,
-        } => {
-            if json {
-                let line = serde_json::json!({"type": "task_started", "run_id": run_id,
-                    "parent_run_id": parent_run_id, "thread_id": thread_id,
-                    "subagent_type": subagent_type, "description": description});
-                pipe::now(format!("{line}\n"), true);
-            } else {
-                let line = format!(
-                    "burrow: task {subagent_type} started: {} (run {run_id}, thread {thread_id})",
-                    cut(&description, SUMMARY_CHARS)
-                );
-                pipe::now(format!("{}\n", display::sentence(&line)), false);
-            }
-        }
+        } => Some((
+            parent_run_id.clone(),
+            serde_json::json!({"type": "task_started", "run_id": run_id,
+                "parent_run_id": parent_run_id, "thread_id": thread_id,
+                "subagent_type": subagent_type, "description": description}),
+        )),
         TaskEvent::Frame {
             run_id,
             parent_run_id,
             event,
-        } => {
-            if !json {
-                return;
+        } => match serde_json::to_value(event) {
+            Ok(Value::Object(mut fields)) => {
+                fields.insert("run_id".to_owned(), Value::String(run_id.clone()));
+                fields.insert(
+                    "parent_run_id".to_owned(),
+                    Value::String(parent_run_id.clone()),
+                );
+                Some((parent_run_id.clone(), Value::Object(fields)))
             }
-            if let Ok(Value::Object(mut fields)) = serde_json::to_value(&event) {
-                fields.insert("run_id".to_owned(), Value::String(run_id));
-                fields.insert("parent_run_id".to_owned(), Value::String(parent_run_id));
-                pipe::now(format!("{}\n", Value::Object(fields)), true);
-            }
-        }
+            _ => None,
+        },
         TaskEvent::Ended {
             run_id,
             parent_run_id,
@@ -619,28 +867,14 @@ fn task_event(event: TaskEvent, json: bool) {
             turns,
             tool_calls,
             usage,
-        } => {
-            if json {
-                let line = serde_json::json!({"type": "task_ended", "run_id": run_id,
-                    "parent_run_id": parent_run_id, "thread_id": thread_id,
-                    "subagent_type": subagent_type, "outcome": outcome, "reason": reason,
-                    "turns": turns, "tool_calls": tool_calls, "usage": usage});
-                pipe::now(format!("{line}\n"), true);
-            } else {
-                let how = match reason {
-                    Some(reason) => format!("{outcome} ({reason})"),
-                    None => outcome,
-                };
-                let line = format!(
-                    "burrow: task {subagent_type} {how}: {}, {}, {} (run {run_id})",
-                    count(turns, "turn"),
-                    count(tool_calls, "tool call"),
-                    usage_text(&usage)
-                );
-                pipe::now(format!("{}\n", display::sentence(&line)), false);
-            }
-        }
-        _ => {}
+        } => Some((
+            parent_run_id.clone(),
+            serde_json::json!({"type": "task_ended", "run_id": run_id,
+                "parent_run_id": parent_run_id, "thread_id": thread_id,
+                "subagent_type": subagent_type, "outcome": outcome, "reason": reason,
+                "turns": turns, "tool_calls": tool_calls, "usage": usage}),
+        )),
+        _ => None,
     }
 }
 

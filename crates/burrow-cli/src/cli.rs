@@ -565,13 +565,36 @@ pub struct ServeArgs {
     /// Give the agent write_todos.
     #[arg(long)]
     pub todos: bool,
+    /// Subagents: DIR/*.md in Claude Code's agent form (as for `burrow run`). Each thread's
+    /// agent gets `task`; its children run in threads THREAD/task-CALL of the token's tenant.
+    #[arg(long, value_name = "DIR")]
+    pub agents: Option<PathBuf>,
+    /// How deep tasks nest: 1 (the default) means a subagent starts no subagents.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub max_task_depth: u32,
+    /// Most model requests of each subagent's run.
+    #[arg(long, value_name = "N", default_value_t = 50,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub task_max_turns: u32,
+    /// Most tokens of each subagent's run (input plus output, as its model reports them):
+    /// past it the subagent makes no more model requests and its task's result is an error
+    /// with the reason max_run_tokens. No bound unless given.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub task_max_tokens: Option<u64>,
     /// The artifact workspace of the session (DIR/KIND.schema.json kinds, as for `burrow
     /// artifact`): its operations under /v1/artifacts and /v1/proposals, each change
     /// attributed to the token's name, and each thread's view lists the artifacts its
-    /// agent follows.
+    /// agent follows. Each thread's agent gets the artifact tools, the artifacts it follows
+    /// in every request and notes of others' changes, as `burrow run --artifacts` gives
+    /// them, working as thread:ID in its token's tenant.
     #[cfg(feature = "artifacts")]
     #[arg(long, value_name = "DIR")]
     pub artifacts: Option<PathBuf>,
+    /// With --artifacts: no notes of others' changes for the agents.
+    #[cfg(feature = "artifacts")]
+    #[arg(long, requires = "artifacts")]
+    pub no_notices: bool,
     /// The address to listen on; loopback unless told otherwise.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
     pub listen: std::net::SocketAddr,

@@ -590,10 +590,20 @@ async fn run_setup(cli: &Cli) -> io::Result<Result<Option<session::Setup>, Exit>
                 )?;
                 return Ok(Err(Exit::Failed));
             };
-            Ok(Ok(Some(
+            let setup =
                 session::Setup::given(model, args.settings.as_slice(), args.max_turns, args.todos)
-                    .with_mcp(args.mcp_timeout, args.strict_mcp),
-            )))
+                    .with_tasks(
+                        args.agents.as_deref(),
+                        args.max_task_depth,
+                        args.task_max_turns,
+                    )
+                    .with_task_max_tokens(args.task_max_tokens)
+                    .with_mcp(args.mcp_timeout, args.strict_mcp);
+            // Recorded as `burrow run --artifacts` records it, so `burrow thread
+            // answer` resumes a served run in the same workspace (ADR 0405).
+            #[cfg(feature = "artifacts")]
+            let setup = setup.with_artifacts(args.artifacts.as_deref(), args.no_notices, None);
+            Ok(Ok(Some(setup)))
         }
         _ => Ok(Ok(None)),
     }
@@ -784,9 +794,13 @@ async fn run_agent(
                 claim_ttl: serve_args.claim_ttl,
                 setup,
             };
-            let (agent, hooks) = config.agent_for(opened, ctx, json, None, None);
-            let outcome = serve::serve(agent, store, &args, &serve_args, json).await;
-            hooks.settle().await;
+            let served = std::sync::Arc::new(
+                config
+                    .with_task_claim_ttl(std::time::Duration::from_secs(serve_args.claim_ttl))
+                    .served(opened, ctx, json),
+            );
+            let outcome = serve::serve(served.clone(), store, &args, &serve_args, json).await;
+            served.settle().settle().await;
             outcome
         }
         _ => return Ok(Exit::Failed),

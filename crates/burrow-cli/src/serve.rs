@@ -6,11 +6,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use burrow_runtime::agent::Agent;
-use burrow_runtime::runner::FanoutChannel;
-use burrow_runtime::session::SessionStore;
+use burrow_runtime::runner::{AgentForThread, FanoutChannel, LiveChannel, LiveEvent, LiveFrame};
+use burrow_runtime::session::{SessionStore, ThreadKey};
+use burrow_runtime::subagent::{TaskEvent, TaskEventSink};
 use burrow_serve::{Limits, Server, Tokens, Wake};
 use serde_json::json;
 
+use crate::agent::Served;
 use crate::cli::ServeArgs;
 use crate::output::Exit;
 use crate::session::{self, Refused, SessionArgs};
@@ -37,8 +39,12 @@ pub fn token_add(path: &Path, tenant: &str, name: &str, json: bool) -> io::Resul
 }
 
 /// `burrow serve`: serves until SIGTERM or SIGINT, then shuts down gracefully.
+/// Each thread's runs get `served`'s agent made for the thread: `task`
+/// (`--agents`), its children's doings in the run's live frames, and the
+/// thread's place in the artifact workspace (`--artifacts`), as `burrow run`
+/// gives them (ADR 0405).
 pub async fn serve(
-    agent: Agent,
+    served: Arc<Served>,
     store: Arc<dyn SessionStore>,
     args: &SessionArgs,
     serve: &ServeArgs,
@@ -67,7 +73,16 @@ pub async fn serve(
         None => None,
     };
     let live = Arc::new(FanoutChannel::new(crate::agent::LIVE_FRAMES));
-    let runner = session::runner_with_live(agent, store, args, live);
+    #[cfg(feature = "artifacts")]
+    let agent_for = agent_for_thread(
+        &served,
+        &store,
+        &live,
+        artifacts.clone().map(|store| (store, !serve.no_notices)),
+    );
+    #[cfg(not(feature = "artifacts"))]
+    let agent_for = agent_for_thread(&served, &store, &live);
+    let runner = session::runner_with_live(served.agent(), store, args, live, agent_for);
     let listener = tokio::net::TcpListener::bind(serve.listen)
         .await
         .map_err(|e| {
@@ -109,6 +124,74 @@ pub async fn serve(
         .await
         .map_err(|e| Refused::failure(e.message().to_owned()))?;
     Ok(Exit::Success)
+}
+
+/// What a `task` child does, sent in its parent run's live frames as
+/// `burrow run --json` prints it (ADR 0405).
+fn task_sink(live: &Arc<FanoutChannel>) -> TaskEventSink {
+    let live = Arc::clone(live);
+    Arc::new(move |event: TaskEvent| {
+        if let Some((parent_run_id, line)) = crate::agent::task_event_json(&event) {
+            live.send(LiveFrame {
+                run_id: parent_run_id,
+                event: LiveEvent::Task { event: line },
+            });
+        }
+    })
+}
+
+/// What makes each thread's agent (`None` when no thread needs its own):
+/// `task` with `--agents`, and with `--artifacts` the thread's place in
+/// the workspace of the thread's tenant, named `thread:ID` as `burrow run
+/// --thread ID` names it, hearing of others' changes from its first look
+/// (`notices`) (ADR 0405).
+#[cfg(feature = "artifacts")]
+fn agent_for_thread(
+    served: &Arc<Served>,
+    store: &Arc<dyn SessionStore>,
+    live: &Arc<FanoutChannel>,
+    artifacts: Option<(Arc<dyn burrow_artifacts::ArtifactStore>, bool)>,
+) -> Option<AgentForThread> {
+    if !served.has_tasks() && artifacts.is_none() {
+        return None;
+    }
+    let served = Arc::clone(served);
+    let store = Arc::clone(store);
+    let sink = task_sink(live);
+    Some(Arc::new(move |agent: &Agent, thread: &ThreadKey| {
+        let workspace = artifacts.as_ref().map(|(artifacts, notices)| {
+            let scope = burrow_runtime::session::Scope::new(
+                thread.scope.tenant.clone(),
+                crate::artifact::WORKSPACE,
+            );
+            let name = crate::run_artifacts::agent_name(Some(&thread.thread));
+            Arc::new(
+                burrow_artifacts::tools::ArtifactWorkspace::new(Arc::clone(artifacts), scope, name)
+                    .with_notices(*notices)
+                    .with_watch_from_first_look(),
+            )
+        });
+        served.for_thread(agent, thread, Arc::clone(&store), sink.clone(), workspace)
+    }))
+}
+
+/// What makes each thread's agent (`None` without `--agents`): `task`,
+/// its children runs of the thread's tenant (ADR 0405).
+#[cfg(not(feature = "artifacts"))]
+fn agent_for_thread(
+    served: &Arc<Served>,
+    store: &Arc<dyn SessionStore>,
+    live: &Arc<FanoutChannel>,
+) -> Option<AgentForThread> {
+    if !served.has_tasks() {
+        return None;
+    }
+    let served = Arc::clone(served);
+    let store = Arc::clone(store);
+    let sink = task_sink(live);
+    Some(Arc::new(move |agent: &Agent, thread: &ThreadKey| {
+        served.for_thread(agent, thread, Arc::clone(&store), sink.clone())
+    }))
 }
 
 /// What wakes watchers of runs another process holds (ADR 0344): PostgreSQL's

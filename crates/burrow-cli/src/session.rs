@@ -592,22 +592,27 @@ fn runner(
         transcript: Mutex::new(transcript),
         watched: Mutex::default(),
     };
-    runner_with_live(agent, store, args, Arc::new(live))
+    runner_with_live(agent, store, args, Arc::new(live), None)
 }
 
 /// The runner `burrow run --session` and `burrow thread` use (the claim TTL,
 /// `ask_user`, the setup's run labels), its live frames going to `live`:
-/// `burrow serve` runs threads the same way.
+/// `burrow serve` runs threads the same way, each thread's agent made by
+/// `agent_for` when given (ADR 0405).
 pub fn runner_with_live(
     agent: Agent,
     store: Arc<dyn SessionStore>,
     args: &SessionArgs,
     live: Arc<dyn LiveChannel>,
+    agent_for: Option<burrow_runtime::runner::AgentForThread>,
 ) -> Runner {
     let mut config = RunnerConfig::default()
         .with_claim_ttl(Duration::from_secs(args.claim_ttl))
         .with_ask_user(true)
         .with_live(live);
+    if let Some(agent_for) = agent_for {
+        config = config.with_agent_for_thread(agent_for);
+    }
     for (name, value) in args.setup.labels() {
         config = config.with_run_label(name, value);
     }

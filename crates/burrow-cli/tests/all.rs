@@ -85,6 +85,8 @@ mod all {
     mod serve_checkpoints;
     #[cfg(all(feature = "serve", feature = "sqlite"))]
     mod serve_settings;
+    #[cfg(all(feature = "serve", feature = "sqlite"))]
+    mod serve_tasks;
     #[cfg(feature = "run")]
     mod session;
     mod spec_support;

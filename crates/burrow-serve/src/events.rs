@@ -39,6 +39,17 @@ fn frame_json(frame: &LiveFrame) -> (&'static str, Value) {
             "end",
             json!({"type": "run_ended", "run_id": frame.run_id, "outcome": outcome, "reason": reason}),
         ),
+        // A subagent's doings, as `burrow run --json` prints them (ADR 0405):
+        // its own frames are `task_frame` events, so a watcher of the run's
+        // text never takes the child's for it.
+        LiveEvent::Task { event } => {
+            let name = match event.get("type").and_then(Value::as_str) {
+                Some("task_started") => "task_started",
+                Some("task_ended") => "task_ended",
+                _ => "task_frame",
+            };
+            (name, event.clone())
+        }
         other => {
             let value = serde_json::to_value(other).unwrap_or(Value::Null);
             let name = match other {
@@ -109,7 +120,9 @@ impl Position {
     responses((status = 200, content_type = "text/event-stream", body = String,
                description = "One event per live frame, named by its type (run_started, text_delta, \
                    thinking_delta, tool_call, tool_result, usage, retry, draft), each with an id and \
-                   the JSON `burrow run --json` prints; `gap` {missed} when frames were dropped; \
+                   the JSON `burrow run --json` prints; a subagent's `task_started`, `task_ended` and \
+                   `task_frame` (its own frames, with its run_id and the parent_run_id); \
+                   `gap` {missed} when frames were dropped; \
                    `end` {type: run_ended, outcome, reason} last; heartbeat comments between"),
               (status = 401, body = crate::types::Problem, content_type = "application/problem+json"),
               (status = 404, body = crate::types::Problem, content_type = "application/problem+json"),

@@ -10,7 +10,7 @@ use super::support::{
 
 /// `DIR/agents/NAME.md` with `frontmatter` lines and `body`; the child's
 /// script is `DIR/agents/NAME.jsonl`, named relative to the folder.
-fn agent(dir: &Path, name: &str, frontmatter: &str, body: &str, answers: &[Value]) {
+pub(super) fn agent(dir: &Path, name: &str, frontmatter: &str, body: &str, answers: &[Value]) {
     let agents = dir.join("agents");
     std::fs::create_dir_all(&agents).unwrap();
     let text: String = answers.iter().map(|a| format!("{a}\n")).collect();
@@ -24,7 +24,7 @@ fn agent(dir: &Path, name: &str, frontmatter: &str, body: &str, answers: &[Value
     .unwrap();
 }
 
-fn task_call(id: &str, subagent: &str, prompt: &str) -> Value {
+pub(super) fn task_call(id: &str, subagent: &str, prompt: &str) -> Value {
     json!({"id": id, "name": "task", "arguments": {
         "description": "look around", "prompt": prompt, "subagent_type": subagent}})
 }
@@ -629,7 +629,10 @@ fn a_killed_parent_is_taken_over_and_its_child_goes_on_to_its_report() {
 
 /// One chat-completions answer (the `openai:` wire) calling `name` with `args`, or saying `text`.
 #[cfg(feature = "openai")]
-fn chat(text: Option<&str>, call: Option<(&str, &str, Value)>) -> burrow_testkit::http::Reply {
+pub(super) fn chat(
+    text: Option<&str>,
+    call: Option<(&str, &str, Value)>,
+) -> burrow_testkit::http::Reply {
     let chunk = |delta: Value, finish: Value| {
         let c = json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-test",
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], "usage": null});

@@ -557,8 +557,18 @@ mod handback {
 /// `burrow ARGS` started in `dir`, and the base URL its first stderr line says it serves
 /// on (the rest of its stderr drained, so it never blocks on it).
 pub(super) fn spawn_serve(dir: &std::path::Path, args: &[&str]) -> (std::process::Child, String) {
+    spawn_serve_env(dir, args, &[])
+}
+
+/// [`spawn_serve`] with `envs` set in the server's environment.
+pub(super) fn spawn_serve_env(
+    dir: &std::path::Path,
+    args: &[&str],
+    envs: &[(&str, &str)],
+) -> (std::process::Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_burrow"))
         .args(args)
+        .envs(envs.iter().copied())
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::null())

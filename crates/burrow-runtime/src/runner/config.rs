@@ -1,4 +1,4 @@
-//! How a `Runner` is set up: the live channel, claim TTL, `ask_user`, the agent name, turn context and evaluators, run labels and the test failpoint.
+//! How a `Runner` is set up: the live channel, claim TTL, `ask_user`, the agent name, the agent of each thread, turn context and evaluators, run labels and the test failpoint.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -8,6 +8,14 @@ use super::claim::DEFAULT_CLAIM_TTL;
 
 use super::live::{FanoutChannel, LiveChannel};
 use super::turn::{TurnContext, TurnEvaluator};
+use crate::agent::Agent;
+use crate::session::ThreadKey;
+
+/// What makes the agent of each run segment in a thread from the runner's
+/// agent: a runner serving many threads and tenants gives each agent what
+/// must know its thread (a `task` tool whose children are runs of the
+/// thread's scope, an artifact workspace named after the thread; ADR 0405).
+pub type AgentForThread = Arc<dyn Fn(&Agent, &ThreadKey) -> Agent + Send + Sync>;
 
 /// How a runner is set up.
 #[derive(Clone)]
@@ -34,6 +42,9 @@ pub struct RunnerConfig {
     /// Takes a checkpoint (the files' pre-images) before every batch that
     /// changes files (ADR 0295); none by default.
     pub checkpoints: Option<crate::checkpoint::Checkpointer>,
+    /// Makes the agent of each segment (and of each repair of a run left
+    /// behind) in a thread; `None`: the runner's agent, as it is.
+    pub agent_for_thread: Option<AgentForThread>,
     /// Where this runner's runs crash, in crash-recovery tests (feature `failpoints`).
     #[cfg(feature = "failpoints")]
     pub failpoint: Option<Arc<dyn crate::failpoint::Failpoint>>,
@@ -50,6 +61,7 @@ impl Default for RunnerConfig {
             evaluators: Vec::new(),
             run_labels: BTreeMap::new(),
             checkpoints: None,
+            agent_for_thread: None,
             #[cfg(feature = "failpoints")]
             failpoint: None,
         }
@@ -100,6 +112,13 @@ impl RunnerConfig {
         self
     }
 
+    /// The same config making each thread's agent with `agent_for`, given
+    /// the runner's agent and the thread, as each segment starts (ADR 0405).
+    pub fn with_agent_for_thread(mut self, agent_for: AgentForThread) -> Self {
+        self.agent_for_thread = Some(agent_for);
+        self
+    }
+
     /// The same config with (or without) the `ask_user` tool.
     pub fn with_ask_user(mut self, ask_user: bool) -> Self {
         self.ask_user = ask_user;
@@ -113,6 +132,7 @@ impl std::fmt::Debug for RunnerConfig {
             .field("claim_ttl", &self.claim_ttl)
             .field("ask_user", &self.ask_user)
             .field("agent_name", &self.agent_name)
+            .field("agent_for_thread", &self.agent_for_thread.is_some())
             .finish_non_exhaustive()
     }
 }

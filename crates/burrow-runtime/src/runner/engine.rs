@@ -142,6 +142,17 @@ pub(super) struct Inner {
     pub(super) idle: Notify,
 }
 
+impl Inner {
+    /// The agent of a segment in `thread`: the runner's, made for the thread
+    /// when the config says how ([`RunnerConfig::agent_for_thread`]).
+    pub(super) fn agent_of(&self, thread: &ThreadKey) -> Agent {
+        match &self.config.agent_for_thread {
+            Some(agent_for) => agent_for(&self.agent, thread),
+            None => self.agent.clone(),
+        }
+    }
+}
+
 #[derive(Default)]
 pub(super) struct State {
     /// This process's runs, by thread.

@@ -81,6 +81,7 @@ fn frame_bytes(frame: &LiveFrame) -> usize {
                 + json(snapshot)
                 + artifact_id.as_ref().map_or(0, String::len)
         }
+        LiveEvent::Task { event } => json(event),
         _ => 0,
     };
     frame.run_id.len() + event + 32
@@ -193,6 +194,15 @@ pub enum LiveEvent {
         /// The id of the thing, once it has one.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         artifact_id: Option<String>,
+    },
+    /// What a subagent started by this run's `task` call did (ADR 0405),
+    /// as `burrow run --json` prints it: `task_started`, each of the
+    /// child's frames with the child's `run_id` and this run's
+    /// `parent_run_id`, `task_ended`. Sent by a surface that follows
+    /// children in their parent's live frames; the runner sends none.
+    Task {
+        /// The JSON object, its `type` among the others.
+        event: Value,
     },
     /// The watcher fell behind (or attached late) and missed `missed` frames.
     Gap {

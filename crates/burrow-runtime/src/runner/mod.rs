@@ -55,7 +55,7 @@ pub(crate) use ask::{ask_in_run, asked_in_batch};
 pub use carry::Carried;
 pub use claim::DEFAULT_CLAIM_TTL;
 pub use command::{Command, CommandResult};
-pub use config::RunnerConfig;
+pub use config::{AgentForThread, RunnerConfig};
 pub use durable::{NOT_RUN, OUTCOME_UNKNOWN, QUESTION_UNANSWERED};
 pub use engine::{ASKED, Resumed, RunHandle, Runner, Sent, TAKEN, last_seen};
 pub use error::{RunnerError, RunnerErrorKind, RunnerResult};

@@ -276,8 +276,9 @@ impl Inner {
         book.lock()
             .unwrap_or_else(PoisonError::into_inner)
             .delivered = taken;
-        let mut recorded_tools: HashSet<String> = self
-            .agent
+        // The thread's agent (the runner's, unless the config makes one per thread).
+        let base = self.agent_of(thread);
+        let mut recorded_tools: HashSet<String> = base
             .tools()
             .tools()
             .iter()
@@ -293,20 +294,17 @@ impl Inner {
             recorded_tools,
             requested_by,
             state: book,
-            defer_answers: !self
-                .agent
-                .hooks()
-                .has_event(crate::hooks::HookEvent::PreToolUse),
+            defer_answers: !base.hooks().has_event(crate::hooks::HookEvent::PreToolUse),
             recorded,
             asked: asked.clone(),
             pairing: Mutex::new(pairing::Pairing::default()),
         });
-        let mut tools = Durable::wrap(self.agent.tools(), &log);
+        let mut tools = Durable::wrap(base.tools(), &log);
         if self.config.ask_user {
             let ask: Arc<dyn crate::tool::Tool> = Arc::new(AskUser::new(asked.clone()));
             tools.add_arc(Durable::one(ask, log.clone()));
         }
-        let agent = self.agent.clone().with_tools(tools);
+        let agent = base.with_tools(tools);
         // A new segment's first message is the agent's prompt, so its
         // SessionStart and UserPromptSubmit hooks fire as in any run; the
         // others follow as steering (docs/adr/0261).

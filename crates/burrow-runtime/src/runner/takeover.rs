@@ -483,10 +483,9 @@ impl Inner {
                 // No answer is deferred in a repair: nothing is saved through it.
                 book: Arc::default(),
             });
-            let agent = self
-                .agent
-                .clone()
-                .with_tools(Durable::wrap(self.agent.tools(), &log));
+            let base = self.agent_of(thread);
+            let tools = Durable::wrap(base.tools(), &log);
+            let agent = base.with_tools(tools);
             let repaired = repair(
                 &mut history,
                 &agent,

@@ -149,6 +149,7 @@ on_every_store!(
     an_approved_call_runs_through_the_pipeline_with_the_input_its_hook_gave_it,
     durable_events_are_content_free_and_each_text_is_stored_once,
     the_runs_a_runner_starts_carry_its_labels,
+    each_thread_s_segments_run_the_agent_made_for_the_thread,
 );
 
 fn scope() -> Scope {
@@ -529,6 +530,60 @@ async fn the_runs_a_runner_starts_carry_its_labels(fx: Fixture) {
         !log.contains("answers.jsonl") && !log.contains("free"),
         "{log}"
     );
+}
+
+/// `RunnerConfig::with_agent_for_thread` (ADR 0405): each segment runs the
+/// agent made for its thread from the runner's; the runner's own lacks the
+/// tool the made one has.
+async fn each_thread_s_segments_run_the_agent_made_for_the_thread(fx: Fixture) {
+    // Calls `whoami` until a result is in, then says the result.
+    let model = ScriptedModel::new(|request| {
+        let answered = request.messages.iter().rev().find_map(|m| match m {
+            Message::ToolResult(r) => Some(r.content.clone()),
+            _ => None,
+        });
+        Ok(match answered {
+            Some(text) => ScriptedResponse::text(format!("I am {text}")),
+            None => ScriptedResponse::calls().call("w1", "whoami", json!({})),
+        })
+    });
+    let made = Arc::new(AtomicUsize::new(0));
+    let counted = made.clone();
+    let config =
+        RunnerConfig::default().with_agent_for_thread(Arc::new(move |agent: &Agent, thread| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            let key = format!("{}/{}", thread.scope.tenant, thread.thread);
+            let mut tools = agent.tools().clone();
+            tools.add_typed(
+                "whoami",
+                "Says whose thread this is.",
+                move |_: Nothing, _| {
+                    let key = key.clone();
+                    async move { Ok(ToolOutput::ok(key)) }
+                },
+            );
+            agent.clone().with_tools(tools)
+        }));
+    let runner = Runner::with_config(Agent::new(Arc::new(model)), fx.store.clone(), config);
+    let threads = [
+        Scope::new("acme", "ws").thread("t1"),
+        Scope::new("globex", "ws").thread("t1"),
+        Scope::new("acme", "ws").thread("t2"),
+    ];
+    for t in &threads {
+        let sent = runner.send(t, "alice", "who?", None).await.unwrap();
+        assert_eq!(sent.run.unwrap().wait().await.outcome, Outcome::Completed);
+    }
+    runner.drain().await;
+    for t in &threads {
+        let history = load_history(fx.store.as_ref(), t).await.unwrap();
+        assert_valid_history(&history);
+        assert_eq!(
+            last_text(&history),
+            format!("I am {}/{}", t.scope.tenant, t.thread)
+        );
+    }
+    assert_eq!(made.load(Ordering::SeqCst), threads.len());
 }
 
 async fn a_same_author_message_steers_the_run_and_another_authors_waits_for_the_next_turn(
