@@ -209,11 +209,7 @@ fn story(d: &Path, spec: &str, extra: &[&str]) {
         assert_eq!(m["runs"], 2, "{m}");
         assert_eq!(m["status"], "completed", "{m}");
         assert_eq!(m["reason"], Value::Null, "{m}");
-        let last = ended
-            .iter()
-            .filter(|e| e["member"] == m["member"])
-            .last()
-            .unwrap();
+        let last = ended.iter().rfind(|e| e["member"] == m["member"]).unwrap();
         assert_eq!(m["run_id"], last["run_id"], "{m}");
         assert!(m["usage"].is_object(), "{m}");
     }

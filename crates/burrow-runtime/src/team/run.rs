@@ -584,10 +584,7 @@ impl Crew {
                 continue;
             }
             let found = match self.first_look(slot).await {
-                Ok(left) => match self.has_mail(teams, slot).await {
-                    Ok(mail) => Ok((left, mail)),
-                    Err(message) => Err(message),
-                },
+                Ok(left) => self.has_mail(teams, slot).await.map(|mail| (left, mail)),
                 Err(message) => Err(message),
             };
             let (left, mail) = match found {
