@@ -276,8 +276,12 @@ impl Setup {
 
     /// `self` continuing a run recorded with `recorded`: the run keeps the
     /// artifact workspace (and notices choice) it was started with, whatever
-    /// this process's `--artifacts` says (ADR 0362).
+    /// this process's `--artifacts` says (ADR 0362), and the team it leads
+    /// unless `--team` names a file (ADR 0391).
     pub fn continuing(mut self, recorded: &Setup) -> Self {
+        if self.team.is_none() {
+            self.team.clone_from(&recorded.team);
+        }
         self.artifacts.clone_from(&recorded.artifacts);
         self.no_notices = recorded.no_notices;
         self.watch_after = recorded.watch_after;
@@ -1162,6 +1166,7 @@ pub async fn show(args: &SessionArgs, thread: &str, json: bool) -> Result<Exit, 
     let messages: Vec<Message> = history.iter().map(|e| e.message.clone()).collect();
     let todos = burrow_runtime::todos::current(&messages).unwrap_or_default();
     let children = children(&*store, &key).await?;
+    let members = members(&*store, &key).await?;
     if json {
         let history: Vec<Value> = history
             .iter()
@@ -1169,7 +1174,7 @@ pub async fn show(args: &SessionArgs, thread: &str, json: bool) -> Result<Exit, 
             .collect();
         print_json(
             &json!({"thread": info, "history": history, "runs": runs, "pending": pending,
-                           "todos": todos, "children": children}),
+                           "todos": todos, "children": children, "members": members}),
         )?;
         return Ok(Exit::Success);
     }
@@ -1222,6 +1227,25 @@ pub async fn show(args: &SessionArgs, thread: &str, json: bool) -> Result<Exit, 
             writeln!(out, "  {}", display::sentence(&line))?;
         }
     }
+    if !members.is_empty() {
+        writeln!(out, "members:")?;
+        for m in &members {
+            let status = m["status"].as_str().unwrap_or("?");
+            let how = match m["reason"].as_str() {
+                Some(reason) => format!("{status} ({reason})"),
+                None => status.to_owned(),
+            };
+            let runs = m["runs"].as_u64().unwrap_or_default();
+            let line = format!(
+                "{} {} {how} (run {}; {runs} {})",
+                m["thread_id"].as_str().unwrap_or_default(),
+                m["member"].as_str().unwrap_or("?"),
+                m["run_id"].as_str().unwrap_or("-"),
+                if runs == 1 { "run" } else { "runs" }
+            );
+            writeln!(out, "  {}", display::sentence(&line))?;
+        }
+    }
     writeln!(out, "pending requests:")?;
     for p in &pending {
         let mut line = format!(
@@ -1239,11 +1263,16 @@ pub async fn show(args: &SessionArgs, thread: &str, json: bool) -> Result<Exit, 
     Ok(Exit::Success)
 }
 
-/// The `task` children of `thread` (threads `THREAD/task-CALL`), each with
-/// its last run's outcome: `thread_id`, `subagent_type`, `run_id`,
-/// `status`, `reason`, `usage`.
-async fn children(store: &dyn SessionStore, thread: &ThreadKey) -> Result<Vec<Value>, Refused> {
-    let prefix = format!("{}/task-", thread.thread);
+/// The threads right under `thread` whose last segment starts with
+/// `segment` (`task-`, `member-`), in id order, with their runs: the store
+/// lists threads in id order, so they are the threads after
+/// `THREAD/SEGMENT` that start with it.
+async fn under(
+    store: &dyn SessionStore,
+    thread: &ThreadKey,
+    segment: &str,
+) -> Result<Vec<(String, Vec<RunRecord>)>, Refused> {
+    let prefix = format!("{}/{segment}", thread.thread);
     let mut found = Vec::new();
     let mut after = prefix.clone();
     'pages: loop {
@@ -1260,25 +1289,62 @@ async fn children(store: &dyn SessionStore, thread: &ThreadKey) -> Result<Vec<Va
             let Some(rest) = info.thread.strip_prefix(&prefix) else {
                 break 'pages;
             };
-            // A grandchild (`.../task-a/task-b`) is its own parent's child.
-            if rest.contains("/task-") {
+            // A thread further down (`.../task-a/task-b`) is its own parent's.
+            if rest.contains('/') {
                 continue;
             }
             let runs = store
                 .runs(&thread.scope.thread(info.thread.clone()))
                 .await?;
+            found.push((info.thread, runs));
+        }
+    }
+    Ok(found)
+}
+
+/// The `task` children of `thread` (threads `THREAD/task-CALL`), each with
+/// its last run's outcome: `thread_id`, `subagent_type`, `run_id`,
+/// `status`, `reason`, `usage`.
+async fn children(store: &dyn SessionStore, thread: &ThreadKey) -> Result<Vec<Value>, Refused> {
+    Ok(under(store, thread, "task-")
+        .await?
+        .into_iter()
+        .map(|(thread_id, runs)| {
             let last = runs.last();
-            found.push(json!({
-                "thread_id": info.thread,
+            json!({
+                "thread_id": thread_id,
                 "subagent_type": last.and_then(|r| r.labels.get(burrow_runtime::subagent::SUBAGENT_LABEL)),
                 "run_id": last.map(|r| r.run_id.clone()),
                 "status": last.map(|r| r.status.as_str()),
                 "reason": last.and_then(|r| r.reason.clone()),
                 "usage": last.map(|r| r.usage),
-            }));
-        }
-    }
-    Ok(found)
+            })
+        })
+        .collect())
+}
+
+/// The members of the team `thread` leads (threads `THREAD/member-NAME`,
+/// ADR 0357), each with its last run's outcome: `thread_id`, `member`,
+/// `runs` (how many it made), `run_id`, `status`, `reason`, `usage`
+/// (docs/adr/0390-thread-show-lists-a-team-s-members.md).
+async fn members(store: &dyn SessionStore, thread: &ThreadKey) -> Result<Vec<Value>, Refused> {
+    let prefix = format!("{}/member-", thread.thread);
+    Ok(under(store, thread, "member-")
+        .await?
+        .into_iter()
+        .map(|(thread_id, runs)| {
+            let last = runs.last();
+            json!({
+                "member": thread_id.strip_prefix(&prefix).unwrap_or_default(),
+                "thread_id": thread_id,
+                "runs": runs.len(),
+                "run_id": last.map(|r| r.run_id.clone()),
+                "status": last.map(|r| r.status.as_str()),
+                "reason": last.and_then(|r| r.reason.clone()),
+                "usage": last.map(|r| r.usage),
+            })
+        })
+        .collect())
 }
 
 /// One history message on one line.

@@ -1,4 +1,4 @@
-//! `burrow run --team FILE.json`: a scripted lead and two scripted members through the binary, on a SQLite session and on PostgreSQL (module `postgres`): the lead adds two items (one blocked by the other) and is refused the blocked one, a broadcast reaches both members once, both members claim each item and exactly one wins it, the blocked item is claimed once its blocker completed, the members' reports reach the lead, the run ends with every item completed; a bad team file runs nothing; Ctrl-C or `burrow thread stop` on the lead while a member holds a call stops both.
+//! `burrow run --team FILE.json`: a scripted lead and two scripted members through the binary, on a SQLite session and on PostgreSQL (module `postgres`): the lead adds two items (one blocked by the other) and is refused the blocked one, a broadcast reaches both members once, both members claim each item and exactly one wins it, the blocked item is claimed once its blocker completed, the members' reports reach the lead, the run ends with every item completed and `thread show` lists the members; a bad team file runs nothing; Ctrl-C or `burrow thread stop` on the lead while a member holds a call stops both; a SIGKILL of the lead's process while a member holds a call, then the thread run again: the member resumes, no call runs twice, every item completes once.
 
 use std::path::Path;
 
@@ -198,6 +198,21 @@ fn story(d: &Path, spec: &str, extra: &[&str]) {
             .iter()
             .any(|n| n.contains("from=\"alice\" to=\"lead\">\nalice is done"))
     );
+    // `thread show` lists each member with its runs and its last run's outcome.
+    let members = lead_thread["members"].as_array().unwrap();
+    let named: Vec<&str> = members
+        .iter()
+        .map(|m| m["member"].as_str().unwrap())
+        .collect();
+    assert_eq!(named, ["alice", "bob"], "{lead_thread}");
+    for m in members {
+        assert_eq!(m["runs"], 2, "{m}");
+        assert_eq!(m["status"], "completed", "{m}");
+        assert_eq!(m["reason"], Value::Null, "{m}");
+        let last = ended.iter().rfind(|e| e["member"] == m["member"]).unwrap();
+        assert_eq!(m["run_id"], last["run_id"], "{m}");
+        assert!(m["usage"].is_object(), "{m}");
+    }
     assert!(
         notes
             .iter()
@@ -455,11 +470,326 @@ fn thread_stop_on_the_lead_stops_its_members() {
     });
 }
 
+/// `burrow thread show THREAD` (human) on `spec` with `extra` arguments.
+fn show_text(d: &Path, spec: &str, extra: &[&str], thread: &str) -> String {
+    let mut args = extra.to_vec();
+    args.extend_from_slice(&["thread", "show", thread, "--session", spec]);
+    let run = burrow_in(d, &args, b"");
+    run.assert_code(0);
+    run.out()
+}
+
+/// The entries of `thread`'s history with `role`.
+fn entries<'a>(shown: &'a Value, role: &str) -> Vec<&'a Value> {
+    shown["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| &e["message"])
+        .filter(|m| m["role"] == role)
+        .collect()
+}
+
+/// Each run of `shown` as (status, reason).
+fn statuses(shown: &Value) -> Vec<(String, Option<String>)> {
+    shown["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["status"].as_str().unwrap().to_owned(),
+                r["reason"].as_str().map(str::to_owned),
+            )
+        })
+        .collect()
+}
+
+/// A lead and two members on the session `spec` (with `extra` global
+/// arguments): alice claims `a` and her `ls` waits in its PreToolUse hook
+/// when the lead's process is SIGKILLed (bob has done `b` and told the
+/// lead); a second `burrow run` of the thread, without `--team`, takes the
+/// lead over and resumes alice (her undecided `ls` decided again and run
+/// once), she completes `a`, and the lead's run ends with both items
+/// completed once and both reports delivered once.
+fn resumed_after_a_kill(d: &Path, spec: &str, extra: &[&str]) {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    script(
+        d,
+        "alice.jsonl",
+        &[
+            json!({"tool_calls": [call("al-claim", "claim_todo", json!({"id": "a"}))]}),
+            json!({"tool_calls": [call("al-ls", "ls", json!({"path": "/"}))]}),
+            json!({"text": "alice never says this"}),
+        ],
+    );
+    script(
+        d,
+        "bob.jsonl",
+        &[
+            json!({"tool_calls": [call("bo-claim", "claim_todo", json!({"id": "b"}))]}),
+            json!({"tool_calls": [
+                call("bo-done", "complete_todo", json!({"id": "b"})),
+                call("bo-tell", "send_message", json!({"to": "lead", "content": "bob is done"})),
+            ]}),
+            json!({"text": "bob: b handled"}),
+        ],
+    );
+    std::fs::write(
+        d.join("team.json"),
+        json!([
+            {"name": "alice", "model": "scripted:alice.jsonl"},
+            {"name": "bob", "model": "scripted:bob.jsonl"}
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let lead = script(
+        d,
+        "lead.jsonl",
+        &[
+            json!({"tool_calls": [call("l-add", "team_todos", json!({"add": [
+                {"id": "a", "content": "write a"},
+                {"id": "b", "content": "write b"}
+            ]}))]}),
+            json!({"text": "waiting"}),
+            json!({"text": "the first lead never says this"}),
+        ],
+    );
+    // Every decision on an `ls` is counted and held until `go` exists; every `ls` run is counted.
+    let settings = d.join("block.json");
+    let hook = json!({"hooks": {
+        "PreToolUse": [{"matcher": "ls", "hooks": [
+            {"type": "command", "command": "echo ls >> hooked; touch started; while [ ! -e go ]; do sleep 0.01; done"}
+        ]}],
+        "PostToolUse": [{"matcher": "ls", "hooks": [
+            {"type": "command", "command": "echo ls >> ran"}
+        ]}]
+    }});
+    std::fs::write(&settings, hook.to_string()).unwrap();
+    let settings = settings.display().to_string();
+    let mut args: Vec<&str> = extra.to_vec();
+    args.extend_from_slice(&[
+        "--json",
+        "run",
+        "Build a and b.",
+        "--model",
+        &lead,
+        "--team",
+        "team.json",
+        "--settings",
+        &settings,
+        "--session",
+        spec,
+        "--thread",
+        "t",
+        "--claim-ttl",
+        "1",
+    ]);
+    let mut holder = Command::new(env!("CARGO_BIN_EXE_burrow"))
+        .args(&args)
+        .current_dir(d)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let bob_done = || {
+        let mut args: Vec<&str> = extra.to_vec();
+        args.extend_from_slice(&[
+            "--json",
+            "thread",
+            "show",
+            "t/member-bob",
+            "--session",
+            spec,
+        ]);
+        let run = burrow_in(d, &args, b"");
+        run.code == 0 && run.json()["runs"][0]["status"] == "completed"
+    };
+    while !(d.join("started").exists() && bob_done()) {
+        assert!(
+            Instant::now() < deadline,
+            "alice never reached ls, or bob never completed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    std::fs::write(d.join("go"), b"").unwrap();
+
+    // The next process continues the thread: the same team, as the run was started.
+    script(
+        d,
+        "alice.jsonl",
+        &[
+            json!({"tool_calls": [
+                call("al-done", "complete_todo", json!({"id": "a"})),
+                call("al-tell", "send_message", json!({"to": "lead", "content": "alice is done"})),
+            ]}),
+            json!({"text": "alice: a handled"}),
+        ],
+    );
+    script(d, "bob.jsonl", &[json!({"text": "bob never says this"})]);
+    let lead = script(
+        d,
+        "lead2.jsonl",
+        &[
+            json!({"text": "Waiting for the team."}),
+            json!({"tool_calls": [call("l-list", "team_todos", json!({}))]}),
+            json!({"text": "All done."}),
+        ],
+    );
+    let mut args: Vec<&str> = extra.to_vec();
+    args.extend_from_slice(&[
+        "--json",
+        "run",
+        "Go on.",
+        "--model",
+        &lead,
+        "--settings",
+        &settings,
+        "--session",
+        spec,
+        "--thread",
+        "t",
+        "--claim-ttl",
+        "5",
+    ]);
+    let run = burrow_in(d, &args, b"");
+    run.assert_code(0);
+    let events = lines(&run);
+    assert_eq!(
+        events.last().unwrap()["outcome"],
+        "completed",
+        "{}",
+        run.stderr
+    );
+    // Only alice ran again, once.
+    let started: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "member_started")
+        .collect();
+    assert_eq!(started.len(), 1, "{events:#?}");
+    assert_eq!(started[0]["member"], "alice");
+    let listed = result(&events, "l-list")["content"].as_str().unwrap();
+    assert!(listed.contains("- [a] write a (completed)"), "{listed}");
+    assert!(listed.contains("- [b] write b (completed)"), "{listed}");
+
+    // The lead: its first run abandoned, the second completed, both reports delivered once.
+    let lead_thread = show(d, spec, extra, "t");
+    let ended = statuses(&lead_thread);
+    assert_eq!(ended.len(), 2, "{lead_thread}");
+    assert_eq!(
+        ended[0],
+        ("failed".to_owned(), Some("abandoned".to_owned()))
+    );
+    assert_eq!(ended[1].0, "completed");
+    let notes: Vec<&str> = entries(&lead_thread, "user")
+        .iter()
+        .filter_map(|m| m["text"].as_str())
+        .filter(|t| t.starts_with("<team-message"))
+        .collect();
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    for name in ["alice", "bob"] {
+        let n = notes
+            .iter()
+            .filter(|t| t.contains(&format!("from=\"{name}\" to=\"lead\">\n{name} is done")))
+            .count();
+        assert_eq!(n, 1, "{notes:?}");
+    }
+
+    // Each member: every call answered once, each item claimed and completed once.
+    let alice = show(d, spec, extra, "t/member-alice");
+    let bob = show(d, spec, extra, "t/member-bob");
+    assert_eq!(
+        statuses(&alice),
+        [
+            ("failed".to_owned(), Some("abandoned".to_owned())),
+            ("completed".to_owned(), None)
+        ],
+        "{alice}"
+    );
+    assert_eq!(statuses(&bob), [("completed".to_owned(), None)], "{bob}");
+    for (shown, calls) in [
+        (&alice, &["al-claim", "al-ls", "al-done", "al-tell"][..]),
+        (&bob, &["bo-claim", "bo-done", "bo-tell"][..]),
+    ] {
+        let results = entries(shown, "tool_result");
+        assert_eq!(results.len(), calls.len(), "{shown}");
+        for id in calls {
+            let of: Vec<&&Value> = results.iter().filter(|r| r["call_id"] == *id).collect();
+            assert_eq!(of.len(), 1, "{id}: {shown}");
+            assert_eq!(of[0]["is_error"], false, "{id}: {}", of[0]);
+        }
+    }
+    let resumed = entries(&alice, "user");
+    assert!(
+        resumed.iter().any(|m| m["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Your previous run was interrupted")),
+        "{alice}"
+    );
+    // The held `ls` was never let through by the killed process: the resumed
+    // run decided it again (its hook asked a second time) and ran it once.
+    let hooked = std::fs::read_to_string(d.join("hooked")).unwrap();
+    assert_eq!(hooked.lines().count(), 2, "{hooked}");
+    let ran = std::fs::read_to_string(d.join("ran")).unwrap();
+    assert_eq!(ran.lines().count(), 1, "{ran}");
+
+    // `thread show` lists the members with their last runs' outcomes.
+    let members = lead_thread["members"].as_array().unwrap();
+    assert_eq!(members.len(), 2, "{lead_thread}");
+    assert_eq!(members[0]["member"], "alice");
+    assert_eq!(members[0]["thread_id"], "t/member-alice");
+    assert_eq!(members[0]["runs"], 2);
+    assert_eq!(members[0]["status"], "completed");
+    assert_eq!(members[0]["run_id"], alice["runs"][1]["run_id"]);
+    assert_eq!(members[1]["member"], "bob");
+    assert_eq!(members[1]["runs"], 1);
+    assert_eq!(members[1]["status"], "completed");
+    assert_eq!(lead_thread["children"], json!([]));
+    let text = show_text(d, spec, extra, "t");
+    let alice_run = alice["runs"][1]["run_id"].as_str().unwrap();
+    assert!(
+        text.contains(&format!(
+            "members:\n  t/member-alice alice completed (run {alice_run}; 2 runs)\n  t/member-bob bob completed (run "
+        )),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_killed_lead_is_taken_over_and_its_held_member_resumed_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    resumed_after_a_kill(d, &session_spec(d), &[]);
+}
+
 /// The same story on a PostgreSQL session: the team's list, messages and
 /// cursors, and every thread, in one server.
 #[cfg(feature = "postgres")]
 mod postgres {
     use burrow_testkit::{Part, require};
+
+    fn tenant() -> String {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        format!("t26-{}-{nanos}", std::process::id())
+    }
+
+    #[test]
+    fn a_killed_lead_is_taken_over_and_its_held_member_resumed_on_postgres() {
+        let url = require(Part::Postgres);
+        let dir = tempfile::tempdir().unwrap();
+        let tenant = tenant();
+        super::resumed_after_a_kill(dir.path(), &url, &["--tenant", &tenant]);
+    }
 
     #[test]
     fn a_lead_and_two_members_share_the_list_and_every_item_completes_on_postgres() {

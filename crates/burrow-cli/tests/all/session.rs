@@ -699,10 +699,13 @@ fn thread_list_and_show_print_their_json_shapes() {
     keys.sort();
     assert_eq!(
         keys,
-        ["children", "history", "pending", "runs", "thread", "todos"]
+        [
+            "children", "history", "members", "pending", "runs", "thread", "todos"
+        ]
     );
     assert_eq!(shown["todos"], json!([]));
     assert_eq!(shown["children"], json!([]));
+    assert_eq!(shown["members"], json!([]));
     let entry = &shown["history"][0];
     assert_eq!(entry["pos"], 0);
     assert_eq!(entry["message"], json!({"role": "user", "text": "hi"}));

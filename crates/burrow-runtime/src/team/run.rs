@@ -27,6 +27,17 @@
 //! thread stop`, failed, paused), no new wave starts and every member run
 //! still going is stopped (its calls in flight end cancelled) before the
 //! lead's run is over.
+//!
+//! # Resuming
+//!
+//! On its first look at a member, a process reads the member's thread: a
+//! run recorded running that does not run here was left by an earlier
+//! process (it died). The member is woken with [`RESUME_TEXT`]; the runner
+//! takes the thread over once the dead holder's claim lapses (the left run
+//! recorded abandoned, its calls in flight answered as for any interrupted
+//! run) and starts its next run. Until then the member is held: the team is
+//! not quiet, and the thread is tried again every tenth of the claim TTL
+//! (ADR 0391).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -46,7 +57,7 @@ use crate::model::Model;
 use crate::runner::{
     DEFAULT_CLAIM_TTL, LiveChannel, LiveEvent, LiveFrame, RunHandle, Runner, RunnerConfig,
 };
-use crate::session::{SessionStore, ThreadKey};
+use crate::session::{SessionStore, ThreadKey, ThreadStatus};
 use crate::tool::ToolRegistry;
 
 /// The lead's name in its team (a member cannot take it).
@@ -64,6 +75,13 @@ pub const DEFAULT_MEMBER_MAX_TURNS: usize = 50;
 pub const WAKE_TEXT: &str = "There is news for you in the team: look at the team's todo list \
 (team_todos) and your messages, claim an item you can do, do it, complete it, and tell the \
 lead what you did. If there is nothing for you, answer briefly and stop.";
+
+/// The message that wakes a member whose run an earlier process left
+/// running (it died, or lost its claim): its interrupted calls were
+/// answered as the runner answers them, and this starts its next run.
+pub const RESUME_TEXT: &str = "Your previous run was interrupted before it ended. Look at the \
+team's todo list (team_todos) and your messages, finish and complete the items you hold, and tell \
+the lead what you did.";
 
 /// The thread of member `name` of the team `team`.
 pub fn member_thread(team: &str, name: &str) -> String {
@@ -291,6 +309,8 @@ impl Team {
             kick: tokio::sync::Notify::new(),
             looks,
             supervisor: Mutex::new(None),
+            held_poll: (self.claim_ttl / 10)
+                .clamp(Duration::from_millis(50), Duration::from_secs(1)),
         });
         let mut tools = agent.tools().clone();
         for tool in team_tools(lead_cx) {
@@ -372,6 +392,7 @@ Claim an item before you work on it and complete it when it is done.",
             inbox,
             woke_at: Mutex::new(None),
             read_history: Mutex::new(false),
+            held: Mutex::new(false),
         }
     }
 }
@@ -425,11 +446,24 @@ struct Slot {
     inbox: Arc<TeamInbox>,
     /// The todo list as it stood when the member was last woken.
     woke_at: Mutex<Option<String>>,
-    /// Whether the member's history was read for what it was delivered.
+    /// Whether the member's history was read for what it was delivered
+    /// (and its thread for a run an earlier process left running).
     read_history: Mutex<bool>,
+    /// Its thread holds a message for a run another holder's claim still
+    /// keeps (one an earlier process left running): taken once the claim lapses.
+    held: Mutex<bool>,
 }
 
 type Supervisor = (CancelToken, tokio::task::JoinHandle<()>);
+
+/// What a look started.
+#[derive(Default)]
+struct Wave {
+    /// The member runs it started.
+    runs: Vec<(usize, RunHandle)>,
+    /// A member's thread waits for another holder's claim to lapse.
+    held: bool,
+}
 
 /// What the supervisor's looks found, by the number of looks asked for when each began.
 #[derive(Debug, Clone, Copy, Default)]
@@ -456,6 +490,8 @@ struct Crew {
     /// What the looks found.
     looks: tokio::sync::watch::Sender<Looks>,
     supervisor: Mutex<Option<Supervisor>>,
+    /// How often a held member thread is tried again.
+    held_poll: Duration,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -526,17 +562,33 @@ impl Crew {
     }
 
     /// Starts a run for each member with something to do; none when the team is quiet.
-    async fn start_wave(&self) -> Vec<(usize, RunHandle)> {
+    async fn start_wave(&self) -> Wave {
         let Some(teams) = self.store.teams() else {
-            return Vec::new();
+            return Wave::default();
         };
         let items = teams.team_todos(&self.key).await.unwrap_or_default();
         let list = serde_json::to_string(&items).unwrap_or_default();
         let open = items.iter().any(|i| claimable(i, &items));
-        let mut wave = Vec::new();
+        let mut wave = Wave::default();
         for (i, slot) in self.slots.iter().enumerate() {
-            let mail = match self.has_mail(teams, slot).await {
-                Ok(mail) => mail,
+            if *lock(&slot.held) {
+                // Its message waits: no other is posted, the thread is taken once free.
+                match self.take_held(slot).await {
+                    Ok(Some(handle)) => wave.runs.push((i, handle)),
+                    Ok(None) => wave.held |= *lock(&slot.held),
+                    Err(message) => self.emit(TeamEvent::NotStarted {
+                        member: slot.name.clone(),
+                        message,
+                    }),
+                }
+                continue;
+            }
+            let found = match self.first_look(slot).await {
+                Ok(left) => self.has_mail(teams, slot).await.map(|mail| (left, mail)),
+                Err(message) => Err(message),
+            };
+            let (left, mail) = match found {
+                Ok(found) => found,
                 Err(message) => {
                     self.emit(TeamEvent::NotStarted {
                         member: slot.name.clone(),
@@ -546,20 +598,25 @@ impl Crew {
                 }
             };
             let todo = open && lock(&slot.woke_at).as_deref() != Some(list.as_str());
-            if !(mail || todo) {
+            if !(left || mail || todo) {
                 continue;
             }
             *lock(&slot.woke_at) = Some(list.clone());
+            let text = if left { RESUME_TEXT } else { WAKE_TEXT };
             match slot
                 .runner
-                .send(&slot.thread, WAKE_AUTHOR, WAKE_TEXT, None)
+                .send(&slot.thread, WAKE_AUTHOR, text, None)
                 .await
             {
-                Ok(sent) => {
-                    if let Some(handle) = sent.run {
-                        wave.push((i, handle));
+                Ok(sent) => match sent.run {
+                    Some(handle) => wave.runs.push((i, handle)),
+                    // A claim another holder keeps (a dead process's, until it
+                    // lapses) holds the thread: it is taken when free.
+                    None => {
+                        *lock(&slot.held) = true;
+                        wave.held = true;
                     }
-                }
+                },
                 Err(e) => self.emit(TeamEvent::NotStarted {
                     member: slot.name.clone(),
                     message: format!("its run could not be started: {}", e.message()),
@@ -569,17 +626,49 @@ impl Crew {
         wave
     }
 
+    /// On the first look at a member in this process: what an earlier
+    /// process delivered to it (read from its history), and whether that
+    /// process left a run of it running (`true`: it is to be resumed).
+    async fn first_look(&self, slot: &Slot) -> Result<bool, String> {
+        if *lock(&slot.read_history) {
+            return Ok(false);
+        }
+        let history = crate::session::load_history(&*self.store, &slot.thread)
+            .await
+            .map_err(|e| format!("its history could not be read: {}", e.message()))?;
+        slot.inbox.raise(delivered_in(&history));
+        let info = self
+            .store
+            .thread(&slot.thread)
+            .await
+            .map_err(|e| format!("its thread could not be read: {}", e.message()))?;
+        *lock(&slot.read_history) = true;
+        Ok(info.is_some_and(|t| t.status == ThreadStatus::Running)
+            && slot.runner.running(&slot.thread).is_none())
+    }
+
+    /// Takes the held thread of a member if its claim lapsed; it stays held
+    /// while another holder's run of it is running.
+    async fn take_held(&self, slot: &Slot) -> Result<Option<RunHandle>, String> {
+        let taken = slot.runner.take_thread(&slot.thread).await;
+        let taken = taken.map_err(|e| {
+            *lock(&slot.held) = false;
+            format!("its run could not be started: {}", e.message())
+        })?;
+        if taken.is_some() {
+            *lock(&slot.held) = false;
+            return Ok(taken);
+        }
+        let info = self.store.thread(&slot.thread).await.map_err(|e| {
+            *lock(&slot.held) = false;
+            format!("its thread could not be read: {}", e.message())
+        })?;
+        *lock(&slot.held) = info.is_some_and(|t| t.status == ThreadStatus::Running);
+        Ok(None)
+    }
+
     /// Whether a message the member has not had waits for it.
     async fn has_mail(&self, teams: &dyn TeamStore, slot: &Slot) -> Result<bool, String> {
-        let read = *lock(&slot.read_history);
-        if !read {
-            // What an earlier process delivered is in the member's history.
-            let history = crate::session::load_history(&*self.store, &slot.thread)
-                .await
-                .map_err(|e| format!("its history could not be read: {}", e.message()))?;
-            slot.inbox.raise(delivered_in(&history));
-            *lock(&slot.read_history) = true;
-        }
         let cursor = teams
             .delivered(&self.key, &slot.name)
             .await
@@ -615,14 +704,22 @@ async fn supervise(crew: Arc<Crew>, stop: CancelToken) {
             return;
         }
         let look = crew.kicks.load(Ordering::SeqCst);
-        let wave = crew.start_wave().await;
+        let Wave { runs: wave, held } = crew.start_wave().await;
         crew.looks.send_modify(|l| {
             l.looked = look;
-            l.running = !wave.is_empty();
-            if wave.is_empty() {
+            l.running = !wave.is_empty() || held;
+            if wave.is_empty() && !held {
                 l.quiet = look;
             }
         });
+        if wave.is_empty() && held {
+            // Not quiet: a member waits for a dead holder's claim to lapse.
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep(crew.held_poll) => {}
+            }
+            continue;
+        }
         if wave.is_empty() {
             // The next look is for a look asked after this one began (a
             // permit left from a look already made starts none).
