@@ -325,8 +325,9 @@ impl SqliteStore {
             if tx.is_closed() {
                 return;
             }
-            let now = clock.now_ms();
-            let _ = tx.send(std::panic::catch_unwind(AssertUnwindSafe(|| f(conn, now))));
+            let _ = tx.send(std::panic::catch_unwind(AssertUnwindSafe(|| {
+                f(conn, clock.now_ms())
+            })));
         });
         self.inner.queued.fetch_add(1, Ordering::AcqRel);
         if self.inner.jobs.send(job).is_err() {
