@@ -517,14 +517,26 @@ const BROKEN_PIPE: &str = "broken_pipe";
 
 /// Opens the session store `spec` names.
 pub async fn open_store(spec: &str) -> Result<Arc<dyn SessionStore>, Refused> {
-    open_store_pooled(spec, None).await
+    open_store_with(spec, None, true).await
 }
 
-/// Opens the session store `spec` names, keeping up to `pg_pool` idle PostgreSQL
-/// connections (`None`: the store's default); `burrow serve` sizes it (docs/adr/0343).
+/// Opens the session store `spec` names for a server whose callers come at
+/// once: up to `pg_pool` idle PostgreSQL connections kept (`None`: the store's
+/// default; `burrow serve` sizes it, docs/adr/0343), and every SQLite call
+/// queued for the store's own thread, none run in place (docs/adr/0400).
 pub async fn open_store_pooled(
     spec: &str,
     pg_pool: Option<usize>,
+) -> Result<Arc<dyn SessionStore>, Refused> {
+    open_store_with(spec, pg_pool, false).await
+}
+
+/// Opens the session store `spec` names; `sqlite_in_place`: a SQLite call that
+/// finds its connection free may run in place (`SqliteOptions::in_place`).
+async fn open_store_with(
+    spec: &str,
+    pg_pool: Option<usize>,
+    sqlite_in_place: bool,
 ) -> Result<Arc<dyn SessionStore>, Refused> {
     if spec == "memory:" {
         return Ok(Arc::new(MemoryStore::new()));
@@ -535,7 +547,7 @@ pub async fn open_store_pooled(
                 "the session sqlite: names no file; give sqlite:FILE.db",
             ));
         }
-        return open_sqlite(path);
+        return open_sqlite(path, sqlite_in_place);
     }
     if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
         return open_postgres(spec, pg_pool).await;
@@ -547,14 +559,17 @@ pub async fn open_store_pooled(
 }
 
 #[cfg(feature = "sqlite")]
-fn open_sqlite(path: &str) -> Result<Arc<dyn SessionStore>, Refused> {
-    burrow_runtime::session::SqliteStore::open(path)
+fn open_sqlite(path: &str, in_place: bool) -> Result<Arc<dyn SessionStore>, Refused> {
+    use burrow_runtime::session::{SqliteOptions, SqliteStore, SystemClock};
+    let mut options = SqliteOptions::default();
+    options.in_place = in_place;
+    SqliteStore::open_with(path, Arc::new(SystemClock), options)
         .map(|s| Arc::new(s) as Arc<dyn SessionStore>)
         .map_err(|e| Refused::usage(format!("the session store cannot be opened: {e}")))
 }
 
 #[cfg(not(feature = "sqlite"))]
-fn open_sqlite(_path: &str) -> Result<Arc<dyn SessionStore>, Refused> {
+fn open_sqlite(_path: &str, _in_place: bool) -> Result<Arc<dyn SessionStore>, Refused> {
     Err(Refused::usage(
         "SQLite sessions are not built into this burrow (rebuild burrow-agent-cli with its `sqlite` feature)",
     ))

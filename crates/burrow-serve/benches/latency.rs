@@ -1,4 +1,4 @@
-//! `burrow serve` latency and memory: send-to-first-SSE-frame p50 and p99 on SQLite (and PostgreSQL when BURROW_POSTGRES_URL is set), with 20 threads running at once; 100 watchers on one run, counting the frames dropped for watchers that keep up; and the process's memory after 1,000 and 10,000 runs.
+//! `burrow serve` latency and memory: send-to-first-SSE-frame p50 and p99 on SQLite (and PostgreSQL when BURROW_POSTGRES_URL is set), with 20 threads running at once, and the process's CPU per sample; 100 watchers on one run, counting the frames dropped for watchers that keep up; and the process's memory at the start, after 1,000 and after 10,000 runs.
 //!
 //! `cargo bench -p burrow-serve --bench latency [-- latency|watchers|memory|sqlite|postgres]`
 //! (plain `main`: divan reports no percentiles; words after `--` pick the parts
@@ -10,8 +10,11 @@
 //! time each kind took (its wait for the store included). The memory part
 //! runs `BURROW_BENCH_RUNS` (10,000) runs, each a message to a fresh thread
 //! read to its end by a watcher, and reads the process's resident set
-//! (`VmRSS`, server and client in one process) and thread count after 1,000
-//! and at the end.
+//! (`VmRSS`, server and client in one process) and thread count at the start,
+//! after 1,000 and at the end. The latency part prints the samples per second
+//! and this process's CPU time per sample (a database server's is not counted).
+//! `BURROW_BENCH_SQLITE_IN_PLACE=0` opens the SQLite store with
+//! `SqliteOptions::in_place` off, as `burrow serve` does (ADR 0400).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -26,7 +29,7 @@ use burrow_runtime::runner::{FanoutChannel, Runner, RunnerConfig};
 use burrow_runtime::session::{
     Checkpoint, Claim, ClaimAttempt, CommandKey, Commit, Committed, Event, HistoryEntry,
     PostedMessage, PostgresOptions, PostgresStore, Pruned, RunRecord, Scope, SessionStore,
-    SqliteStore, StoreResult, SystemClock, ThreadInfo, ThreadKey, ToolCallRecord,
+    SqliteOptions, SqliteStore, StoreResult, SystemClock, ThreadInfo, ThreadKey, ToolCallRecord,
 };
 use burrow_serve::{Limits, Server, Tokens, add_token};
 use futures::StreamExt;
@@ -307,6 +310,7 @@ async fn latency(label: &str, store: Arc<dyn SessionStore>) {
     let b = Arc::new(start(timed.clone(), model, &tenant).await);
     let client = reqwest::Client::new();
     let clients = clients();
+    let (cpu0, wall0) = (cpu_ms(), Instant::now());
     let mut tasks = Vec::new();
     for c in 0..clients {
         let (b, client) = (b.clone(), client.clone());
@@ -332,8 +336,15 @@ async fn latency(label: &str, store: Arc<dyn SessionStore>) {
             posts.push(posted);
         }
     }
+    let (cpu, wall) = (cpu_ms() - cpu0, wall0.elapsed());
     all.sort();
     posts.sort();
+    println!(
+        "{label}: {:.0} samples/s; this process's CPU (server and clients) {:.2} ms per sample, {:.2} cores busy on average",
+        all.len() as f64 / wall.as_secs_f64(),
+        cpu / all.len() as f64,
+        cpu / 1e3 / wall.as_secs_f64(),
+    );
     println!(
         "{label}: send-to-first-SSE-frame over {} samples, {clients} threads at once: p50 {:.2} ms, p99 {:.2} ms (the POST's answer: p50 {:.2} ms, p99 {:.2} ms)",
         all.len(),
@@ -409,6 +420,22 @@ fn status(field: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// The CPU time this process has used (user and system, all threads), in ms.
+fn cpu_ms() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command's closing parenthesis; utime and stime are
+    // the 14th and 15th of the line, in clock ticks (100 per second on Linux).
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let tick = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (tick(11) + tick(12)) * 10.0
+}
+
 /// `BURROW_BENCH_RUNS` (10,000) runs, each a message to a fresh thread whose
 /// run a watcher reads to its end, from the clients at once; the resident set
 /// after 1,000 runs and after all of them.
@@ -424,6 +451,7 @@ async fn memory(label: &str, store: Arc<dyn SessionStore>) {
     let clients = clients();
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let at_1000 = Arc::new(Mutex::new(None));
+    let (start_rss, start_threads) = (status("VmRSS"), status("Threads"));
     let t0 = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..clients {
@@ -449,8 +477,9 @@ async fn memory(label: &str, store: Arc<dyn SessionStore>) {
     let (first, first_threads) = at_1000.lock().unwrap().unwrap_or((0, 0));
     let (last, last_threads) = (status("VmRSS"), status("Threads"));
     println!(
-        "{label}: memory over {runs} runs ({:.1} s, {clients} clients at once, each run watched to its end): resident set {:.1} MiB after 1,000 runs, {:.1} MiB after {runs} ({:+.1} MiB); threads {first_threads}, then {last_threads}",
+        "{label}: memory over {runs} runs ({:.1} s, {clients} clients at once, each run watched to its end): resident set {:.1} MiB at the start, {:.1} MiB after 1,000 runs, {:.1} MiB after {runs} ({:+.1} MiB since 1,000); threads {start_threads}, {first_threads}, then {last_threads}",
         t0.elapsed().as_secs_f64(),
+        start_rss as f64 / 1024.0,
         first as f64 / 1024.0,
         last as f64 / 1024.0,
         (last as f64 - first as f64) / 1024.0,
@@ -474,7 +503,13 @@ fn main() {
         let dir = tempfile::tempdir().unwrap();
         let mut chosen: Vec<(&str, Arc<dyn SessionStore>)> = Vec::new();
         if picked(&stores, "sqlite") {
-            let sqlite = SqliteStore::open(dir.path().join("bench.db")).unwrap();
+            // BURROW_BENCH_SQLITE_IN_PLACE=0: every call on the store's own thread
+            // (`SqliteOptions::in_place` off, as `burrow serve` opens it; ADR 0400).
+            let mut options = SqliteOptions::default();
+            options.in_place = std::env::var("BURROW_BENCH_SQLITE_IN_PLACE").as_deref() != Ok("0");
+            let sqlite =
+                SqliteStore::open_with(dir.path().join("bench.db"), Arc::new(SystemClock), options)
+                    .unwrap();
             chosen.push(("SQLite", Arc::new(sqlite)));
         }
         if picked(&stores, "postgres")

@@ -1,4 +1,4 @@
-//! `SqliteStore`: the session store in one SQLite file (WAL), one `BEGIN IMMEDIATE` transaction per commit, its blocking calls lent a worker thread or run on tokio's blocking pool.
+//! `SqliteStore`: the session store in one SQLite file (WAL), one `BEGIN IMMEDIATE` transaction per commit, its blocking calls run in place when the file is free or on the store's own thread.
 //!
 //! # Semantics
 //! - **One file, many processes.** Every process opens the same file; SQLite's
@@ -10,14 +10,24 @@
 //!   survives the process dying at any point; a power loss may drop the last
 //!   commits (not corrupt the file). [`SqliteStore::open_with`] with
 //!   `durable_fsync` syncs every commit (`synchronous=FULL`). ADR 0171.
-//! - **Blocking.** On a multi-threaded tokio runtime each call runs in
+//! - **Blocking.** The connection has a thread of its own (`burrow-sqlite`),
+//!   started when the store is opened and ended when its last clone is
+//!   dropped. A call made on a multi-threaded tokio runtime while the
+//!   connection is free and no call waits runs in
 //!   `tokio::task::block_in_place` (the worker lends its other tasks to
-//!   another thread while it blocks); on a current-thread runtime it runs on
-//!   `tokio::task::spawn_blocking` (ADR 0195). A busy file is waited for up to
-//!   5 s (SQLite's busy handler), then a `Storage` error.
+//!   another thread while it blocks; ADR 0195); any other call is queued for
+//!   the store's thread and awaited as a task, so callers that come at once
+//!   wait in order without a thread each (ADR 0400). A busy file is waited
+//!   for up to 5 s (SQLite's busy handler), then a `Storage` error.
+//! - **Cancellation.** A queued call whose caller stopped waiting before the
+//!   store's thread reached it is not run; once started, a call runs to its
+//!   end (a commit is in or not, never half).
 
+use std::any::Any;
+use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, TryLockError, mpsc};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -112,10 +122,12 @@ pub struct SqliteOptions {
     pub durable_fsync: bool,
     /// How long a call waits for another writer's lock (5 s).
     pub busy_timeout: Duration,
-    /// Run each call in `tokio::task::block_in_place` on a multi-threaded
-    /// runtime (on; ADR 0195). Turn it off to send every call to the blocking
-    /// pool instead, when the store is called from a `LocalSet` task
-    /// (`spawn_local`), where `block_in_place` is not supported.
+    /// Run a call in `tokio::task::block_in_place` on a multi-threaded
+    /// runtime when the connection is free and no call waits (on; ADR 0195,
+    /// ADR 0400); other calls go to the store's own thread. Turn it off to
+    /// send every call to the store's thread, when the store is called from a
+    /// `LocalSet` task (`spawn_local`), where `block_in_place` is not
+    /// supported, or to keep a server's callers off tokio's blocking pool.
     pub in_place: bool,
 }
 
@@ -135,12 +147,45 @@ pub struct SqliteStore {
     inner: Arc<Inner>,
 }
 
+/// A call queued for the store's thread.
+type Job = Box<dyn FnOnce(&mut Connection) + Send>;
+
+/// What a queued call sends back: its result, or the payload of its panic.
+type Outcome<T> = Result<StoreResult<T>, Box<dyn Any + Send>>;
+
 #[derive(Debug)]
 struct Inner {
-    conn: Mutex<Connection>,
+    conn: Arc<Mutex<Connection>>,
+    /// The store's thread takes the calls sent here in order; it ends when
+    /// the last clone of the store drops this sender.
+    jobs: mpsc::Sender<Job>,
+    /// Calls sent to the store's thread and not yet finished.
+    queued: Arc<AtomicUsize>,
     path: PathBuf,
     clock: Arc<dyn Clock>,
     in_place: bool,
+}
+
+/// Starts the store's thread: it runs the calls sent to `jobs` one after
+/// another on the connection, until every sender is dropped.
+fn start_thread(
+    conn: Arc<Mutex<Connection>>,
+    queued: Arc<AtomicUsize>,
+) -> StoreResult<mpsc::Sender<Job>> {
+    let (jobs, calls) = mpsc::channel::<Job>();
+    std::thread::Builder::new()
+        .name("burrow-sqlite".to_string())
+        .spawn(move || {
+            for job in calls {
+                {
+                    let mut conn = conn.lock().unwrap_or_else(|e| e.into_inner());
+                    job(&mut conn);
+                }
+                queued.fetch_sub(1, Ordering::AcqRel);
+            }
+        })
+        .map_err(|e| StoreError::storage("the SQLite session store's thread did not start", e))?;
+    Ok(jobs)
 }
 
 fn sql(e: rusqlite::Error) -> StoreError {
@@ -228,9 +273,14 @@ impl SqliteStore {
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(sql)?;
         tx.commit().map_err(sql)?;
+        let conn = Arc::new(Mutex::new(conn));
+        let queued = Arc::new(AtomicUsize::new(0));
+        let jobs = start_thread(Arc::clone(&conn), Arc::clone(&queued))?;
         Ok(Self {
             inner: Arc::new(Inner {
-                conn: Mutex::new(conn),
+                conn,
+                jobs,
+                queued,
                 path,
                 clock,
                 in_place: options.in_place,
@@ -248,25 +298,54 @@ impl SqliteStore {
         T: Send + 'static,
         F: FnOnce(&mut Connection, i64) -> StoreResult<T> + Send + 'static,
     {
-        let inner = Arc::clone(&self.inner);
-        let call = move || {
-            let now = inner.clock.now_ms();
-            let mut conn = inner.conn.lock().unwrap_or_else(|e| e.into_inner());
-            f(&mut conn, now)
-        };
-        // On a multi-threaded runtime the call runs on this thread, which
-        // hands its other tasks to another worker while it blocks: no hop to
-        // the blocking pool and back (two thread wake-ups per call), about a
-        // fifth of a durable turn (ADR 0195). A current-thread runtime cannot
-        // lend its only thread, so there the call goes to the blocking pool.
+        // On a multi-threaded runtime a call that finds the connection free
+        // and no call waiting runs on this thread, which hands its other tasks
+        // to another worker while it blocks: no hop to another thread and back
+        // (two thread wake-ups per call), about a fifth of a durable turn (ADR
+        // 0195). Each such hand-off starts a thread of tokio's blocking pool,
+        // so callers that come at once are queued for the store's thread
+        // instead and wait as tasks (ADR 0400).
         let multi_thread = tokio::runtime::Handle::try_current()
             .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-        if multi_thread && self.inner.in_place {
-            return tokio::task::block_in_place(call);
+        if multi_thread && self.inner.in_place && self.inner.queued.load(Ordering::Acquire) == 0 {
+            let free = match self.inner.conn.try_lock() {
+                Ok(conn) => Some(conn),
+                Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
+                Err(TryLockError::WouldBlock) => None,
+            };
+            if let Some(mut conn) = free {
+                let now = self.inner.clock.now_ms();
+                return tokio::task::block_in_place(move || f(&mut conn, now));
+            }
         }
-        tokio::task::spawn_blocking(call).await.map_err(|e| {
-            StoreError::storage("a SQLite session task stopped before it finished", e)
-        })?
+        let (tx, rx) = tokio::sync::oneshot::channel::<Outcome<T>>();
+        let clock = Arc::clone(&self.inner.clock);
+        let job: Job = Box::new(move |conn| {
+            // The caller stopped waiting before the call began: not run.
+            if tx.is_closed() {
+                return;
+            }
+            let _ = tx.send(std::panic::catch_unwind(AssertUnwindSafe(|| {
+                f(conn, clock.now_ms())
+            })));
+        });
+        self.inner.queued.fetch_add(1, Ordering::AcqRel);
+        if self.inner.jobs.send(job).is_err() {
+            self.inner.queued.fetch_sub(1, Ordering::AcqRel);
+            return Err(StoreError::new(
+                super::StoreErrorKind::Storage,
+                "the SQLite session store's thread has stopped",
+            ));
+        }
+        match rx.await {
+            Ok(Ok(result)) => result,
+            // A panic inside the call is the caller's, as if it ran in place.
+            Ok(Err(panic)) => std::panic::resume_unwind(panic),
+            Err(_) => Err(StoreError::new(
+                super::StoreErrorKind::Storage,
+                "the SQLite session store's thread stopped before the call finished",
+            )),
+        }
     }
 
     /// The records `query` selects by the thread's key (`?1`-`?3`), with `extra` bound after it.

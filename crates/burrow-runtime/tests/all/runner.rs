@@ -54,9 +54,9 @@ pub(super) fn sqlite() -> Fixture {
     sqlite_with(SqliteOptions::default())
 }
 
-/// A SQLite store that sends its calls to the blocking pool even on a
-/// multi-threaded runtime (`SqliteOptions::in_place` off, ADR 0195).
-fn sqlite_on_the_blocking_pool() -> Fixture {
+/// A SQLite store that sends every call to its own thread even on a
+/// multi-threaded runtime (`SqliteOptions::in_place` off, ADR 0195, ADR 0400).
+fn sqlite_on_its_own_thread() -> Fixture {
     let mut options = SqliteOptions::default();
     options.in_place = false;
     sqlite_with(options)
@@ -79,11 +79,11 @@ fn sqlite_with(options: SqliteOptions) -> Fixture {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sqlite_store_off_the_worker_threads_serves_the_runner_alike() {
     a_message_in_an_idle_thread_starts_a_run_whose_history_refers_to_the_message(
-        sqlite_on_the_blocking_pool(),
+        sqlite_on_its_own_thread(),
     )
     .await;
     twelve_concurrent_sends_from_two_runners_are_each_consumed_exactly_once(
-        sqlite_on_the_blocking_pool(),
+        sqlite_on_its_own_thread(),
     )
     .await;
 }

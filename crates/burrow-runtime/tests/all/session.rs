@@ -93,6 +93,118 @@ mod sqlite {
         }
     }
 
+    /// The threads of this process named `name` (`/proc/self/task/*/comm`).
+    #[allow(clippy::expect_used)]
+    fn threads_named(name: &str) -> usize {
+        std::fs::read_dir("/proc/self/task")
+            .expect("list /proc/self/task")
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+            .filter(|comm| comm.trim_end() == name)
+            .count()
+    }
+
+    fn command(id: usize) -> burrow_runtime::session::CommandKey {
+        burrow_runtime::session::CommandKey {
+            scope: burrow_runtime::session::Scope::new("t", "w"),
+            sender: "alice".into(),
+            command_id: format!("c{id}"),
+        }
+    }
+
+    /// 400 calls from 200 tasks at once on a multi-threaded runtime, the store
+    /// sending every call to its own thread (`in_place` off): each is done
+    /// once, and the process gains no thread while they wait (they wait as
+    /// tasks, not as blocked threads; ADR 0400). The runtime's threads carry
+    /// a name of their own, so tests running beside this one do not count.
+    #[test]
+    #[allow(clippy::expect_used)]
+    fn calls_made_at_once_wait_as_tasks_for_the_stores_thread() {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("calls-at-once")
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let mut options = SqliteOptions::default();
+        options.in_place = false;
+        let store = Arc::new(
+            SqliteStore::open_with(
+                dir.path().join("sessions.db"),
+                Arc::new(ManualClock::default()),
+                options,
+            )
+            .expect("open"),
+        );
+        let before = threads_named("calls-at-once");
+        let most = runtime.block_on(async {
+            let tasks: Vec<_> = (0..200)
+                .map(|i| {
+                    let store = Arc::clone(&store);
+                    tokio::spawn(async move {
+                        let recorded = store
+                            .record_command(&command(i), serde_json::json!({"n": i}))
+                            .await
+                            .expect("record");
+                        let read = store.command_result(&command(i)).await.expect("read");
+                        (recorded, read, threads_named("calls-at-once"))
+                    })
+                })
+                .collect();
+            let mut most = 0;
+            for (i, task) in tasks.into_iter().enumerate() {
+                let (recorded, read, seen) = task.await.expect("the task ended");
+                assert_eq!(recorded, None, "call {i} is the first of its command");
+                assert_eq!(read, Some(serde_json::json!({"n": i})));
+                most = most.max(seen);
+            }
+            most
+        });
+        assert!(
+            most <= before,
+            "{before} runtime threads before the calls, {most} while they ran"
+        );
+    }
+
+    /// The store answers a caller outside any tokio runtime (its own thread
+    /// runs the call), and its thread ends with its last clone: the
+    /// connection is closed then, which removes the file's WAL.
+    #[test]
+    #[allow(clippy::expect_used)]
+    fn a_store_answers_outside_any_runtime_and_its_thread_ends_with_it() {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let path = dir.path().join("sessions.db");
+        let wal = dir.path().join("sessions.db-wal");
+        let store = SqliteStore::open(&path).expect("open");
+        let recorded = futures::executor::block_on(
+            store.record_command(&command(1), serde_json::json!({"n": 1})),
+        )
+        .expect("record");
+        assert_eq!(recorded, None);
+        let read = futures::executor::block_on(store.command_result(&command(1))).expect("read");
+        assert_eq!(read, Some(serde_json::json!({"n": 1})));
+        let second = store.clone();
+        drop(store);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(wal.exists(), "a clone keeps the connection open");
+        drop(second);
+        let closed = (0..500).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            !wal.exists()
+        });
+        assert!(
+            closed,
+            "the store's thread closed the connection with its last clone"
+        );
+        let again = SqliteStore::open(&path).expect("reopen");
+        let read = futures::executor::block_on(again.command_result(&command(1))).expect("read");
+        assert_eq!(
+            read,
+            Some(serde_json::json!({"n": 1})),
+            "the call was committed"
+        );
+    }
+
     /// A file of schema 1, whose command results carry no time, is upgraded
     /// when opened: its results are dated then (kept a whole retention window),
     /// later ones at their own time, and a prune sees both (ADR 0255).
