@@ -72,14 +72,23 @@ pub async fn serve(
         }
         None => None,
     };
+    // The agents' artifact tools work behind the settings' Read/Edit deny
+    // rules, as `burrow run`'s do (ADR 0395); a person's operations over HTTP
+    // are not an agent's tool calls and are not under them.
+    #[cfg(feature = "artifacts")]
+    let agents_artifacts = match &artifacts {
+        Some(store) => {
+            let rules = crate::permissions::path_rules(&serve.settings).map_err(Refused::usage)?;
+            Some((
+                burrow_artifacts::PermissionArtifactStore::guard(Arc::clone(store), rules),
+                !serve.no_notices,
+            ))
+        }
+        None => None,
+    };
     let live = Arc::new(FanoutChannel::new(crate::agent::LIVE_FRAMES));
     #[cfg(feature = "artifacts")]
-    let agent_for = agent_for_thread(
-        &served,
-        &store,
-        &live,
-        artifacts.clone().map(|store| (store, !serve.no_notices)),
-    );
+    let agent_for = agent_for_thread(&served, &store, &live, agents_artifacts);
     #[cfg(not(feature = "artifacts"))]
     let agent_for = agent_for_thread(&served, &store, &live);
     let runner = session::runner_with_live(served.agent(), store, args, live, agent_for);

@@ -1,4 +1,4 @@
-//! `burrow serve --agents DIR` and `--artifacts DIR` through the binary and a real HTTP client (ADR 0405): a served run's `task` child runs in the thread `THREAD/task-CALL` of the token's tenant, answers, and is among the thread view's children, its doings in the run's event stream with `run_id` and `parent_run_id`; stopping the served run stops its child and no model request follows; the served agent edits an artifact of its tenant's workspace, attributed to `thread:ID`.
+//! `burrow serve --agents DIR` and `--artifacts DIR` through the binary and a real HTTP client (ADR 0405): a served run's `task` child runs in the thread `THREAD/task-CALL` of the token's tenant, answers, and is among the thread view's children, its doings in the run's event stream with `run_id` and `parent_run_id`; stopping the served run stops its child and no model request follows; the served agent edits an artifact of its tenant's workspace, attributed to `thread:ID`, and behind the settings' deny rules.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -399,14 +399,10 @@ fn stopping_a_served_run_stops_its_child_and_no_model_request_follows() {
     );
 }
 
-/// `burrow serve --artifacts DIR`: the served agent has the artifact tools in its token's
-/// tenant; its edit of a person's artifact is attributed to `thread:p`, and the thread's
-/// view lists the artifact it follows.
 #[cfg(feature = "artifacts")]
-#[test]
-fn a_served_agent_edits_an_artifact_as_its_thread() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
+/// A kinds folder `d/kinds` with the kind `plan` and one plan ("paint it
+/// green") made by alice in the tenant `acme`: the folder and the plan's id.
+fn plan_by_alice(d: &Path) -> (std::path::PathBuf, String) {
     let kinds = d.join("kinds");
     std::fs::create_dir(&kinds).unwrap();
     std::fs::write(
@@ -445,6 +441,18 @@ fn a_served_agent_edits_an_artifact_as_its_thread() {
         .as_str()
         .unwrap()
         .to_owned();
+    (kinds, id)
+}
+
+/// `burrow serve --artifacts DIR`: the served agent has the artifact tools in its token's
+/// tenant; its edit of a person's artifact is attributed to `thread:p`, and the thread's
+/// view lists the artifact it follows.
+#[cfg(feature = "artifacts")]
+#[test]
+fn a_served_agent_edits_an_artifact_as_its_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (kinds, id) = plan_by_alice(d);
     let model = script(
         d,
         "m.jsonl",
@@ -477,4 +485,57 @@ fn a_served_agent_edits_an_artifact_as_its_thread() {
     assert_eq!(followed.len(), 1, "{view}");
     assert_eq!(followed[0]["id"], id.as_str());
     assert_eq!(followed[0]["version"], 2);
+}
+
+/// `burrow serve --artifacts DIR --settings S`: the served agent's artifact tools work
+/// behind the settings' deny rules, as `burrow run`'s do (ADR 0395): an `Edit` deny over
+/// the kind refuses the agent's edit naming the rule, and the artifact is unchanged.
+#[cfg(feature = "artifacts")]
+#[test]
+fn the_served_agents_artifact_tools_are_under_the_settings_deny_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (kinds, id) = plan_by_alice(d);
+    let settings = d.join("settings.json");
+    std::fs::write(
+        &settings,
+        json!({"permissions": {"deny": ["Edit(/artifacts/plan/**)"]}}).to_string(),
+    )
+    .unwrap();
+    let model = script(
+        d,
+        "m.jsonl",
+        &[
+            json!({"tool_calls": [{"id": "e1", "name": "edit_artifact", "arguments": {
+                "id": id, "base_version": 1, "old": "green", "new": "blue"}}]}),
+            json!({"text": "could not"}),
+        ],
+    );
+    let s = Served::start(
+        d,
+        &model,
+        &[
+            "--artifacts",
+            kinds.to_str().unwrap(),
+            "--settings",
+            settings.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let posted = s.post("/v1/threads/p/messages", json!({"content": "make it blue"}));
+    assert_eq!(posted["action"], "started", "{posted}");
+    let view = s.view_when("p", |v| v["runs"][0]["status"] == "completed");
+    let result = view["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["message"]["role"] == "tool_result" && e["message"]["call_id"] == "e1")
+        .unwrap_or_else(|| panic!("no result of e1: {view}"));
+    assert_eq!(result["message"]["is_error"], true, "{result}");
+    let text = result["message"]["content"].to_string();
+    assert!(text.contains("Edit(/artifacts/plan/**)"), "{result}");
+    assert!(!text.contains(d.to_str().unwrap()), "{result}");
+    let shown = s.get(&format!("/v1/artifacts/{id}"));
+    assert_eq!(shown["artifact"]["version"], 1, "{shown}");
+    assert_eq!(shown["artifact"]["snapshot"]["text"], "paint it green");
 }
