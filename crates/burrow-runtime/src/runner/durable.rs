@@ -70,6 +70,16 @@ impl Durable {
 
     /// Every tool of `tools`, recorded in `log`.
     pub(crate) fn wrap(tools: &ToolRegistry, log: &Arc<dyn CallLog>) -> ToolRegistry {
+        if tools.definitions().iter().all(|d| d.native_type.is_none()) {
+            // The same definitions (a `Durable` keeps name, description
+            // and schema): shared, so a run copies no schema (issue 26).
+            return tools.rewrapped(|tool| {
+                Arc::new(Durable {
+                    inner: tool.clone(),
+                    log: log.clone(),
+                })
+            });
+        }
         let mut wrapped = ToolRegistry::new();
         for tool in tools.tools() {
             wrapped.add_arc(Arc::new(Durable {

@@ -169,7 +169,15 @@ pub(super) struct Inner {
     pub(super) spill: Option<Arc<crate::tools::Toolset>>,
     /// What completes each child's agent ([`Tasks::with_child_setup`]).
     pub(super) child_setup: Option<ChildSetup>,
+    /// Each definition's children's tools by nesting depth, built once
+    /// (issue 26: a task rebuilt them, copying every schema, per call).
+    pub(super) child_tools: ChildTools,
 }
+
+/// The tools of a definition's children (by its name and their depth),
+/// before the per-child `ask_parent`.
+pub(super) type ChildTools =
+    std::sync::Mutex<std::collections::HashMap<(String, usize), ToolRegistry>>;
 
 /// The runners of the children running now, by a number of their own, so
 /// [`Tasks::aclose`] can stop them and wait for their ends.
@@ -217,6 +225,7 @@ impl Tasks {
                 compaction: None,
                 spill: None,
                 child_setup: None,
+                child_tools: ChildTools::default(),
             }),
         }
     }
@@ -224,6 +233,8 @@ impl Tasks {
     fn edit(mut self, f: impl FnOnce(&mut Inner)) -> Self {
         if let Some(inner) = Arc::get_mut(&mut self.inner) {
             f(inner);
+            // What the children's tools were built from may have changed.
+            inner.child_tools = ChildTools::default();
             return self;
         }
         let old = &self.inner;
@@ -245,6 +256,7 @@ impl Tasks {
             compaction: old.compaction.clone(),
             spill: old.spill.clone(),
             child_setup: old.child_setup.clone(),
+            child_tools: ChildTools::default(),
         };
         f(&mut inner);
         Self {
@@ -435,15 +447,18 @@ subagents (`subagent_type`):",
         self.agents().into_iter().find(|a| a.name() == name)
     }
 
-    /// The child agent of `def` at nesting `depth` (its parent's), running in `thread`.
-    pub(super) fn child_agent(
-        &self,
-        def: &SubAgent,
-        depth: usize,
-        asks: Option<&str>,
-        thread: &ThreadKey,
-    ) -> Agent {
+    /// The tools of `def`'s children at nesting `depth` (its parent's),
+    /// before the per-child `ask_parent`. Those of children that start no
+    /// subagents (depth 1) are built once, then copied cheaply (tools and
+    /// schemas shared); nesting children's hold a `task` tool that holds
+    /// these `Tasks`, so they are built per child (kept, they would keep
+    /// `Tasks` alive).
+    fn child_tools(&self, def: &SubAgent, depth: usize) -> ToolRegistry {
         let inner = &self.inner;
+        let key = (def.name().to_owned(), depth);
+        if let Some(tools) = lock_tools(&inner.child_tools).get(&key) {
+            return tools.clone();
+        }
         let mut tools = ToolRegistry::new();
         match &def.tools {
             Some(names) => {
@@ -465,15 +480,7 @@ subagents (`subagent_type`):",
                 }
             }
         }
-        if def.config.can_ask_questions == Some(true) {
-            tools.add_arc(match asks {
-                Some(task_id) => self.ask_tool(task_id, def.config.max_questions),
-                // A synchronous task's question pauses the parent's run (ADR 0385).
-                None => self.sync_ask_tool(thread, def.config.max_questions),
-            });
-        }
-        let nests = depth > 1;
-        if nests {
+        if depth > 1 {
             tools.add_arc(self.tool_at(depth - 1));
             self.add_background_tools(&mut tools);
         } else {
@@ -485,6 +492,30 @@ subagents (`subagent_type`):",
                 ),
             );
         }
+        if depth <= 1 {
+            lock_tools(&inner.child_tools).insert(key, tools.clone());
+        }
+        tools
+    }
+
+    /// The child agent of `def` at nesting `depth` (its parent's), running in `thread`.
+    pub(super) fn child_agent(
+        &self,
+        def: &SubAgent,
+        depth: usize,
+        asks: Option<&str>,
+        thread: &ThreadKey,
+    ) -> Agent {
+        let inner = &self.inner;
+        let mut tools = self.child_tools(def, depth);
+        if def.config.can_ask_questions == Some(true) {
+            tools.add_arc(match asks {
+                Some(task_id) => self.ask_tool(task_id, def.config.max_questions),
+                // A synchronous task's question pauses the parent's run (ADR 0385).
+                None => self.sync_ask_tool(thread, def.config.max_questions),
+            });
+        }
+        let nests = depth > 1;
         let model = def.model.clone().unwrap_or_else(|| inner.model.clone());
         let mut agent = Agent::new(model)
             .with_tools(tools)
@@ -705,6 +736,15 @@ impl StopOnDrop {
     pub(super) fn finish(mut self) {
         lock(&self.children).remove(&self.id);
         self.done = true;
+    }
+}
+
+fn lock_tools(
+    tools: &ChildTools,
+) -> std::sync::MutexGuard<'_, std::collections::HashMap<(String, usize), ToolRegistry>> {
+    match tools.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
     }
 }
 

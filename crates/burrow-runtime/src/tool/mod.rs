@@ -289,7 +289,9 @@ where
 pub struct ToolRegistry {
     tools: Vec<Arc<dyn Tool>>,
     index: HashMap<String, usize>,
-    definitions: Vec<ToolDefinition>,
+    /// Shared between clones (a run's copy of its agent's tools costs no
+    /// schema copies); copied on the first change of a shared one.
+    definitions: Arc<Vec<ToolDefinition>>,
     /// Tools this registry lacks on purpose, with why (said when one is called).
     absent: Vec<(String, String)>,
 }
@@ -325,12 +327,12 @@ impl ToolRegistry {
         match self.index.get(tool.name()) {
             Some(&i) => {
                 self.tools[i] = tool;
-                self.definitions[i] = definition;
+                Arc::make_mut(&mut self.definitions)[i] = definition;
             }
             None => {
                 self.index.insert(tool.name().to_owned(), self.tools.len());
                 self.tools.push(tool);
-                self.definitions.push(definition);
+                Arc::make_mut(&mut self.definitions).push(definition);
             }
         }
         self
@@ -349,6 +351,19 @@ impl ToolRegistry {
         Fut: Future<Output = Result<ToolOutput, Error>> + Send + 'static,
     {
         self.add(FnTool::new(name, description, f))
+    }
+
+    /// The same registry with each tool replaced by `wrap(tool)`, its
+    /// definitions shared, not rebuilt: `wrap` must keep each tool's name,
+    /// description and schema, and none of the tools may have a native type
+    /// (a wrapper says none), which the caller checks.
+    pub(crate) fn rewrapped(&self, wrap: impl Fn(&Arc<dyn Tool>) -> Arc<dyn Tool>) -> Self {
+        Self {
+            tools: self.tools.iter().map(wrap).collect(),
+            index: self.index.clone(),
+            definitions: self.definitions.clone(),
+            absent: self.absent.clone(),
+        }
     }
 
     /// Records that the tool `name` is not offered here, and `why`: a call

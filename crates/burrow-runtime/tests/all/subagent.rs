@@ -260,3 +260,56 @@ async fn more_children_than_the_bound_wait_for_a_slot() {
         );
     }
 }
+
+/// The tool names of each request a child's model gets, in order.
+type SeenTools = Arc<Mutex<Vec<Vec<String>>>>;
+
+fn recording_child(seen: SeenTools) -> Arc<ScriptedModel> {
+    Arc::new(ScriptedModel::new(move |request| {
+        let names = request.tools.iter().map(|t| t.name.clone()).collect();
+        seen.lock().unwrap().push(names);
+        Ok(ScriptedResponse::text("done"))
+    }))
+}
+
+/// Tasks build their children's tools once (ADR 0387): every child still
+/// gets the offered tools with their definitions, call after call, and
+/// `Tasks` given other tools hands its children those, not the ones built
+/// for the first.
+#[tokio::test]
+async fn every_child_gets_the_offered_tools_and_new_tools_reach_later_children() {
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let scope = Scope::new("tenant", "default");
+    let seen: SeenTools = Arc::default();
+    let entered = Arc::new(tokio::sync::Semaphore::new(0));
+    let release = Arc::new(tokio::sync::Semaphore::new(0));
+    let tasks = Tasks::new(
+        vec![
+            SubAgent::new(SubAgentConfig::new("scout", "Looks.", "You look."))
+                .with_model(recording_child(seen.clone())),
+        ],
+        Arc::new(ScriptedModel::from_responses(Vec::new())),
+        store.clone(),
+        scope.clone(),
+    )
+    .with_tools(hold(entered.clone(), release.clone()));
+    let args = json!({"description": "look", "prompt": "Look.", "subagent_type": "scout"});
+    let tool = tasks.tool();
+    for call in ["t1", "t2", "t3"] {
+        let out = tool.call(&cx(call), args.clone()).await.unwrap();
+        assert!(!out.is_error, "{}", out.text);
+    }
+    let mut other = ToolRegistry::new();
+    other.add(FnTool::new("peek", "Peeks.", |_: NoArgs, _cx| async {
+        Ok(ToolOutput::ok("peeked"))
+    }));
+    let changed = tasks.clone().with_tools(other);
+    let out = changed.tool().call(&cx("t4"), args.clone()).await.unwrap();
+    assert!(!out.is_error, "{}", out.text);
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 4, "{seen:?}");
+    for names in &seen[..3] {
+        assert_eq!(names, &["hold"], "{seen:?}");
+    }
+    assert_eq!(seen[3], ["peek"], "{seen:?}");
+}
