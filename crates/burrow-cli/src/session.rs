@@ -1004,11 +1004,11 @@ async fn print_pending(
         let mut event = json!({"type": "request", "run_id": run_id, "request_id": spec.id,
                    "kind": kind_name(spec.kind), "tool_name": spec.tool_name});
         relayed_question(&mut event, spec);
-        let asks = match (event["subagent"].as_str(), event["question"].as_str()) {
-            (Some(subagent), Some(question)) => {
-                format!(" (the subagent {subagent} asks: {question})")
-            }
-            _ => String::new(),
+        let asks = relayed_line(&event);
+        let asks = if asks.is_empty() {
+            asks
+        } else {
+            format!(" ({})", asks.trim_start_matches(": "))
         };
         note(
             json,
@@ -1026,16 +1026,50 @@ async fn print_pending(
 }
 
 /// A subagent's question relayed by its `task` call (ADR 0385): its
-/// `subagent` and `question` added to the request's JSON `p`.
+/// `subagent` and `question` added to the request's JSON `p`; a subagent's
+/// approval relayed (ADR 0392): its `subagent`, `task_id`, `tool` and
+/// `subagent_call_id`.
 fn relayed_question(p: &mut Value, spec: &burrow_runtime::session::RequestSpec) {
-    if spec.kind != RequestKind::Question {
+    let Some(args) = &spec.arguments else { return };
+    if spec.kind == RequestKind::Approval {
+        if spec.id == spec.call_id {
+            return;
+        }
+        for (from, to) in [
+            ("subagent", "subagent"),
+            ("task_id", "task_id"),
+            ("tool", "tool"),
+            ("call_id", "subagent_call_id"),
+        ] {
+            if let Some(v) = args.get(from) {
+                p[to] = v.clone();
+            }
+        }
         return;
     }
-    let Some(args) = &spec.arguments else { return };
     for field in ["subagent", "question", "task_id"] {
         if let Some(v) = args.get(field) {
             p[field] = v.clone();
         }
+    }
+}
+
+/// What a request relayed from a subagent says, after `: `; empty for
+/// another request.
+fn relayed_line(p: &Value) -> String {
+    match (
+        p["subagent"].as_str(),
+        p["question"].as_str(),
+        p["tool"].as_str(),
+    ) {
+        (Some(subagent), Some(question), _) => {
+            format!(": the subagent {subagent} asks: {question}")
+        }
+        (Some(subagent), None, Some(tool)) => format!(
+            ": the subagent {subagent} waits for approval of its call {} ({tool})",
+            p["subagent_call_id"].as_str().unwrap_or_default()
+        ),
+        _ => String::new(),
     }
 }
 
@@ -1270,9 +1304,7 @@ pub async fn show(args: &SessionArgs, thread: &str, json: bool) -> Result<Exit, 
             p["tool_name"].as_str().unwrap_or_default(),
             p["run_id"].as_str().unwrap_or_default()
         );
-        if let (Some(subagent), Some(question)) = (p["subagent"].as_str(), p["question"].as_str()) {
-            line.push_str(&format!(": the subagent {subagent} asks: {question}"));
-        }
+        line.push_str(&relayed_line(p));
         writeln!(out, "  {}", display::sentence(&line))?;
     }
     Ok(Exit::Success)

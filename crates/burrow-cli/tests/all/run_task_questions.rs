@@ -1,4 +1,4 @@
-//! `burrow run --agents DIR` with a subagent that asks (`can_ask_questions`) in a synchronous task, on SQLite: the whole run pauses (exit 3) with a request naming the subagent and its question, `thread show` lists it, `thread answer` in a new process gives the child the answer and both go on (exit 0), the parent's sibling call runs once, the child's second question past `max_questions` is an error; and `--task-max-tokens` stops a child past its tokens with an error result naming the bound (ADRs 0385, 0386).
+//! `burrow run --agents DIR` with a subagent that asks (`can_ask_questions`) in a synchronous task, on SQLite: the whole run pauses (exit 3) with a request naming the subagent and its question, `thread show` lists it, `thread answer` in a new process gives the child the answer and both go on (exit 0), the parent's sibling call runs once, the child's second question past `max_questions` is an error; and `--task-max-tokens` stops a child past its tokens with an error result naming the bound (ADRs 0385, 0386). A PreToolUse `ask` on one of a child's two sibling calls pauses the run (exit 3) with an approval naming the subagent and the call; `thread answer --approve` runs that call alone, a denial refuses it, and the sibling runs exactly once either way (ADR 0392).
 
 use std::path::Path;
 
@@ -299,4 +299,128 @@ fn a_child_past_task_max_tokens_is_an_error_result_naming_the_bound() {
         show(d, "k")["runs"][0]["labels"]["burrow.task_max_tokens"],
         "40"
     );
+}
+
+/// A child's batch of `ls` and `write_file` with a PreToolUse hook asking
+/// for `write_file` and a PostToolUse hook logging each call that ran: the
+/// run pauses (exit 3) on an approval naming the subagent and the call, and
+/// the decision (a new process) resumes the child with that call alone.
+fn a_childs_approval_relayed(approve: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let write = json!({"id": "w1", "name": "write_file",
+        "arguments": {"file_path": "/b.txt", "content": "b"}});
+    let ls = json!({"id": "k1", "name": "ls", "arguments": {"path": "/"}});
+    agent(d, "scout", "", &[json!({"tool_calls": [ls, write]})]);
+    let parent = script(
+        d,
+        "parent.jsonl",
+        &[json!({"tool_calls": [task_call("t1", "scout")]})],
+    );
+    let log = d.join("ran.log");
+    let ask = json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+        "permissionDecision": "ask", "permissionDecisionReason": "writing needs a human"}});
+    let hooks = json!({
+        "PreToolUse": [{"matcher": "write_file", "hooks": [{"type": "command",
+            "command": format!("echo '{ask}'")}]}],
+        "PostToolUse": [{"hooks": [{"type": "command",
+            "command": format!("cat >> '{}'; echo >> '{}'", log.display(), log.display())}]}],
+    });
+    let settings = d.join("settings.json");
+    std::fs::write(&settings, json!({ "hooks": hooks }).to_string()).unwrap();
+    let settings = settings.display().to_string();
+    let agents = d.join("agents").display().to_string();
+    let spec = spec(d);
+    let paused = burrow_in(
+        d,
+        &[
+            "--json",
+            "run",
+            "go",
+            "--model",
+            &parent,
+            "--agents",
+            &agents,
+            "--settings",
+            &settings,
+            "--session",
+            &spec,
+            "--thread",
+            "p",
+        ],
+        b"",
+    );
+    paused.assert_code(3);
+    let ran = |id: &str| {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains(&format!("\"tool_use_id\":\"{id}\"")))
+            .count()
+    };
+    assert_eq!((ran("k1"), ran("w1")), (1, 0));
+    let shown = show(d, "p");
+    let pending = shown["pending"].as_array().unwrap();
+    assert_eq!(pending.len(), 1, "{shown}");
+    assert_eq!(pending[0]["request_id"], "t1/w1");
+    assert_eq!(pending[0]["kind"], "approval");
+    assert_eq!(pending[0]["subagent"], "scout");
+    assert_eq!(pending[0]["tool"], "write_file");
+    assert_eq!(pending[0]["subagent_call_id"], "w1");
+    let human = burrow_in(d, &["thread", "show", "p", "--session", &spec], b"");
+    assert!(
+        human
+            .out()
+            .contains("): the subagent scout waits for approval of its call w1 (write_file)"),
+        "{}",
+        human.out()
+    );
+
+    script(d, "parent.jsonl", &[json!({"text": "parent done"})]);
+    write_script(
+        &d.join("agents/scout.jsonl"),
+        &[json!({"text": "wrote it"})],
+    );
+    let mut args = vec!["thread", "answer", "p", "--request", "t1/w1"];
+    if approve {
+        args.extend(["ok", "--approve"]);
+    } else {
+        args.push("not now");
+    }
+    args.extend(["--session", &spec]);
+    let answered = burrow_in(d, &args, b"");
+    answered.assert_code(0);
+    assert_eq!((ran("k1"), ran("w1")), (1, usize::from(approve)));
+    let child = history_of(&show(d, "p/task-t1"));
+    assert_eq!(results_of(&child, "k1").len(), 1);
+    let users: Vec<&str> = child
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["text"].as_str())
+        .collect();
+    let said = if approve {
+        "I approved the call w1 (write_file); it ran."
+    } else {
+        "I declined the call w1 (write_file): not now"
+    };
+    assert!(users.iter().any(|u| u.starts_with(said)), "{users:?}");
+    let shown = show(d, "p");
+    assert_eq!(shown["runs"][0]["status"], "completed", "{shown}");
+    assert!(shown["pending"].as_array().unwrap().is_empty());
+    let report = history_of(&shown)
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["text"].as_str())
+        .any(|t| t.contains("wrote it\n\n[subagent scout completed"));
+    assert!(report, "{shown}");
+}
+
+#[test]
+fn a_childs_pretooluse_ask_pauses_the_run_and_approving_runs_only_that_call() {
+    a_childs_approval_relayed(true);
+}
+
+#[test]
+fn a_childs_pretooluse_ask_declined_refuses_only_that_call() {
+    a_childs_approval_relayed(false);
 }

@@ -3,6 +3,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use serde_json::{Value, json};
+
 use crate::agent::{Agent, CancelToken};
 use crate::message::{Message, ToolResult};
 use crate::session::{RequestKind, RequestSpec, RunRecord, ThreadKey};
@@ -29,6 +31,7 @@ impl Inner {
             .iter()
             .filter(|r| {
                 r.spec.kind == RequestKind::Approval
+                    && !relayed(&r.spec)
                     && r.answer.as_ref().and_then(|a| a.approved) == Some(true)
             })
             .map(|r| {
@@ -74,7 +77,26 @@ impl Inner {
             match spec.kind {
                 RequestKind::Question if spec.tool_name != super::ask::ASK_USER => {
                     // A relayed answer that is not its call's last says nothing.
-                    parts.extend(self.relayed_answer(agent, history, run, spec, text).await);
+                    let request = spec.arguments.clone();
+                    parts.extend(
+                        self.relayed_answer(agent, history, run, spec, request, text)
+                            .await,
+                    );
+                }
+                RequestKind::Approval if relayed(spec) => {
+                    // A subagent's approval its `task` call relayed (ADR 0392):
+                    // the tool gives the decision to the child; nothing runs here.
+                    let mut request = spec.arguments.clone().unwrap_or_else(|| json!({}));
+                    if let Some(fields) = request.as_object_mut() {
+                        fields.insert(
+                            "approved".to_owned(),
+                            Value::Bool(answer.approved == Some(true)),
+                        );
+                    }
+                    parts.extend(
+                        self.relayed_answer(agent, history, run, spec, Some(request), text)
+                            .await,
+                    );
                 }
                 RequestKind::Question => parts.push(text),
                 RequestKind::Approval if answer.approved == Some(true) => {
@@ -108,8 +130,8 @@ impl Inner {
         parts.join("\n\n")
     }
 
-    /// What the model reads of the answer `text` to a question a tool's call
-    /// relayed (ADR 0385): what the tool made of it, or the bare answer when
+    /// What the model reads of the answer `text` to a question (or the
+    /// decision on an approval, ADR 0392) a tool's call relayed (ADR 0385): what the tool made of it, or the bare answer when
     /// the tool takes none.
     async fn relayed_answer(
         &self,
@@ -117,6 +139,7 @@ impl Inner {
         history: &[Message],
         run: &RunRecord,
         spec: &RequestSpec,
+        request: Option<Value>,
         text: String,
     ) -> Option<String> {
         let call = history
@@ -132,7 +155,7 @@ impl Inner {
             call_id: call.id.clone(),
         };
         let taken = tool
-            .answered(&cx, call.arguments.clone(), spec.arguments.as_ref(), &text)
+            .answered(&cx, call.arguments.clone(), request.as_ref(), &text)
             .await;
         let output = match taken {
             None => return Some(text),
@@ -153,4 +176,11 @@ impl Inner {
             output.text
         ))
     }
+}
+
+/// Whether the approval `spec` is one a tool's call relayed for another run
+/// (a subagent's, ADR 0392): its id is not its call's, as a call's own
+/// approval's is.
+fn relayed(spec: &RequestSpec) -> bool {
+    spec.id != spec.call_id
 }

@@ -1,4 +1,4 @@
-//! A synchronous task's questions (ADR 0385): the child's `ask_parent` pauses the child as `ask_user` pauses a run, the parent's `task` call relays the question so the parent's run pauses too, and the answer, once given, goes to the child, which runs on to its report.
+//! A synchronous task's questions and approvals (ADRs 0385, 0392): the child's `ask_parent` pauses the child as `ask_user` pauses a run, the parent's `task` call relays the question so the parent's run pauses too, and the answer, once given, goes to the child, which runs on to its report.
 
 use std::sync::Arc;
 
@@ -73,9 +73,12 @@ impl Tool for TaskTool {
         let child_request = request
             .and_then(|r| r.get("child_request"))
             .and_then(Value::as_str);
+        let approved = request
+            .and_then(|r| r.get("approved"))
+            .and_then(Value::as_bool);
         Some(
             self.tasks
-                .take_answer(args, cx, self.depth, child_request, answer)
+                .take_answer(args, cx, self.depth, child_request, approved, answer)
                 .await,
         )
     }
@@ -147,9 +150,10 @@ impl Tasks {
 
     /// Relays the open `ask_parent` questions of the child in `thread`
     /// (paused) to the run of the parent's call `cx`, which pauses on them
-    /// once its batch ends; the text the parent's model reads. `None` when
-    /// the child paused for something else (an approval) or the parent's
-    /// run cannot pause (it is not a runner's).
+    /// once its batch ends, and its pending approvals (a PreToolUse `ask`,
+    /// ADR 0392) likewise; the text the parent's model reads. `None` when
+    /// the child paused for something else or the parent's run cannot
+    /// pause (it is not a runner's).
     pub(super) async fn relay_questions(
         &self,
         name: &str,
@@ -164,8 +168,8 @@ impl Tasks {
         let open: Vec<_> = run.requests.iter().filter(|r| r.answer.is_none()).collect();
         if open.is_empty()
             || open.iter().any(|r| {
-                r.spec.kind != crate::session::RequestKind::Question
-                    || r.spec.tool_name != ASK_PARENT
+                r.spec.kind == crate::session::RequestKind::Question
+                    && r.spec.tool_name != ASK_PARENT
             })
         {
             return Ok(None);
@@ -176,6 +180,48 @@ impl Tasks {
             .map_err(|e| store_failure(&e))?;
         let mut texts = Vec::new();
         for (i, request) in open.iter().enumerate() {
+            if request.spec.kind == crate::session::RequestKind::Approval {
+                // A PreToolUse `ask` in the child (ADR 0392): the parent's
+                // run pauses on the approval; the decision goes to the child,
+                // which then runs (or refuses) that call alone.
+                let spec = &request.spec;
+                let arguments = spec.arguments.clone().or_else(|| {
+                    history
+                        .iter()
+                        .rev()
+                        .flat_map(|e| e.message.tool_calls())
+                        .find(|c| c.id == spec.call_id && c.name == spec.tool_name)
+                        .map(|c| c.arguments.clone())
+                });
+                let id = format!("{}/{}", cx.call_id, spec.id);
+                let text = format!(
+                    "The subagent {name} (task {}) waits for approval of its call {} ({}).",
+                    thread.thread, spec.call_id, spec.tool_name
+                );
+                let asked = PendingRequest {
+                    request_id: id.clone(),
+                    kind: RequestKind::Approval,
+                    tool_name: TASK.to_owned(),
+                    text: text.clone(),
+                    arguments: Some(json!({
+                        "subagent": name,
+                        "task_id": thread.thread,
+                        "tool": spec.tool_name,
+                        "call_id": spec.call_id,
+                        "arguments": arguments,
+                        "child_request": spec.id,
+                    })),
+                    call_id: Some(cx.call_id.clone()),
+                };
+                if crate::runner::ask_in_run(asked).is_none() {
+                    debug_assert_eq!(i, 0);
+                    return Ok(None);
+                }
+                texts.push(format!(
+                    "{text}\n\nThe run pauses until the call is approved or declined (request {id}); the subagent then goes on, that call alone running or refused, and its report follows as the next message."
+                ));
+                continue;
+            }
             let question = history
                 .iter()
                 .rev()
@@ -221,6 +267,7 @@ impl Tasks {
         cx: &CallContext,
         depth: usize,
         child_request: Option<&str>,
+        approved: Option<bool>,
         answer: &str,
     ) -> Result<ToolOutput, Error> {
         let inner = &self.inner;
@@ -258,7 +305,7 @@ impl Tasks {
             done: false,
         };
         guard.register();
-        let ended = answer_child(&runner, &thread, child_request, answer).await;
+        let ended = answer_child(&runner, &thread, child_request, approved, answer).await;
         runner.aclose().await;
         guard.finish();
         let Some(ended) = ended.map_err(|e| store_failure(&e))? else {
@@ -278,7 +325,8 @@ impl Tasks {
     }
 }
 
-/// Answers the child's question `request` and waits for the child's run to
+/// Answers the child's question `request` (or decides its approval when
+/// `approved` is given, ADR 0392) and waits for the child's run to
 /// settle; `None` while the child waits for answers to its other
 /// questions. A question answered before (the parent's resume run again)
 /// is not answered twice: the child's run is resumed or waited for.
@@ -286,6 +334,7 @@ async fn answer_child(
     runner: &Runner,
     thread: &ThreadKey,
     request: Option<&str>,
+    approved: Option<bool>,
     answer: &str,
 ) -> Result<Option<ChildEnd>, StoreError> {
     let runs = runner.store().runs(thread).await?;
@@ -298,8 +347,8 @@ async fn answer_child(
         if let Some(id) = request.filter(|id| open(id)) {
             let given = Answer {
                 author: CHILD_MESSAGE_AUTHOR.to_owned(),
-                approved: None,
-                text: Some(answer.to_owned()),
+                approved,
+                text: (approved.is_none() || !answer.is_empty()).then(|| answer.to_owned()),
                 message_id: None,
             };
             let sent = runner

@@ -974,7 +974,7 @@ fn result(name: &str, thread: &str, ended: &ChildEnd, text: String) -> ToolOutpu
     );
     if ended.outcome == RunStatus::Paused.as_str() {
         text.push_str(
-            " A subagent that waits for an approval cannot go on inside a task, nor one that asks a question where its parent's run cannot pause for it (a run outside a runner).",
+            " A subagent that waits for an approval or asks a question cannot go on inside a task where its parent's run cannot pause for it (a run outside a runner).",
         );
     }
     text.push_str(&format!("\n\n{usage}"));

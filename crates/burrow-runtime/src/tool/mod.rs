@@ -161,6 +161,10 @@ pub trait Tool: Send + Sync {
     /// `Some`: what the model reads of it in that message in place of the
     /// bare answer (an `Err` is read as the call's failure). It may ask
     /// again, and the run then pauses again before any model request.
+    /// An approval the call relayed (a request whose id is not the call's,
+    /// ADR 0392) comes here too: `request` then carries `"approved"` (the
+    /// decision, a bool) and `answer` is the reason given, if any; the
+    /// runner runs nothing for it.
     async fn answered(
         &self,
         _cx: &CallContext,

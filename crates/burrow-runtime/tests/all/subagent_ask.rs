@@ -449,3 +449,187 @@ async fn a_child_past_its_token_bound_is_an_error_result_naming_it() {
     );
     assert_eq!(child.requests(), 1);
 }
+
+/// A tool `name` counting its calls.
+fn counted(name: &str, count: Arc<AtomicUsize>) -> FnTool<NoArgs> {
+    FnTool::new(name, "Counts.", move |_: NoArgs, _cx| {
+        let count = count.clone();
+        async move {
+            count.fetch_add(1, Ordering::SeqCst);
+            Ok(ToolOutput::ok("done"))
+        }
+    })
+}
+
+/// A child whose batch is `tick` and `wipe`, a PreToolUse hook asking for
+/// `wipe` (ADR 0392): the child and the parent pause, the parent's request
+/// names the subagent and the call; the decision `approved` resumes the
+/// child so that `wipe` alone runs (or is refused) and `tick` does not run
+/// again; the child reports and the parent completes.
+async fn childs_approval_pauses_the_parent_and_resumes_only_that_call(
+    store: Arc<dyn SessionStore>,
+    approved: bool,
+) {
+    use burrow_runtime::hooks::{Hook, HookEvent, HookOutput, Hooks};
+    let scope = Scope::new("tenant", "default");
+    let child_seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let child = Arc::new(recording(
+        vec![
+            ScriptedResponse::calls()
+                .call("k1", "tick", json!({}))
+                .call("w1", "wipe", json!({})),
+            ScriptedResponse::text("wiped"),
+        ],
+        child_seen.clone(),
+    ));
+    let parent_seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let parent_model = Arc::new(recording(
+        vec![
+            ScriptedResponse::calls().call(
+                "t1",
+                "task",
+                json!({"description": "clean", "prompt": "Clean.", "subagent_type": "cleaner"}),
+            ),
+            ScriptedResponse::text("parent done"),
+        ],
+        parent_seen.clone(),
+    ));
+    let ticks = Arc::new(AtomicUsize::new(0));
+    let wipes = Arc::new(AtomicUsize::new(0));
+    let mut tools = ToolRegistry::new();
+    tools.add(counted("tick", ticks.clone()));
+    tools.add(counted("wipe", wipes.clone()));
+    let mut hooks = Hooks::new();
+    hooks.add(
+        Hook::handler(HookEvent::PreToolUse, Some("wipe"), |_| async {
+            Ok(HookOutput::ask("wiping needs a human"))
+        })
+        .unwrap(),
+    );
+    let tasks = Tasks::new(
+        vec![
+            SubAgent::new(SubAgentConfig::new("cleaner", "Cleans.", "You clean."))
+                .with_tools(vec!["tick".to_owned(), "wipe".to_owned()])
+                .with_model(child),
+        ],
+        parent_model.clone(),
+        store.clone(),
+        scope.clone(),
+    )
+    .with_tools(tools)
+    .with_hooks(hooks);
+    let agent = tasks.install(Agent::new(parent_model));
+    let thread = scope.thread("p");
+    let runner = Runner::new(agent.clone(), store.clone());
+    let paused = start_run(&runner, &thread, "user", "Start.")
+        .await
+        .wait()
+        .await;
+    runner.aclose().await;
+    assert!(
+        matches!(paused.outcome, Outcome::Paused { .. }),
+        "{:?}",
+        paused.outcome
+    );
+    assert_eq!(ticks.load(Ordering::SeqCst), 1);
+    assert_eq!(wipes.load(Ordering::SeqCst), 0);
+    let run = store.runs(&thread).await.unwrap().pop().unwrap();
+    assert_eq!(run.status, RunStatus::Paused);
+    assert_eq!(run.requests.len(), 1, "{run:?}");
+    let spec = &run.requests[0].spec;
+    assert_eq!(spec.id, "t1/w1");
+    assert_eq!(spec.call_id, "t1");
+    assert_eq!(spec.tool_name, "task");
+    assert_eq!(spec.kind, burrow_runtime::session::RequestKind::Approval);
+    let args = spec.arguments.as_ref().unwrap();
+    assert_eq!(args["subagent"], "cleaner");
+    assert_eq!(args["tool"], "wipe");
+    assert_eq!(args["call_id"], "w1");
+    assert_eq!(args["task_id"], "p/task-t1");
+    let child_thread = scope.thread("p/task-t1");
+    let child_run = store.runs(&child_thread).await.unwrap().pop().unwrap();
+    assert_eq!(child_run.status, RunStatus::Paused);
+
+    let runner = Runner::new(agent, store.clone());
+    let answer = Answer {
+        author: "user".to_owned(),
+        approved: Some(approved),
+        text: (!approved).then(|| "not now".to_owned()),
+        message_id: None,
+    };
+    let sent = runner
+        .answer(&thread, &run.run_id, "t1/w1", answer)
+        .await
+        .unwrap();
+    let done = sent.run.expect("the decision resumes the run").wait().await;
+    runner.aclose().await;
+    assert!(
+        matches!(done.outcome, Outcome::Completed),
+        "{:?}",
+        done.outcome
+    );
+    // The sibling ran once; the asked call ran once when approved, never
+    // when declined.
+    assert_eq!(ticks.load(Ordering::SeqCst), 1);
+    assert_eq!(wipes.load(Ordering::SeqCst), usize::from(approved));
+    let child_seen = child_seen.lock().unwrap().clone();
+    assert_eq!(child_seen.len(), 2, "{child_seen:?}");
+    let said = if approved {
+        "I approved the call w1 (wipe); it ran. Its result:\ndone"
+    } else {
+        "I declined the call w1 (wipe): not now"
+    };
+    assert_eq!(child_seen[1], said, "{child_seen:?}");
+    let parent_seen = parent_seen.lock().unwrap().clone();
+    assert_eq!(parent_seen.len(), 2, "{parent_seen:?}");
+    assert!(
+        parent_seen[1].contains("wiped\n\n[subagent cleaner completed"),
+        "{parent_seen:?}"
+    );
+    assert_eq!(
+        store
+            .runs(&child_thread)
+            .await
+            .unwrap()
+            .pop()
+            .unwrap()
+            .status,
+        RunStatus::Completed
+    );
+    assert_eq!(
+        store.runs(&thread).await.unwrap().pop().unwrap().status,
+        RunStatus::Completed
+    );
+}
+
+#[tokio::test]
+async fn a_childs_approval_pauses_the_parent_and_approving_runs_only_that_call_memory() {
+    childs_approval_pauses_the_parent_and_resumes_only_that_call(
+        Arc::new(MemoryStore::new()),
+        true,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_childs_approval_pauses_the_parent_and_approving_runs_only_that_call_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("sessions.db")).unwrap();
+    childs_approval_pauses_the_parent_and_resumes_only_that_call(Arc::new(store), true).await;
+}
+
+#[tokio::test]
+async fn a_childs_declined_approval_refuses_only_that_call_memory() {
+    childs_approval_pauses_the_parent_and_resumes_only_that_call(
+        Arc::new(MemoryStore::new()),
+        false,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_childs_declined_approval_refuses_only_that_call_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join("sessions.db")).unwrap();
+    childs_approval_pauses_the_parent_and_resumes_only_that_call(Arc::new(store), false).await;
+}
