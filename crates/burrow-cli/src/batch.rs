@@ -21,19 +21,13 @@
 //!   lines and makes the exit code 2.
 //! - Exit code: the worst outcome seen: 0 all succeeded, 1 some line was
 //!   refused, 2 some line failed (or a save, or reading stdin, did).
-//! - Three threads (docs/adr/0380): lines are read and parsed on one
-//!   ([`Lines`]), run and saved in order on the caller's, and a saved
-//!   group's results turned into JSON and written on a third ([`Printer`]),
-//!   so parsing and printing overlap running the next lines.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::sync::mpsc;
-use std::thread;
 
 use burrow::{Error, FileContext};
 
 use crate::op::Op;
-use crate::output::{Exit, Output, error_json, error_text};
+use crate::output::{Exit, error_json, error_text};
 use crate::spec::Opened;
 
 /// The size of the input buffer: what one group can hold (one `read` of
@@ -46,93 +40,91 @@ pub const MAX_GROUP: usize = 10_000;
 /// A group ends once its answers, held until its save, pass this many bytes.
 pub const MAX_HELD: usize = 4 << 20;
 
-/// One answered line of a group, waiting for the group's save.
-enum Answer {
-    /// A result, written out as JSON by the printer; a mutation's is not
-    /// durable until the group is saved.
-    Output(Output),
-    /// A line already in its JSON form (an error's), without its newline.
-    Text(String),
+/// One answered line of a group, waiting for the group's save: its text
+/// (with its newline) ends at `end` in the group's text.
+struct Answer {
+    end: usize,
+    /// A successful mutation: not durable until the group is saved.
+    mutation: bool,
 }
 
 /// Runs every line of `input` against `opened`, printing results to `out`
 /// and notes to `err`.
-pub async fn run<R: Read + Send + 'static>(
+pub async fn run<R: Read>(
     opened: &Opened,
     ctx: &FileContext,
-    input: BufReader<R>,
-    out: Box<dyn Write + Send>,
+    input: &mut BufReader<R>,
+    out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> std::io::Result<Exit> {
+    let mut worst = Exit::Success;
+    // The group's answers, one line each, written out once a group; kept
+    // (cleared) from group to group, so its pages are touched once.
+    let mut text = String::new();
+    let mut group: Vec<Answer> = Vec::new();
+    let mut raw = Vec::new();
+    let mut number = 0usize;
+    let mut at_end = false;
     // The longest line: room for the largest file escaped as JSON text
     // (up to 6 bytes a byte), plus the rest of the line.
     let max_file =
         usize::try_from(opened.backend.capabilities().limits.max_file_size).unwrap_or(usize::MAX);
     let max_line = max_file.saturating_mul(6).saturating_add(1 << 20);
-    let mut lines = Lines::start(input, max_line)?;
-    let mut printer = Printer::start(out)?;
-    let ran = run_groups(opened, ctx, &mut lines, &mut printer, err).await;
-    // Every group handed over is written before the batch ends. The reader
-    // is not waited for: it may be waiting for input no one will send.
-    let printed = printer.finish();
-    let worst = ran?;
-    printed?;
-    Ok(worst)
-}
-
-/// [`run`]'s groups: lines from `lines`, their answers handed to `printer`
-/// once saved.
-async fn run_groups(
-    opened: &Opened,
-    ctx: &FileContext,
-    lines: &mut Lines,
-    printer: &mut Printer,
-    err: &mut dyn Write,
-) -> std::io::Result<Exit> {
-    let mut worst = Exit::Success;
-    let mut at_end = false;
     while !at_end {
-        // The group's answers, handed to the printer once the group is
-        // saved; the printer hands the list back for the next group.
-        let mut group = printer.spare();
-        let mut held = 0usize;
+        text.clear();
+        group.clear();
         opened.begin();
         loop {
-            let (parsed, more) = match lines.next() {
-                None => {
+            let too_long = match read_line(input, &mut raw, max_line) {
+                Ok(None) => {
                     at_end = true;
                     break;
                 }
-                Some(Line::Failed(e)) => {
+                Ok(Some(whole)) => !whole,
+                Err(e) => {
                     writeln!(err, "burrow: cannot read stdin: {e}")?;
                     worst = worst.max(Exit::Failed);
                     at_end = true;
                     break;
                 }
-                Some(Line::Read { parsed, more }) => (parsed, more),
             };
-            if let Some(parsed) = parsed {
+            number += 1;
+            let line = trim_line_end(&raw);
+            if too_long || !line.iter().all(u8::is_ascii_whitespace) {
+                let parsed = if too_long {
+                    Err(Error::invalid_argument(format!(
+                        "line {number}: longer than {max_line} bytes (it was skipped, never read whole)."
+                    )))
+                } else {
+                    parse(line, number)
+                };
                 let result = match parsed {
                     Ok(op) => op.run(opened.backend.as_ref(), ctx).await,
                     Err(e) => Err(e),
                 };
-                let answer = match result {
+                let mutation = match result {
                     Ok(output) => {
-                        held += output.json_len_hint();
-                        Answer::Output(output)
+                        output.push_json(&mut text);
+                        output.is_mutation()
                     }
                     Err(e) => {
                         worst = worst.max(Exit::of(&e));
-                        let text = error_json(&e);
-                        held += text.len();
-                        Answer::Text(text)
+                        text.push_str(&error_json(&e));
+                        false
                     }
                 };
-                group.push(answer);
+                text.push('\n');
+                group.push(Answer {
+                    end: text.len(),
+                    mutation,
+                });
             }
-            // Go on only with a whole line that was already there: never
-            // wait for input while answers are held back.
-            if group.len() >= MAX_GROUP || held >= MAX_HELD || !more {
+            // Go on only with a whole line that is already here: never wait
+            // for input while answers are held back.
+            if group.len() >= MAX_GROUP
+                || text.len() >= MAX_HELD
+                || memchr::memchr(b'\n', input.buffer()).is_none()
+            {
                 break;
             }
         }
@@ -140,190 +132,21 @@ async fn run_groups(
             writeln!(err, "{}", error_text(&e))?;
             worst = worst.max(Exit::Failed);
             let failed = error_json(&e);
-            for answer in &mut group {
-                if matches!(answer, Answer::Output(output) if output.is_mutation()) {
-                    *answer = Answer::Text(failed.clone());
+            let mut start = 0;
+            for answer in &group {
+                if answer.mutation {
+                    writeln!(out, "{failed}")?;
+                } else {
+                    out.write_all(text.as_bytes().get(start..answer.end).unwrap_or_default())?;
                 }
+                start = answer.end;
             }
+        } else {
+            out.write_all(text.as_bytes())?;
         }
-        // Saved (or its mutations' lines turned into failures): written out
-        // while the next group runs.
-        printer.print(group)?;
+        out.flush()?;
     }
     Ok(worst)
-}
-
-/// Writes the batch's answers, a saved group at a time, on a thread of its
-/// own (docs/adr/0380): a group's results are turned into JSON lines,
-/// written and flushed while the next group runs, so neither costs the
-/// batch's thread any time.
-///
-/// Only groups already saved are handed over, so a printed result is
-/// still durable; they are written in the order handed over. A write that
-/// fails ends the thread; the error is returned at the next hand-over (the
-/// group in hand is not printed) or at [`Printer::finish`].
-struct Printer {
-    /// Groups to write (at most one waits while another is written).
-    full: Option<mpsc::SyncSender<Vec<Answer>>>,
-    /// Lists written out, handed back (empty) to be filled again.
-    empty: mpsc::Receiver<Vec<Answer>>,
-    thread: Option<thread::JoinHandle<std::io::Result<()>>>,
-}
-
-impl Printer {
-    fn start(mut out: Box<dyn Write + Send>) -> std::io::Result<Printer> {
-        let (full, groups) = mpsc::sync_channel::<Vec<Answer>>(1);
-        let (back, empty) = mpsc::channel();
-        let thread = thread::Builder::new()
-            .name("burrow-batch-out".to_owned())
-            .spawn(move || {
-                // Kept (cleared) from group to group, so its pages are touched once.
-                let mut text = String::new();
-                for mut group in groups {
-                    text.clear();
-                    for answer in group.drain(..) {
-                        match answer {
-                            Answer::Output(output) => output.push_json(&mut text),
-                            Answer::Text(line) => text.push_str(&line),
-                        }
-                        text.push('\n');
-                    }
-                    out.write_all(text.as_bytes())?;
-                    out.flush()?;
-                    // The batch may be done with lists: then this one is dropped.
-                    let _ = back.send(group);
-                }
-                Ok(())
-            })?;
-        Ok(Printer {
-            full: Some(full),
-            empty,
-            thread: Some(thread),
-        })
-    }
-
-    /// An empty list for the next group: one the printer is done with, or
-    /// a new one when none is back yet.
-    fn spare(&self) -> Vec<Answer> {
-        self.empty.try_recv().unwrap_or_default()
-    }
-
-    /// Hands `group` over to be written.
-    fn print(&mut self, group: Vec<Answer>) -> std::io::Result<()> {
-        let sent = self.full.as_ref().map(|full| full.send(group));
-        match sent {
-            Some(Ok(())) => Ok(()),
-            // The thread stopped: its write failed.
-            _ => {
-                self.finish()?;
-                Err(std::io::Error::other("the batch's output stopped"))
-            }
-        }
-    }
-
-    /// Waits for every group handed over to be written; the first write
-    /// error, if any.
-    fn finish(&mut self) -> std::io::Result<()> {
-        self.full = None;
-        match self.thread.take().map(thread::JoinHandle::join) {
-            None | Some(Ok(Ok(()))) => Ok(()),
-            Some(Ok(Err(e))) => Err(e),
-            Some(Err(_)) => Err(std::io::Error::other("the batch's output thread panicked")),
-        }
-    }
-}
-
-/// One input line, as the reader thread read and parsed it.
-enum Line {
-    /// A line: its operation or the refusal of it (`None`: a blank line,
-    /// which is skipped), and whether a whole line already waited in the
-    /// input buffer behind it.
-    Read {
-        parsed: Option<Result<Op, Error>>,
-        more: bool,
-    },
-    /// Reading stdin failed; nothing follows.
-    Failed(std::io::Error),
-}
-
-/// Lines read from the input and parsed on a thread of their own
-/// (docs/adr/0380), in order, a few dozen at a time, so parsing the next
-/// lines overlaps running the ones before.
-struct Lines {
-    chunks: mpsc::Receiver<Vec<Line>>,
-    chunk: std::vec::IntoIter<Line>,
-}
-
-/// Most lines the reader hands over at once.
-const CHUNK: usize = 64;
-
-impl Lines {
-    fn start<R: Read + Send + 'static>(
-        mut input: BufReader<R>,
-        max_line: usize,
-    ) -> std::io::Result<Lines> {
-        // A few chunks read ahead, no more: lines held bound the memory.
-        let (send, chunks) = mpsc::sync_channel::<Vec<Line>>(8);
-        thread::Builder::new()
-            .name("burrow-batch-in".to_owned())
-            .spawn(move || {
-                let mut raw = Vec::new();
-                let mut number = 0usize;
-                let mut chunk = Vec::with_capacity(CHUNK);
-                loop {
-                    let line = match read_line(&mut input, &mut raw, max_line) {
-                        Ok(None) => break,
-                        Ok(Some(whole)) => {
-                            number += 1;
-                            let line = trim_line_end(&raw);
-                            let parsed = if !whole {
-                                Some(Err(Error::invalid_argument(format!(
-                                    "line {number}: longer than {max_line} bytes (it was skipped, never read whole)."
-                                ))))
-                            } else if line.iter().all(u8::is_ascii_whitespace) {
-                                None
-                            } else {
-                                Some(parse(line, number))
-                            };
-                            let more = memchr::memchr(b'\n', input.buffer()).is_some();
-                            Line::Read { parsed, more }
-                        }
-                        Err(e) => Line::Failed(e),
-                    };
-                    let last = !matches!(line, Line::Read { more: true, .. });
-                    let failed = matches!(line, Line::Failed(_));
-                    chunk.push(line);
-                    if (last || chunk.len() >= CHUNK)
-                        && send
-                            .send(std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK)))
-                            .is_err()
-                    {
-                        // The batch is over: nothing more is wanted.
-                        return;
-                    }
-                    if failed {
-                        return;
-                    }
-                }
-                if !chunk.is_empty() {
-                    let _ = send.send(chunk);
-                }
-            })?;
-        Ok(Lines {
-            chunks,
-            chunk: Vec::new().into_iter(),
-        })
-    }
-
-    /// The next line; `None` at the end of the input.
-    fn next(&mut self) -> Option<Line> {
-        loop {
-            if let Some(line) = self.chunk.next() {
-                return Some(line);
-            }
-            self.chunk = self.chunks.recv().ok()?.into_iter();
-        }
-    }
 }
 
 /// The operation on one input line, or an InvalidArgument naming the line.

@@ -925,9 +925,10 @@ async fn run_on(cli: Cli, opened: spec::Opened) -> io::Result<Exit> {
     let op = match Op::from_command(cli.command, max_input) {
         Ok(Some(op)) => op,
         Ok(None) => {
-            let input = io::BufReader::with_capacity(batch::INPUT_BUFFER, io::stdin());
+            let mut input = io::BufReader::with_capacity(batch::INPUT_BUFFER, io::stdin());
+            let mut out = io::stdout().lock();
             let mut err = io::stderr().lock();
-            return batch::run(&opened, &ctx, input, Box::new(io::stdout()), &mut err).await;
+            return batch::run(&opened, &ctx, &mut input, &mut out, &mut err).await;
         }
         Err(e) => return report(&e, json),
     };

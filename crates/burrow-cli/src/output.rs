@@ -76,33 +76,6 @@ impl Output {
         })
     }
 
-    /// About how many bytes the `--json` form takes (exact enough to bound
-    /// what a batch holds before printing).
-    pub fn json_len_hint(&self) -> usize {
-        const FIELDS: usize = 64;
-        FIELDS
-            + match self {
-                Output::Listing { listing, .. } => {
-                    listing.entries.iter().map(|e| e.path.len() + FIELDS).sum()
-                }
-                Output::Window(window) => window.lines.iter().map(|l| l.len() + 3).sum(),
-                Output::Bytes(bytes) => bytes.len().div_ceil(3) * 4,
-                Output::Written { .. }
-                | Output::Edited(_)
-                | Output::Removed(_)
-                | Output::Made(_) => 0,
-                Output::Globbed { result, .. } => {
-                    result.files.iter().map(|f| f.path.len() + 3).sum()
-                }
-                Output::Grepped { result, .. } => result
-                    .matches
-                    .iter()
-                    .map(|m| m.path.len() + m.line.len() + FIELDS)
-                    .sum(),
-                Output::Executed(response) => response.output.len(),
-            }
-    }
-
     /// Appends the `--json` form ([`Output::to_json`]) to `out`; a read's
     /// window, the largest answer of a batch, straight into it.
     pub fn push_json(&self, out: &mut String) {

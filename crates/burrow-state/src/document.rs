@@ -1,7 +1,6 @@
 //! The workspace as a FileData document: `StateBackend::files` and `StateBackend::from_files`.
 
 use std::collections::BTreeMap;
-use std::sync::mpsc;
 
 use burrow_backend::{Error, Limits, Result, VPath};
 use burrow_types::{DocumentWriter, FileData, FilesDocument};
@@ -55,57 +54,33 @@ impl StateBackend {
         writer.finish()
     }
 
-    /// Writes the text of [`StateBackend::files_json`] to `out` through
-    /// buffers of about 256 KiB, never holding the whole document;
+    /// Writes the text of [`StateBackend::files_json`] to `out` through a
+    /// buffer of about 256 KiB, never holding the whole document;
     /// returns how many bytes it wrote. The workspace is read-locked while
     /// it writes.
-    ///
-    /// A document of more than one buffer is written by two threads
-    /// (docs/adr/0382): one turns the files into text a buffer at a time,
-    /// this one writes each buffer to `out` while the next is being made.
     ///
     /// # Errors
     ///
     /// `out`'s error, after which part of the document may have been written.
     pub fn write_files_json(&self, out: &mut impl std::io::Write) -> std::io::Result<u64> {
         let tree = self.read_tree();
-        let size: usize = tree
-            .iter()
-            .map(|(path, file)| path.len() + file.bytes.len())
-            .fold(0, usize::saturating_add);
-        if size < 2 * DRAIN_AT {
-            return write_entries(&tree, out);
+        let mut writer = DocumentWriter::with_capacity(DRAIN_AT + DRAIN_AT / 4);
+        let mut written = 0u64;
+        for (path, file) in tree.iter() {
+            writer.entry(
+                path,
+                &file.bytes,
+                &file.created_at.render(),
+                &file.modified_at.render(),
+            );
+            if writer.held() >= DRAIN_AT {
+                written += writer.held() as u64;
+                writer.drain_to(out)?;
+            }
         }
-        let tree = &*tree;
-        std::thread::scope(|scope| {
-            // Two buffers made ahead at most; written ones come back.
-            let (full, made) = mpsc::sync_channel::<Vec<u8>>(2);
-            let (back, spare) = mpsc::channel::<Vec<u8>>();
-            let maker = std::thread::Builder::new()
-                .name("burrow-state-doc".to_owned())
-                .spawn_scoped(scope, move || {
-                    let mut pieces = Pieces {
-                        full,
-                        spare,
-                        open: true,
-                    };
-                    // An error here only means the writer stopped (its own
-                    // error is the one returned).
-                    let _ = write_entries(tree, &mut pieces);
-                });
-            if maker.is_err() {
-                // No second thread: written by this one alone.
-                return write_entries(tree, out);
-            }
-            let mut written = 0u64;
-            for piece in made.iter() {
-                out.write_all(&piece)?;
-                written += piece.len() as u64;
-                // The maker may be done: then the buffer is dropped.
-                let _ = back.send(piece);
-            }
-            Ok(written)
-        })
+        written += writer.held() as u64 + 1;
+        writer.finish_to(out)?;
+        Ok(written)
     }
 
     /// A workspace holding the files of `doc`, with the default [`Limits`].
@@ -343,55 +318,4 @@ fn normal_path(key: &str) -> Result<VPath> {
         )));
     }
     Ok(path)
-}
-
-/// Writes the files document of `tree` to `out`, drained every [`DRAIN_AT`]
-/// bytes; returns how many bytes it wrote.
-fn write_entries(tree: &Tree, out: &mut impl std::io::Write) -> std::io::Result<u64> {
-    let mut writer = DocumentWriter::with_capacity(DRAIN_AT + DRAIN_AT / 4);
-    let mut written = 0u64;
-    for (path, file) in tree.iter() {
-        writer.entry(
-            path,
-            &file.bytes,
-            &file.created_at.render(),
-            &file.modified_at.render(),
-        );
-        if writer.held() >= DRAIN_AT {
-            written += writer.held() as u64;
-            writer.drain_to(out)?;
-        }
-    }
-    written += writer.held() as u64 + 1;
-    writer.finish_to(out)?;
-    Ok(written)
-}
-
-/// The document's text as buffers handed to the thread that writes them:
-/// each `write` (a drained [`DocumentWriter`] writes its text whole) is
-/// copied into a buffer that thread has handed back, or a new one.
-struct Pieces {
-    full: mpsc::SyncSender<Vec<u8>>,
-    spare: mpsc::Receiver<Vec<u8>>,
-    open: bool,
-}
-
-impl std::io::Write for Pieces {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if !self.open {
-            return Err(std::io::Error::other("the document's writer stopped"));
-        }
-        let mut piece = self.spare.try_recv().unwrap_or_default();
-        piece.clear();
-        piece.extend_from_slice(buf);
-        if self.full.send(piece).is_err() {
-            self.open = false;
-            return Err(std::io::Error::other("the document's writer stopped"));
-        }
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }

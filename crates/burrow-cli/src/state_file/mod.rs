@@ -23,10 +23,7 @@
 //!   already waiting on stdin as one group, a single command is a group of
 //!   one. The group's first change takes the exclusive lock, held to the end
 //!   of the group; its records are appended and synced (one `fsync`) at
-//!   [`Saver::finish`], before any result of the group is printed; with no
-//!   journal on disk, a group whose records pass 1 MiB and twice the
-//!   document is saved by writing the document instead (as a compaction
-//!   does, creating no journal: docs/adr/0381). Outside a
+//!   [`Saver::finish`], before any result of the group is printed. Outside a
 //!   group (`burrow mcp`, `burrow run`) each change is locked and appended
 //!   by itself.
 //! - **Several processes** (docs/adr/0041, docs/adr/0201): under the lock the
@@ -78,13 +75,6 @@ use crate::spec::{Opened, Saver};
 /// and a batch that builds a workspace from nothing compacts only at its
 /// end until it passes it.
 const COMPACT_FLOOR: u64 = 64 << 20;
-
-/// A group's records, when there is no journal, are folded straight into
-/// the document instead (no journal created) once they pass this and twice
-/// the document's size (docs/adr/0381): writing the document then costs at
-/// most about one and a half times the records, and saves creating the
-/// journal (two syncs) and the compaction that would write those bytes again.
-const FOLD_FLOOR: u64 = 1 << 20;
 
 /// Opens `path` as a state document.
 pub fn open(path: &Path) -> Result<Opened> {
@@ -487,16 +477,6 @@ impl StateFile {
         if inner.pending.is_empty() {
             return Ok(());
         }
-        if inner.seen.journal.is_none()
-            && inner.pending.len() as u64 >= inner.seen.doc_len.saturating_mul(2).max(FOLD_FLOOR)
-        {
-            // The workspace in memory holds the group's changes: writing it
-            // is their save (durable once renamed into place).
-            inner.pending.clear();
-            inner.pending_records = 0;
-            inner.pending_splices = false;
-            return self.compact_now(inner);
-        }
         // Cleared, not taken, once appended: the buffer's pages serve every group.
         let records = &inner.pending;
         let count = std::mem::take(&mut inner.pending_records);
@@ -595,26 +575,11 @@ impl StateFile {
             Ok((len, _)) => len,
             Err(e) => return Err(fail(inner, e)),
         };
-        // Without a journal (a group folded straight in) there is none to
-        // cut: the document's new stamp tells other processes to load it again.
-        let journal = match inner.seen.journal {
-            Some(position) => {
-                let generation = position.generation + 1;
-                if let Err(e) =
-                    disk::replace_journal(&self.journal_path, &self.path, generation, &[])
-                {
-                    return Err(fail(inner, e));
-                }
-                disk::failpoint("after_journal_cut");
-                Some(Position {
-                    generation,
-                    end: 0,
-                    records: 0,
-                    splices: false,
-                })
-            }
-            None => None,
-        };
+        let generation = inner.seen.journal.map_or(0, |j| j.generation) + 1;
+        if let Err(e) = disk::replace_journal(&self.journal_path, &self.path, generation, &[]) {
+            return Err(fail(inner, e));
+        }
+        disk::failpoint("after_journal_cut");
         let stamp = match disk::stamp(&self.path) {
             Ok(stamp) => stamp,
             Err(e) => return Err(fail(inner, e)),
@@ -622,7 +587,12 @@ impl StateFile {
         inner.seen = Seen {
             doc: stamp,
             doc_len,
-            journal,
+            journal: Some(Position {
+                generation,
+                end: 0,
+                records: 0,
+                splices: false,
+            }),
         };
         inner.added = false;
         Ok(())
