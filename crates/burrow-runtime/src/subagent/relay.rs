@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::background::{ASK_PARENT, AskParentArgs, DEFAULT_MAX_QUESTIONS};
 use super::task::{
-    CHILD_MESSAGE_AUTHOR, ChildEnd, GENERAL_PURPOSE, NEXT_CHILD, StopOnDrop, TASK, TaskArgs, Tasks,
+    CHILD_MESSAGE_AUTHOR, ChildEnd, GENERAL_PURPOSE, StopOnDrop, TASK, TaskArgs, Tasks,
     child_thread, runner_failure, settle, store_failure,
 };
 use crate::message::Message;
@@ -297,14 +297,7 @@ impl Tasks {
             &args.description,
             &thread,
         );
-        let guard = StopOnDrop {
-            runner: runner.clone(),
-            thread: thread.clone(),
-            children: inner.children.clone(),
-            id: NEXT_CHILD.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-            done: false,
-        };
-        guard.register();
+        let guard = StopOnDrop::register(&runner, &thread, &inner.children);
         let ended = answer_child(&runner, &thread, child_request, approved, answer).await;
         runner.aclose().await;
         guard.finish();

@@ -589,14 +589,7 @@ subagents (`subagent_type`):",
             &args.description,
             &thread,
         );
-        let guard = StopOnDrop {
-            runner: runner.clone(),
-            thread: thread.clone(),
-            children: inner.children.clone(),
-            id: NEXT_CHILD.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-            done: false,
-        };
-        guard.register();
+        let guard = StopOnDrop::register(&runner, &thread, &inner.children);
         let ended = run_child(&runner, &thread, &args.prompt).await;
         runner.aclose().await;
         guard.finish();
@@ -728,8 +721,17 @@ pub(super) struct StopOnDrop {
 }
 
 impl StopOnDrop {
-    pub(super) fn register(&self) {
-        lock(&self.children).insert(self.id, self.runner.clone());
+    /// The guard of `runner`'s child in `thread`, registered among `children`.
+    pub(super) fn register(runner: &Runner, thread: &ThreadKey, children: &Children) -> Self {
+        let guard = Self {
+            runner: runner.clone(),
+            thread: thread.clone(),
+            children: children.clone(),
+            id: NEXT_CHILD.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            done: false,
+        };
+        lock(&guard.children).insert(guard.id, guard.runner.clone());
+        guard
     }
 
     /// The child ended and its runner closed: nothing to stop.
